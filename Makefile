@@ -1,0 +1,118 @@
+# dlbn - data-loading bottleneck detector.  See README.md.
+#
+#   make            build build/libdlbn.so and build/dlbn-analyze
+#   make demo       build and analyse a bundled example (installs Debian deps)
+#   make check      build and run the test suite (installs Debian deps)
+#   make bench      hook cost, overhead and analyzer throughput figures
+#   make sanitize   the C unit tests and analyzer under ASan/UBSan
+#   make lint       clang-format --dry-run, cppcheck, clang-tidy
+#   make install PREFIX=/usr/local [DESTDIR=...]
+#
+# Build outputs go to build/ only.
+
+PREFIX ?= /usr/local
+CUDA_HOME ?= /usr/local/cuda
+PYTHON ?= /usr/bin/python3
+CC ?= cc
+BUILD := build
+
+CSTD := -std=c11 -D_GNU_SOURCE
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+OPT ?= -O2 -g
+CFLAGS_COMMON := $(CSTD) $(WARN) $(OPT) -Ilibintercept -I$(CUDA_HOME)/include
+MSGPACK_LIBS := -lmsgpackc
+
+# ---- libdlbn.so -----------------------------------------------------------
+LIB_SRCS := $(sort $(wildcard libintercept/*.c))
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+LIB_CFLAGS := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial-exec \
+	-fno-strict-aliasing
+LIB_LDFLAGS := -shared -Wl,--version-script=libintercept/exports.map \
+	-Wl,-z,now -Wl,-z,relro -Wl,--no-undefined
+LIB_LIBS := -ldl -lpthread
+
+# ---- dlbn-analyze ---------------------------------------------------------
+ANA_SRCS := $(sort $(wildcard analyzer/*.c))
+ANA_OBJS := $(ANA_SRCS:%.c=$(BUILD)/%.o)
+ANA_LIB_OBJS := $(filter-out $(BUILD)/analyzer/main.o,$(ANA_OBJS))
+ANA_CFLAGS := $(CFLAGS_COMMON) -Ianalyzer
+ANA_LIBS := $(MSGPACK_LIBS) -lsqlite3 -lm
+
+# ---- tests ----------------------------------------------------------------
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+
+PY_BOOT := $(BUILD)/dlbn-python/sitecustomize.py $(BUILD)/dlbn-python/_dlbn_boot.py
+
+.PHONY: all deps demo check unit e2e bench eval sanitize lint install clean
+all: $(BUILD)/libdlbn.so $(BUILD)/dlbn-analyze $(PY_BOOT) tests-aux
+
+$(BUILD)/%.o: %.c $(wildcard libintercept/*.h) $(wildcard analyzer/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(if $(filter libintercept/%,$<),$(LIB_CFLAGS),$(ANA_CFLAGS)) -MMD -c $< -o $@
+
+$(BUILD)/libdlbn.so: $(LIB_OBJS) libintercept/exports.map
+	$(CC) $(LIB_LDFLAGS) -o $@ $(LIB_OBJS) $(LIB_LIBS)
+
+$(BUILD)/dlbn-analyze: $(ANA_OBJS)
+	$(CC) -o $@ $(ANA_OBJS) $(ANA_LIBS)
+
+$(BUILD)/dlbn-python/%.py: python/%.py
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+# Test helpers (simulated CUDA driver, C test programs) add their rules here.
+-include tests/tests.mk
+tests-aux::
+
+$(BUILD)/tests/%: tests/unit/%.c $(ANA_LIB_OBJS) $(wildcard tests/unit/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ANA_CFLAGS) -Itests/unit -o $@ $< $(ANA_LIB_OBJS) $(ANA_LIBS)
+
+# ---- entry points ---------------------------------------------------------
+deps:
+	@scripts/install-deps
+
+demo: deps all
+	@tests/demo/run-demo
+
+check: deps all $(UNIT_BINS)
+	@PYTHON=$(PYTHON) tests/run-tests
+
+unit: all $(UNIT_BINS)
+	@PYTHON=$(PYTHON) tests/run-tests --unit-only
+
+bench: deps all
+	@PYTHON=$(PYTHON) tests/bench/run-bench
+
+eval: deps all
+	@PYTHON=$(PYTHON) tests/eval/run-eval
+
+sanitize:
+	$(MAKE) BUILD=build/san OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
+		CC=$(CC) build/san/dlbn-analyze $(UNIT_SRCS:tests/unit/%.c=build/san/tests/%)
+	@for t in $(UNIT_SRCS:tests/unit/%.c=build/san/tests/%); do $$t || exit 1; done
+	@echo "sanitize: unit tests clean under ASan/UBSan"
+
+lint:
+	clang-format --dry-run --Werror libintercept/*.[ch] analyzer/*.[ch] tests/unit/*.[ch]
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+		--suppress=missingIncludeSystem -Ilibintercept -Ianalyzer libintercept analyzer
+	clang-tidy --quiet $(LIB_SRCS) $(ANA_SRCS) -- $(ANA_CFLAGS)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/dlbn/dlbn-python \
+		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+		$(DESTDIR)$(PREFIX)/include/dlbn
+	install -m 0755 $(BUILD)/dlbn-analyze scripts/dlbn-run scripts/dlbn-preflight \
+		$(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(BUILD)/libdlbn.so $(DESTDIR)$(PREFIX)/lib/dlbn/
+	install -m 0644 $(PY_BOOT) $(DESTDIR)$(PREFIX)/lib/dlbn/dlbn-python/
+	install -m 0644 libintercept/dlbn_trace.h $(DESTDIR)$(PREFIX)/include/dlbn/
+	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

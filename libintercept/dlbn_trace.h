@@ -1,0 +1,284 @@
+/*
+ * dlbn_trace.h - the dlbn trace format, version 1 (public interface).
+ *
+ * This header is the contract between the recorder (libdlbn.so) and every
+ * reader (dlbn-analyze, tests).  It is documented for users in
+ * man/dlbn-trace.5; keep the two in step.
+ *
+ * Layout of a trace file
+ * ----------------------
+ *   offset 0                 struct dlbn_file_header (DLBN_FILE_HEADER_SIZE bytes)
+ *   offset H + k*E           extent k (E = header.extent_size), k = 0, 1, ...
+ *
+ * An extent is a struct dlbn_extent_header followed by msgpack records.  Every
+ * extent belongs to exactly one stream; a stream is one thread of one process
+ * instance and owns zero or more extents, numbered by extent_seq.  Extents are
+ * handed out by an atomic counter in the file header, which every process of
+ * the tree maps MAP_SHARED, so all processes (fork, spawn, forkserver children)
+ * append to the one file without locks.
+ *
+ * Invariants
+ *   - `committed` in an extent header counts the bytes of complete records
+ *     that follow the header.  It only grows, and is stored with release
+ *     ordering after the record bytes, so a reader that sees it sees the
+ *     records.  A process killed with SIGKILL therefore leaves every record
+ *     it finished.  Bytes past `committed` are garbage and must be ignored.
+ *   - An extent whose magic is not DLBN_EXTENT_MAGIC was allocated but never
+ *     initialised (process died in between): skip it.
+ *   - Within a stream, records are in emission order.  Each record's time is
+ *     the previous record's time plus its signed delta (the first record of an
+ *     extent is relative to the extent's base_ns).  Records mark the *start*
+ *     of what they describe; durations are separate fields.
+ *   - All times are CLOCK_MONOTONIC nanoseconds of the recording host.
+ *
+ * Records
+ *   Each record is a msgpack array whose first two elements are
+ *   [type, dt_ns, ...].  The fields that follow are listed per type below.
+ *   Unless stated otherwise fields are msgpack integers.  A reader must skip
+ *   record types it does not know, and ignore trailing fields it does not
+ *   know (minor versions may append fields; they never remove or reorder).
+ */
+#ifndef DLBN_TRACE_H
+#define DLBN_TRACE_H
+
+#include <stdint.h>
+
+#define DLBN_FILE_MAGIC "DLBNTRC1" /* 8 bytes, no terminator in the file */
+#define DLBN_VERSION_MAJOR 1
+#define DLBN_VERSION_MINOR 0
+#define DLBN_FILE_HEADER_SIZE 4096u
+#define DLBN_EXTENT_MAGIC 0x58424c44u /* "DLBX" little-endian */
+#define DLBN_EXTENT_HEADER_SIZE 64u
+#define DLBN_DEFAULT_EXTENT_SIZE (256u * 1024u)
+
+/* File header flags. */
+#define DLBN_FILE_PASSIVE 0x1u /* some process went passive (see its stderr) */
+
+struct dlbn_file_header {
+	char magic[8];          /* DLBN_FILE_MAGIC */
+	uint16_t version_major; /* reader rejects a major it does not know */
+	uint16_t version_minor;
+	uint32_t header_size;   /* DLBN_FILE_HEADER_SIZE */
+	uint32_t extent_size;   /* bytes per extent, header included */
+	uint32_t flags;         /* DLBN_FILE_* (atomic OR) */
+	uint64_t next_extent;   /* atomic: extents handed out so far */
+	uint64_t next_proc_id;  /* atomic: process instances that joined */
+	uint64_t created_realtime_ns; /* a CLOCK_REALTIME/CLOCK_MONOTONIC pair */
+	uint64_t created_monotonic_ns;
+	char host[64];          /* gethostname() of the creator, NUL padded */
+	/* zero up to header_size */
+};
+
+/* Extent header flags. */
+#define DLBN_EXTENT_FINAL 0x1u /* the stream ended cleanly in this extent */
+
+struct dlbn_extent_header {
+	uint32_t magic;      /* DLBN_EXTENT_MAGIC once initialised */
+	uint32_t committed;  /* atomic: bytes of complete records after header */
+	uint32_t proc_id;    /* process instance (file-unique; new after exec) */
+	uint32_t thread_no;  /* 0 = the thread that started the process instance */
+	uint32_t extent_seq; /* 0, 1, 2 ... within the stream */
+	uint32_t pid;
+	uint32_t tid;
+	uint32_t flags;      /* DLBN_EXTENT_* */
+	uint64_t base_ns;    /* time origin for the first record's delta */
+	uint8_t reserved[24];
+};
+
+_Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
+	       "extent header size is part of the format");
+
+/*
+ * Record types.  Field lists after [type, dt]:
+ *
+ * Process and thread structure
+ *  PROCESS  pid, ppid, parent_proc_id (-1 none), start (DLBN_START_*),
+ *           rank, local_rank, world_size (-1 unknown),
+ *           realtime_ns, monotonic_ns (a clock pair taken together),
+ *           argv0 (str), exe (str), host (str), job_id (str),
+ *           clock_source (str)
+ *           First record of thread_no 0 of every process instance.
+ *  THREAD   tid, is_main (1 if tid == pid)          first record of a stream
+ *  FORK     dur_ns, child_pid (or -errno)           in the parent
+ *  EXEC     path (str)                              before the exec call
+ *  EXIT     status, how (DLBN_EXIT_*)               last record of a process
+ *
+ * Host input path (fd kinds are DLBN_FD_*; ino is st_ino, 0 if unknown;
+ * ret is the call's return value, or -errno on failure)
+ *  READ     dur_ns, fd, fd_kind, ino, ret           read/readv/recv/recvfrom
+ *  WRITE    dur_ns, fd, fd_kind, ino, ret           write/writev/send/sendto
+ *  PREAD    dur_ns, fd, ino, ret, offset            pread/preadv (files)
+ *  RECVMSG  dur_ns, fd, fd_kind, ino, ret, nfds     nfds = SCM_RIGHTS fds got
+ *  SENDMSG  dur_ns, fd, fd_kind, ino, ret, nfds
+ *  POLL     dur_ns, call (DLBN_POLL_*), ret, timeout_ms, [ino, ...]
+ *           the inodes of the pipe/socket fds waited on (at most 8)
+ *  CONNECT  dur_ns, fd, ret                          unix-domain sockets only
+ *  ACCEPT   dur_ns, fd, ret                          unix-domain sockets only
+ *  OPEN     fd (or -errno), fd_kind, ino, flags, path (str)
+ *           regular files, FIFOs and /dev/shm objects
+ *  MMAP     fd, fd_kind, ino, length, prot_flags     MAP_SHARED of an fd only
+ *  SEM_WAIT dur_ns, sem (address), ret, call (DLBN_SEM_*)
+ *           only waits that blocked (dur_ns >= DLBN_SEM_MIN_NS)
+ *  SEM_POST sem (address)
+ *           only for semaphores that some thread of the process has blocked
+ *           on before (the recorder keeps a small set of them)
+ *  SCHED    tid, run_ns, runq_wait_ns               /proc schedstat sample
+ *
+ * Python bootstrap marks (exact DataLoader view)
+ *  MARK     kind (DLBN_MARK_*), iter_id, arg
+ *           FETCH_BEGIN/FETCH_END: arg = batch index within the epoch;
+ *           FETCH_END arg2 semantics: see DLBN_MARK_*.
+ *  CONFIG   iter_id, text (str)   "key=value;key=value" iterator config:
+ *           num_workers, batch_size, prefetch_factor, pin_memory,
+ *           persistent_workers, start_method, dataset_kind, drop_last,
+ *           timeout, loader (Python id of the DataLoader object)
+ *  STRING   id, text (str)        interned string (NVTX, modules)
+ *
+ * GPU (CUDA driver; stream is the CUstream value, 0 = legacy default)
+ *  LAUNCH   stream, api (DLBN_CU_*)                  no duration: async
+ *  MEMCPY   dur_ns, api, stream, bytes, dir (DLBN_COPY_*), async,
+ *           host_mem (DLBN_HOSTMEM_*)
+ *  SYNC     dur_ns, api, handle (stream/event/0 for context)
+ *  WAITEVT  stream, event                            cuStreamWaitEvent
+ *  PROBE    probe_id, stream                 event recorded on stream at t
+ *  PROBE_DONE probe_id, complete_ns (absolute), status
+ *           the probe's event completed at complete_ns (from
+ *           cuEventElapsedTime against a reference); status 0 = ok,
+ *           1 = lost (not resolvable)
+ *  CUDA_INFO api, ret, text (str)                 driver found, version, ...
+ *
+ * Ranges (NVTX)
+ *  RANGE_PUSH domain_id, msg_id, msg (str or nil when msg_id is set)
+ *  RANGE_POP  domain_id
+ *  RANGE_START range_id, domain_id, msg_id, msg (str or nil)
+ *  RANGE_END  range_id
+ *  NVTX_MARK  domain_id, msg_id, msg (str or nil)
+ *  DOMAIN     domain_id, name (str)
+ *
+ * Stacks (libunwind, at the longest waits)
+ *  MODULE   module_id, base, path (str)               a loaded object
+ *  STACK    wait_type, wait_ts_delta, [module_id, offset, module_id, offset...]
+ *           native stack of the wait that began wait_ts_delta ns before
+ *           this record's time
+ */
+enum dlbn_record_type {
+	DLBN_REC_PROCESS = 1,
+	DLBN_REC_THREAD = 2,
+	DLBN_REC_FORK = 3,
+	DLBN_REC_EXEC = 4,
+	DLBN_REC_EXIT = 5,
+
+	DLBN_REC_READ = 10,
+	DLBN_REC_WRITE = 11,
+	DLBN_REC_PREAD = 12,
+	DLBN_REC_RECVMSG = 13,
+	DLBN_REC_SENDMSG = 14,
+	DLBN_REC_POLL = 15,
+	DLBN_REC_CONNECT = 16,
+	DLBN_REC_ACCEPT = 17,
+	DLBN_REC_OPEN = 18,
+	DLBN_REC_MMAP = 19,
+	DLBN_REC_SEM_WAIT = 20,
+	DLBN_REC_SEM_POST = 21,
+	DLBN_REC_SCHED = 22,
+
+	DLBN_REC_MARK = 30,
+	DLBN_REC_CONFIG = 31,
+	DLBN_REC_STRING = 32,
+
+	DLBN_REC_LAUNCH = 40,
+	DLBN_REC_MEMCPY = 41,
+	DLBN_REC_SYNC = 42,
+	DLBN_REC_WAITEVT = 43,
+	DLBN_REC_PROBE = 44,
+	DLBN_REC_PROBE_DONE = 45,
+	DLBN_REC_CUDA_INFO = 46,
+
+	DLBN_REC_RANGE_PUSH = 50,
+	DLBN_REC_RANGE_POP = 51,
+	DLBN_REC_RANGE_START = 52,
+	DLBN_REC_RANGE_END = 53,
+	DLBN_REC_NVTX_MARK = 54,
+	DLBN_REC_DOMAIN = 55,
+
+	DLBN_REC_MODULE = 60,
+	DLBN_REC_STACK = 61,
+};
+
+enum dlbn_start_kind {
+	DLBN_START_ROOT = 0,  /* created the trace file */
+	DLBN_START_FORK = 1,  /* child of fork(); parent_proc_id is set */
+	DLBN_START_JOIN = 2,  /* exec'd/spawned process that joined the trace */
+};
+
+enum dlbn_exit_how {
+	DLBN_EXIT_EXIT = 0,   /* exit() */
+	DLBN_EXIT__EXIT = 1,  /* _exit() / _Exit() (os._exit in Python) */
+	DLBN_EXIT_DTOR = 2,   /* library destructor (normal return from main) */
+};
+
+enum dlbn_fd_kind {
+	DLBN_FD_UNKNOWN = 0,
+	DLBN_FD_PIPE = 1,
+	DLBN_FD_UNIX = 2,   /* AF_UNIX socket */
+	DLBN_FD_SOCKET = 3, /* other socket (TCP ...) */
+	DLBN_FD_FILE = 4,   /* regular file */
+	DLBN_FD_SHM = 5,    /* regular file on /dev/shm */
+	DLBN_FD_OTHER = 6,  /* tty, device, eventfd ... (not recorded) */
+};
+
+enum dlbn_poll_call {
+	DLBN_POLL_POLL = 0,
+	DLBN_POLL_PPOLL = 1,
+	DLBN_POLL_SELECT = 2,
+	DLBN_POLL_PSELECT = 3,
+	DLBN_POLL_EPOLL = 4,
+};
+
+enum dlbn_sem_call {
+	DLBN_SEM_WAIT = 0,
+	DLBN_SEM_TIMEDWAIT = 1,
+	DLBN_SEM_CLOCKWAIT = 2,
+};
+
+/* Blocking semaphore waits shorter than this are not recorded. */
+#define DLBN_SEM_MIN_NS 20000
+
+enum dlbn_mark_kind {
+	DLBN_MARK_FETCH_BEGIN = 1, /* DataLoader iterator __next__ entered */
+	DLBN_MARK_FETCH_END = 2,   /* __next__ returned a batch (arg = index) */
+	DLBN_MARK_FETCH_STOP = 3,  /* __next__ raised StopIteration (epoch end) */
+	DLBN_MARK_ITER_BEGIN = 4,  /* iter(loader): a new epoch's iterator */
+	DLBN_MARK_STEP = 5,        /* optional user step mark (arg = step) */
+};
+
+enum dlbn_cu_api {
+	DLBN_CU_LAUNCH_KERNEL = 1,
+	DLBN_CU_LAUNCH_KERNEL_EX = 2,
+	DLBN_CU_GRAPH_LAUNCH = 3,
+	DLBN_CU_MEMCPY = 10,       /* cuMemcpy / cuMemcpyAsync (unified) */
+	DLBN_CU_MEMCPY_HTOD = 11,
+	DLBN_CU_MEMCPY_DTOH = 12,
+	DLBN_CU_MEMCPY_DTOD = 13,
+	DLBN_CU_STREAM_SYNC = 20,
+	DLBN_CU_CTX_SYNC = 21,
+	DLBN_CU_EVENT_SYNC = 22,
+	DLBN_CU_STREAM_QUERY = 23,
+	DLBN_CU_EVENT_QUERY = 24,
+};
+
+enum dlbn_copy_dir {
+	DLBN_COPY_HTOD = 1,
+	DLBN_COPY_DTOH = 2,
+	DLBN_COPY_DTOD = 3,
+	DLBN_COPY_OTHER = 4,
+};
+
+enum dlbn_host_mem {
+	DLBN_HOSTMEM_NA = 0,       /* no host side */
+	DLBN_HOSTMEM_PAGEABLE = 1,
+	DLBN_HOSTMEM_PINNED = 2,
+	DLBN_HOSTMEM_UNKNOWN = 3,
+};
+
+#endif /* DLBN_TRACE_H */

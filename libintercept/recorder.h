@@ -1,0 +1,93 @@
+/*
+ * recorder.h - what a hook module of libdlbn.so needs from the recorder core.
+ *
+ * The core (recorder.c, trace_writer.c, clock.c, real.c) owns the process's
+ * trace session, the per-thread streams and the clock.  Hook modules
+ * (hooks_*.c, cuda_*.c, nvtx_*.c, stacks.c) turn intercepted calls into
+ * records through the functions below and nothing else.
+ *
+ * Rules every caller keeps (DESIGN section 3):
+ *   - On the fast path: no malloc, no stdio, no locks, no dlsym.
+ *   - errno seen by the application is the one the real call left.
+ *   - Everything here is a no-op while the recorder is off or passive, and
+ *     while the calling thread is already inside the recorder (a signal
+ *     handler that calls a hooked function, or the recorder's own calls).
+ */
+#ifndef DLBN_RECORDER_H
+#define DLBN_RECORDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlbn_trace.h"
+
+#define DLBN_HIDDEN __attribute__((visibility("hidden")))
+#define DLBN_EXPORT __attribute__((visibility("default")))
+#define DLBN_LIKELY(x) __builtin_expect(!!(x), 1)
+#define DLBN_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Recorder state: DLBN_OFF until the constructor decides, then ON or
+ * PASSIVE (failed once; never records again in this process). */
+enum dlbn_state { DLBN_OFF = 0, DLBN_ON = 1, DLBN_PASSIVE = 2 };
+extern int dlbn_state DLBN_HIDDEN;
+
+static inline bool recorder_on(void)
+{
+	return DLBN_LIKELY(__atomic_load_n(&dlbn_state, __ATOMIC_RELAXED) == DLBN_ON);
+}
+
+/* CLOCK_MONOTONIC in nanoseconds (vDSO; no syscall with a tsc clock). */
+uint64_t clock_now_ns(void) DLBN_HIDDEN;
+
+/*
+ * The next symbol after libdlbn.so, like dlsym(RTLD_NEXT, name), but through
+ * the real dlsym even though libdlbn.so interposes dlsym.  Constructors only.
+ */
+void *real_next(const char *name) DLBN_HIDDEN;
+/* The real dlsym / dlvsym (never the interposed ones). */
+void *real_dlsym(void *handle, const char *name) DLBN_HIDDEN;
+
+/*
+ * Emit one record [type, t_ns - previous, fields...] into the calling
+ * thread's stream.  Integers are packed as the smallest msgpack int.
+ * `str` (may be NULL with len 0 for msgpack nil) is appended as the last
+ * field by rec_emit_str; `list` as a trailing msgpack array by
+ * rec_emit_list.  Never blocks for long, never allocates with malloc.
+ */
+void rec_emit(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n) DLBN_HIDDEN;
+void rec_emit_str(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n,
+		  const char *str, size_t len) DLBN_HIDDEN;
+void rec_emit_list(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n,
+		   const int64_t *list, unsigned nlist) DLBN_HIDDEN;
+
+/*
+ * Reentrancy guard.  A hook that records calls hook_enter() first and skips
+ * recording when it returns false; it calls hook_leave() when done.
+ */
+bool hook_enter(void) DLBN_HIDDEN;
+void hook_leave(void) DLBN_HIDDEN;
+
+/* True on the process's initial thread (tid == pid); cached per thread. */
+bool on_main_thread(void) DLBN_HIDDEN;
+
+/*
+ * Internal failure: print one line "dlbn: <what>: <strerror(err)>; recording
+ * disabled, the program continues" to stderr (once per process) and go
+ * passive.  Async-signal-safe.
+ */
+void recorder_fail(const char *what, int err) DLBN_HIDDEN;
+
+/*
+ * Cross-module notifications, called by the libc hooks on the main thread.
+ * Each has a weak no-op default in recorder.c so that modules can be
+ * developed separately; the real ones live in the named module.
+ */
+/* A main-thread wait that may be a batch wait is about to block
+ * (gpu_probe.c: record drain probes on the streams used since the last). */
+void gpu_wait_begins(uint64_t t_ns) DLBN_HIDDEN;
+/* A main-thread wait of that kind ended (stacks.c: maybe capture a stack;
+ * gpu_probe.c: resolve finished probes). */
+void wait_finished(uint8_t rec_type, uint64_t t0_ns, uint64_t dur_ns) DLBN_HIDDEN;
+
+#endif /* DLBN_RECORDER_H */
