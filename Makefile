@@ -41,10 +41,13 @@ ANA_LIBS := $(MSGPACK_LIBS) -lsqlite3 -lm
 # ---- tests ----------------------------------------------------------------
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+# Support code shared by the unit tests: every other tests/unit/*.c except
+# programs with their own main (*_main.c).
+UNIT_SUPPORT := $(filter-out tests/unit/test_%.c tests/unit/%_main.c,$(wildcard tests/unit/*.c))
 
 PY_BOOT := $(BUILD)/dlbn-python/sitecustomize.py $(BUILD)/dlbn-python/_dlbn_boot.py
 
-.PHONY: all deps demo check unit e2e bench eval sanitize lint install clean
+.PHONY: all tests-aux deps demo check unit e2e bench eval sanitize lint install clean
 all: $(BUILD)/libdlbn.so $(BUILD)/dlbn-analyze $(PY_BOOT) tests-aux
 
 $(BUILD)/%.o: %.c $(wildcard libintercept/*.h) $(wildcard analyzer/*.h)
@@ -64,10 +67,11 @@ $(BUILD)/dlbn-python/%.py: python/%.py
 # Test helpers (simulated CUDA driver, C test programs) add their rules here.
 -include tests/tests.mk
 tests-aux::
+	@:
 
-$(BUILD)/tests/%: tests/unit/%.c $(ANA_LIB_OBJS) $(wildcard tests/unit/*.h)
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(ANA_LIB_OBJS) $(UNIT_SUPPORT) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ANA_CFLAGS) -Itests/unit -o $@ $< $(ANA_LIB_OBJS) $(ANA_LIBS)
+	$(CC) $(ANA_CFLAGS) -Itests/unit -o $@ $< $(UNIT_SUPPORT) $(ANA_LIB_OBJS) $(ANA_LIBS)
 
 # ---- entry points ---------------------------------------------------------
 deps:
