@@ -106,7 +106,7 @@ lint:
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/dlbn/dlbn-python \
-		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7 \
 		$(DESTDIR)$(PREFIX)/include/dlbn
 	install -m 0755 $(BUILD)/dlbn-analyze scripts/dlbn-run scripts/dlbn-preflight \
 		$(DESTDIR)$(PREFIX)/bin/
@@ -115,6 +115,7 @@ install: all
 	install -m 0644 libintercept/dlbn_trace.h $(DESTDIR)$(PREFIX)/include/dlbn/
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -m 0644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
 
 clean:
 	rm -rf $(BUILD)
