@@ -1,0 +1,183 @@
+/*
+ * gpu.h - the GPU side of the analysis (DESIGN sections 1, 3 and 5 step 3):
+ * split every loader wait of the training loop into the part during which
+ * the GPU still had queued work (hidden by prefetch, not a stall) and the
+ * part during which it had none (the stall), from the recorder's drain
+ * probes; and gather the host-side GPU evidence (launches, host blocked in
+ * syncs, copies from pageable memory) that the verdict and the reports cite.
+ *
+ * Use (one call after the model has built its steps, before the verdict):
+ *
+ *     dlbn_gpu_analyze(&model, reader, &opts, &gpu);   one pass over r
+ *     ... dlbn_analyze() sums step.gpu_idle_ns as the stall ...
+ *     dlbn_gpu_window(&gpu, model.steps, a.window_begin, a.window_end);
+ *     dlbn_gpu_json(out, &gpu);  /  dlbn_gpu_text(out, &gpu);
+ *     dlbn_gpu_free(&gpu);
+ *
+ * When the training process has no CUDA records, nothing is touched: the
+ * steps keep the CPU-only rule (gpu_idle_ns = wait_ns) and gpu.present = 0.
+ *
+ * The probe rule.  A probe is a CUDA event the recorder records on each
+ * stream used since the previous probe, at the moment a main-thread wait
+ * begins; it completes when all work queued on its stream before it is
+ * done.  So the GPU is busy at least until
+ *     busy_until(t) = max complete_ns over probes issued at or before t
+ * (a stream without newer work was drained by an earlier probe).  For a
+ * wait [b, e] the probes that count are those issued up to the cutoff
+ *     cutoff = max(first probe issued inside [b, e], min(b + slack, e))
+ * (or e when none was issued inside), and
+ *     busy = clamp(busy_until(cutoff) - b, 0, e - b),  idle = wait - busy.
+ *
+ * Missing evidence (the rule, stated once; the reports repeat it):
+ *   - A wait is *unknown* when the process had queued GPU work before the
+ *     wait that no probe up to the cutoff covers (probing off, a context
+ *     not current, an unprobed stream), or when a probe that would count
+ *     for it was lost and no later probe on the same stream supersedes it.
+ *   - An unknown wait keeps what is known: busy = the part covered by the
+ *     probes that did resolve (a lower bound), the rest counts as GPU-idle,
+ *     so its stall is an upper bound and never hides a loading problem.
+ *     Unknown waits are counted (waits_unknown, wait_unknown_s) and named
+ *     in a reason so the verdict can lower its confidence.
+ *   - A probe the recorder gave up (status 1) when its pool filled was
+ *     polled unfinished just before: its completion is taken to be at least
+ *     the PROBE_DONE record's time (a lower bound; strong compute-bound
+ *     evidence).  When the give-up came from a driver error (a CUDA_INFO
+ *     "probing stopped" record follows), no bound is used.
+ *   - Waits before the process ever queued GPU work are GPU-idle (known).
+ *
+ * Memory: per step a small record (for the window figures); pending probes
+ * live in a fixed ring, streams in a fixed table; nothing grows with the
+ * number of records or probes.
+ */
+#ifndef DLBN_GPU_H
+#define DLBN_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct dlbn_model;
+struct dlbn_steps;
+struct dlbn_reader;
+
+/* CUDA_INFO api codes of the recorder (libintercept/cuda_hooks.h). */
+#define DLBN_CUDA_INFO_DRIVER		100
+#define DLBN_CUDA_INFO_PROBE_OFF	101
+#define DLBN_CUDA_INFO_UNWRAPPED	102
+#define DLBN_CUDA_INFO_STREAMS_OVERFLOW 103
+
+enum dlbn_gpu_sync_kind {
+	DLBN_GPU_SYNC_STREAM = 0, /* cuStreamSynchronize */
+	DLBN_GPU_SYNC_CTX = 1,	  /* cuCtxSynchronize */
+	DLBN_GPU_SYNC_EVENT = 2,  /* cuEventSynchronize */
+	DLBN_GPU_SYNC_OTHER = 3,
+	DLBN_GPU_SYNC_KINDS = 4,
+};
+
+enum dlbn_gpu_copy_dir { /* index of copy_blocked_ns */
+			 DLBN_GPU_COPY_HTOD = 0,
+			 DLBN_GPU_COPY_DTOH = 1,
+			 DLBN_GPU_COPY_DTOD = 2,
+			 DLBN_GPU_COPY_OTHER = 3,
+			 DLBN_GPU_COPY_DIRS = 4,
+};
+
+/* Host-side GPU figures over an interval (a loop period or a window). */
+struct dlbn_gpu_host {
+	int64_t launches;
+	int64_t syncs;
+	int64_t sync_ns[DLBN_GPU_SYNC_KINDS];	     /* host blocked in syncs */
+	int64_t copy_blocked_ns[DLBN_GPU_COPY_DIRS]; /* host time inside copy calls */
+	int64_t pageable_h2d, pageable_h2d_bytes, pageable_h2d_ns;
+	int64_t pinned_h2d, pinned_h2d_bytes;
+	int64_t async_copies, sync_copies;
+};
+
+/* Evidence behind one step's split. */
+enum dlbn_gpu_evidence {
+	DLBN_GPU_EV_NONE = 0,	 /* step without a wait */
+	DLBN_GPU_EV_PROBE = 1,	 /* probes covered all queued work */
+	DLBN_GPU_EV_NO_WORK = 2, /* no GPU work queued yet: idle */
+	DLBN_GPU_EV_UNKNOWN = 3, /* uncovered work or a lost probe (see rule) */
+};
+
+/* Per step of a view: its loop period's host figures and its evidence. */
+struct dlbn_gpu_step {
+	struct dlbn_gpu_host host; /* records in (end of previous step, end] */
+	uint8_t evidence;	   /* DLBN_GPU_EV_* */
+};
+
+struct dlbn_gpu_opts {
+	int64_t probe_slack_ns; /* probes this long after a wait begins count for it */
+};
+
+/* Figures over a window of steps (dlbn_gpu_window). */
+struct dlbn_gpu_win {
+	int valid;
+	size_t steps;
+	double wall_s;
+	size_t waits, waits_with_probe, waits_no_work, waits_unknown;
+	double wait_s, wait_gpu_busy_s, wait_gpu_idle_s, wait_unknown_s;
+	/* GPU-idle part of the unknown waits: the stall's uncertainty.  The
+	 * stall lies in [idle - unknown_idle, idle]; a verdict that holds at
+	 * both ends does not depend on the missing probes. */
+	double wait_unknown_idle_s;
+	struct dlbn_gpu_host host;
+};
+
+#define DLBN_GPU_MAX_NOTES   4
+#define DLBN_GPU_MAX_REASONS 8
+#define DLBN_GPU_LINE	     256
+
+struct dlbn_gpu {
+	int present; /* the training process did any CUDA work */
+	/* Whole run, training process. */
+	struct dlbn_gpu_host host;
+	size_t streams;	       /* distinct streams given work */
+	int streams_saturated; /* more than the table holds: `streams` is a floor */
+	uint64_t probes, probes_resolved, probes_lost, probes_unresolved;
+	uint64_t probes_lost_bounded;  /* lost, completion bounded below */
+	uint64_t probe_done_unmatched; /* PROBE_DONE for no known probe */
+	size_t waits, waits_with_probe, waits_no_work, waits_unknown;
+	double wait_s, wait_gpu_busy_s, wait_gpu_idle_s, wait_unknown_s;
+	int probing_stopped; /* CUDA_INFO "probing stopped" seen */
+	int driver_version;  /* CUDA_INFO driver, 0 unknown */
+	size_t nnotes;	     /* CUDA_INFO texts (first few) */
+	char notes[DLBN_GPU_MAX_NOTES][DLBN_GPU_LINE];
+	/* The window (dlbn_gpu_window) and the evidence lines about it. */
+	struct dlbn_gpu_win win;
+	size_t nreasons;
+	char reasons[DLBN_GPU_MAX_REASONS][DLBN_GPU_LINE];
+	/* Per-step records of the two views, parallel to their steps. */
+	const struct dlbn_steps *view_steps[2];
+	struct dlbn_gpu_step *view_step[2];
+};
+
+void dlbn_gpu_default_opts(struct dlbn_gpu_opts *o);
+
+/*
+ * One streaming pass over r (rewinds it first).  Requires the model's steps
+ * (py_steps, ipc_steps) to be built.  When the training process has CUDA
+ * records, sets gpu_busy_ns / gpu_idle_ns of every step of both views;
+ * otherwise leaves them as they are.  o may be NULL (defaults).  Returns 0,
+ * or -1 when out of memory (g is then still safe to free).
+ */
+int dlbn_gpu_analyze(struct dlbn_model *m, struct dlbn_reader *r, const struct dlbn_gpu_opts *o,
+		     struct dlbn_gpu *g);
+
+/*
+ * Window figures and the evidence lines (g->win, g->reasons) for the steps
+ * of st (one of the model's views) whose end lies in (ws, we], the same
+ * steps the verdict's window holds.  Call after the verdict chose the
+ * window; safe when !g->present (gives the "no GPU activity" line).
+ */
+void dlbn_gpu_window(struct dlbn_gpu *g, const struct dlbn_steps *st, int64_t ws, int64_t we);
+
+/* The "gpu" value of the JSON report: one object, stable keys. */
+void dlbn_gpu_json(FILE *out, const struct dlbn_gpu *g);
+/* The GPU section of the terminal report (a few indented lines). */
+void dlbn_gpu_text(FILE *out, const struct dlbn_gpu *g);
+
+void dlbn_gpu_free(struct dlbn_gpu *g);
+
+#endif /* DLBN_GPU_H */

@@ -1,0 +1,758 @@
+/*
+ * test_gpu.c - the GPU-aware split of loader waits (analyzer/gpu.c) on
+ * synthetic traces: input-bound (probes done before the wait: all idle),
+ * compute-bound with the host running ahead (probes done at the end of the
+ * wait: all busy), partial overlap, lost probes (bounded, superseded, and
+ * after a driver error), no CUDA records (CPU rule untouched), pageable H2D
+ * copies and syncs as evidence, the JSON/text helpers, and bounded memory
+ * with a million probes.
+ *
+ * Each trace is one training process whose main thread carries Python
+ * FETCH marks (so the model's Python view gives the steps) and the GPU
+ * records the recorder would write.  Records are buffered and sorted by
+ * time before they are written, because a PROBE_DONE is emitted long after
+ * its PROBE.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "gpu.h"
+#include "model.h"
+#include "reader.h"
+#include "tracegen.h"
+
+#define MS  1000000LL
+#define US  1000LL
+#define T0  (1000 * MS)
+#define PID 4242
+
+static char path[] = "/tmp/dlbn-test-gpu-XXXXXX";
+
+/* ---- buffered records of the main thread -------------------------------- */
+
+struct ev {
+	int64_t t;
+	uint64_t seq;
+	int type, nf;
+	int64_t f[7];
+	const char *str; /* CUDA_INFO text */
+};
+
+static struct ev *evs;
+static size_t nev, capev;
+
+static void ev(int64_t t, int type, int nf, ...)
+{
+	va_list ap;
+
+	if (nev == capev) {
+		capev = capev ? capev * 2 : 1024;
+		evs = realloc(evs, capev * sizeof(*evs));
+		if (!evs)
+			exit(2);
+	}
+	struct ev *e = &evs[nev];
+	memset(e, 0, sizeof(*e));
+	e->t = t;
+	e->seq = nev++;
+	e->type = type;
+	e->nf = nf;
+	va_start(ap, nf);
+	for (int i = 0; i < nf; i++)
+		e->f[i] = va_arg(ap, int64_t);
+	va_end(ap);
+}
+
+static int cmp_ev(const void *x, const void *y)
+{
+	const struct ev *a = x, *b = y;
+	if (a->t != b->t)
+		return a->t < b->t ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static void fetch(int64_t b, int64_t wait, int64_t idx)
+{
+	ev(b, DLBN_REC_MARK, 3, (int64_t)DLBN_MARK_FETCH_BEGIN, (int64_t)1, idx);
+	ev(b + wait, DLBN_REC_MARK, 3, (int64_t)DLBN_MARK_FETCH_END, (int64_t)1, idx);
+}
+
+static void launch(int64_t t, int64_t stream)
+{
+	ev(t, DLBN_REC_LAUNCH, 2, stream, (int64_t)DLBN_CU_LAUNCH_KERNEL);
+}
+
+static void probe(int64_t t, int64_t id, int64_t stream)
+{
+	ev(t, DLBN_REC_PROBE, 2, id, stream);
+}
+
+static void probe_done(int64_t t, int64_t id, int64_t complete, int64_t status)
+{
+	ev(t, DLBN_REC_PROBE_DONE, 3, id, complete, status);
+}
+
+static void cuda_info(int64_t t, int64_t api, int64_t ret, const char *text)
+{
+	ev(t, DLBN_REC_CUDA_INFO, 2, api, ret);
+	evs[nev - 1].str = text;
+}
+
+/* Write the buffered records as one training process and reset the buffer. */
+static void write_trace(void)
+{
+	static const char *const fmts[8] = {"",	    "i",     "ii",     "iii",
+					    "iiii", "iiiii", "iiiiii", "iiiiiii"};
+	struct tg *g = tg_open(path, 0);
+	struct tg_stream *s;
+
+	if (!g)
+		exit(2);
+	s = tg_stream(g, 0, 0, PID, PID);
+	tg_process(s, T0 - 10 * MS, PID, 1, -1, DLBN_START_ROOT, "python3");
+	tg_thread(s, T0 - 10 * MS, PID, 1);
+	qsort(evs, nev, sizeof(*evs), cmp_ev);
+	for (size_t i = 0; i < nev; i++) {
+		const struct ev *e = &evs[i];
+		if (e->type == DLBN_REC_CUDA_INFO)
+			tg_rec(s, e->type, e->t, "iis", e->f[0], e->f[1], e->str);
+		else
+			tg_rec(s, e->type, e->t, fmts[e->nf], e->f[0], e->f[1], e->f[2], e->f[3],
+			       e->f[4], e->f[5], e->f[6]);
+	}
+	tg_exit(s, nev ? evs[nev - 1].t + MS : T0, 0, DLBN_EXIT_DTOR);
+	tg_stream_final(s);
+	if (tg_close(g) != 0)
+		exit(2);
+	nev = 0;
+}
+
+/* ---- analysis ----------------------------------------------------------- */
+
+struct run {
+	struct dlbn_reader *r;
+	struct dlbn_model m;
+	struct dlbn_gpu g;
+};
+
+static void analyze(struct run *x)
+{
+	char err[256];
+	struct dlbn_model_opts mo;
+
+	memset(x, 0, sizeof(*x));
+	x->r = dlbn_reader_open(path, err, sizeof(err));
+	if (!x->r) {
+		printf("cannot open trace: %s\n", err);
+		exit(2);
+	}
+	dlbn_model_default_opts(&mo);
+	if (dlbn_model_build(&x->m, x->r, &mo) != 0 || dlbn_gpu_analyze(&x->m, x->r, NULL, &x->g))
+		exit(2);
+}
+
+static void done(struct run *x)
+{
+	dlbn_gpu_free(&x->g);
+	dlbn_model_free(&x->m);
+	dlbn_reader_close(x->r);
+}
+
+static int64_t sum_idle(const struct dlbn_steps *st)
+{
+	int64_t s = 0;
+	for (size_t i = 0; i < st->n; i++)
+		s += st->v[i].gpu_idle_ns;
+	return s;
+}
+
+static int64_t sum_busy(const struct dlbn_steps *st)
+{
+	int64_t s = 0;
+	for (size_t i = 0; i < st->n; i++)
+		s += st->v[i].gpu_busy_ns;
+	return s;
+}
+
+static int has_reason(const struct dlbn_gpu *g, const char *needle)
+{
+	for (size_t i = 0; i < g->nreasons; i++)
+		if (strstr(g->reasons[i], needle))
+			return 1;
+	return 0;
+}
+
+static void print_reasons(const struct dlbn_gpu *g)
+{
+	for (size_t i = 0; i < g->nreasons; i++)
+		printf("#   %s\n", g->reasons[i]);
+}
+
+/* Window over every step but the first (as the verdict does after warm-up). */
+static void window_all(struct run *x)
+{
+	const struct dlbn_steps *st = &x->m.py_steps;
+	dlbn_gpu_window(&x->g, st, st->v[0].end, st->v[st->n - 1].end);
+	print_reasons(&x->g);
+}
+
+/*
+ * The common loop: each step launches work at its start, computes on the
+ * host for `host` ns, then waits `wait` ns for its batch.  The probe at the
+ * wait begin completes `gpu_after` ns after the wait began (negative: the
+ * GPU finished before the wait); its PROBE_DONE comes at the next wait.
+ */
+#define STEPS	40
+#define HOST_NS (3 * MS)
+#define WAIT_NS (10 * MS)
+#define PERIOD	(HOST_NS + WAIT_NS)
+
+static int64_t step_begin(int i)
+{
+	return T0 + (int64_t)i * PERIOD + HOST_NS;
+}
+
+static void loop_with_probes(int64_t gpu_after)
+{
+	for (int i = 0; i < STEPS; i++) {
+		int64_t b = step_begin(i);
+		launch(b - HOST_NS + 10 * US, 0x7000);
+		fetch(b, WAIT_NS, i);
+		probe(b + 30 * US, i + 1, 0x7000);
+		probe_done(b + PERIOD + 40 * US, i + 1, b + gpu_after, 0);
+	}
+}
+
+/* (a) input-bound: the GPU was done before every wait began. */
+static void test_input_bound(void)
+{
+	struct run x;
+
+	loop_with_probes(-1 * MS);
+	write_trace();
+	analyze(&x);
+	CHECK(x.g.present, "input-bound: GPU activity present");
+	CHECK(x.m.py_steps.n == STEPS, "input-bound: %d steps (got %zu)", STEPS, x.m.py_steps.n);
+	CHECK(sum_busy(&x.m.py_steps) == 0, "input-bound: no GPU-busy wait (got %lld ns)",
+	      (long long)sum_busy(&x.m.py_steps));
+	CHECK(sum_idle(&x.m.py_steps) == STEPS * WAIT_NS, "input-bound: all %d waits idle", STEPS);
+	CHECK(x.g.probes == STEPS && x.g.probes_resolved == STEPS && x.g.probes_lost == 0,
+	      "input-bound: %llu probes, all resolved", (unsigned long long)x.g.probes);
+	CHECK(x.g.waits_with_probe == STEPS && x.g.waits_unknown == 0,
+	      "input-bound: every wait has probe evidence");
+	window_all(&x);
+	CHECK(x.g.win.steps == STEPS - 1, "input-bound: window holds %d steps", STEPS - 1);
+	CHECK(has_reason(&x.g, "no work left during 100%"),
+	      "input-bound: reason names the idle GPU as the stall");
+	done(&x);
+}
+
+/* (b) compute-bound, host running ahead: the GPU works past every wait. */
+static void test_compute_bound(void)
+{
+	struct run x;
+
+	loop_with_probes(WAIT_NS + 2 * MS);
+	write_trace();
+	analyze(&x);
+	CHECK(sum_idle(&x.m.py_steps) == 0, "compute-bound: no GPU-idle wait (got %lld ns)",
+	      (long long)sum_idle(&x.m.py_steps));
+	CHECK(sum_busy(&x.m.py_steps) == STEPS * WAIT_NS, "compute-bound: all waits GPU-busy");
+	window_all(&x);
+	CHECK(has_reason(&x.g, "prefetch hides it"),
+	      "compute-bound: reason says prefetch hides it");
+	CHECK(x.g.win.wait_gpu_idle_s == 0 && x.g.win.wait_gpu_busy_s > 0.3,
+	      "compute-bound: window busy %.3f s, idle %.3f s", x.g.win.wait_gpu_busy_s,
+	      x.g.win.wait_gpu_idle_s);
+	done(&x);
+}
+
+/* (c) partial overlap: busy for the first 4 ms of each 10 ms wait. */
+static void test_partial(void)
+{
+	struct run x;
+	int ok = 1;
+
+	loop_with_probes(4 * MS);
+	write_trace();
+	analyze(&x);
+	for (size_t i = 0; i < x.m.py_steps.n; i++) {
+		const struct dlbn_step *s = &x.m.py_steps.v[i];
+		if (s->gpu_busy_ns != 4 * MS || s->gpu_idle_ns != 6 * MS)
+			ok = 0;
+	}
+	CHECK(ok, "partial: every wait split 4 ms busy / 6 ms idle");
+	window_all(&x);
+	CHECK(x.g.win.wait_gpu_busy_s > 0.155 && x.g.win.wait_gpu_busy_s < 0.157,
+	      "partial: window busy %.4f s (39 x 4 ms)", x.g.win.wait_gpu_busy_s);
+	done(&x);
+}
+
+/*
+ * A probe issued late in the wait counts only when it is the first one in
+ * the wait; one issued after an earlier probe (beyond the slack) does not.
+ */
+static void test_probe_cutoff(void)
+{
+	struct run x;
+	int64_t b0 = step_begin(0), b1 = step_begin(1);
+
+	launch(b0 - 2 * MS, 0x7000);
+	fetch(b0, WAIT_NS, 0);
+	probe(b0 + 5 * MS, 1, 0x7000); /* first probe of wait 0, 5 ms in */
+	probe_done(b0 + 6 * MS, 1, b0 + 8 * MS, 0);
+	launch(b1 - 2 * MS, 0x7000);
+	fetch(b1, WAIT_NS, 1);
+	probe(b1 + 10 * US, 2, 0x7000);
+	launch(b1 + 4 * MS, 0x7100);   /* another thread queues work mid-wait */
+	probe(b1 + 5 * MS, 3, 0x7100); /* a second probe inside the same wait */
+	probe_done(b1 + 6 * MS, 2, b1 - MS, 0);
+	probe_done(b1 + 9 * MS, 3, b1 + 8 * MS, 0);
+	write_trace();
+	analyze(&x);
+	CHECK(x.m.py_steps.n == 2 && x.m.py_steps.v[0].gpu_busy_ns == 8 * MS,
+	      "cutoff: the first probe inside a wait counts even when late (busy %lld ms)",
+	      x.m.py_steps.n ? (long long)(x.m.py_steps.v[0].gpu_busy_ns / MS) : -1LL);
+	CHECK(x.m.py_steps.n == 2 && x.m.py_steps.v[1].gpu_busy_ns == 0,
+	      "cutoff: work queued mid-wait by another thread does not make the wait busy");
+	done(&x);
+}
+
+/* (d1) a probe given up when the pool filled: its PROBE_DONE time bounds it. */
+static void test_lost_bounded(void)
+{
+	struct run x;
+
+	for (int i = 0; i < STEPS; i++) {
+		int64_t b = step_begin(i);
+		launch(b - HOST_NS + 10 * US, 0x7000);
+		fetch(b, WAIT_NS, i);
+		probe(b + 30 * US, i + 1, 0x7000);
+		/* Given up two steps later, still unfinished. */
+		probe_done(b + 2 * PERIOD + 20 * US, i + 1, 0, 1);
+	}
+	write_trace();
+	analyze(&x);
+	CHECK(x.g.probes_lost == STEPS && x.g.probes_lost_bounded == STEPS,
+	      "lost/bounded: %llu lost, %llu with a bound", (unsigned long long)x.g.probes_lost,
+	      (unsigned long long)x.g.probes_lost_bounded);
+	CHECK(sum_idle(&x.m.py_steps) == 0,
+	      "lost/bounded: unfinished-when-given-up probes make the waits busy (idle %lld ns)",
+	      (long long)sum_idle(&x.m.py_steps));
+	CHECK(x.g.waits_unknown == 0, "lost/bounded: the bound covers the waits: none unknown");
+	window_all(&x);
+	CHECK(has_reason(&x.g, "probes lost"), "lost/bounded: reason reports the lost probes");
+	done(&x);
+}
+
+/* (d2) a lost probe superseded by the next probe on its stream. */
+static void test_lost_superseded(void)
+{
+	struct run x;
+
+	for (int i = 0; i < 6; i++) {
+		int64_t b = step_begin(i);
+		launch(b - HOST_NS + 10 * US, 0x7000);
+		fetch(b, WAIT_NS, i);
+		probe(b + 30 * US, i + 1, 0x7000);
+		if (i == 2)
+			probe_done(b + 40 * US, i + 1, 0, 1); /* lost at once: bound 40 us */
+		else
+			probe_done(b + PERIOD + 40 * US, i + 1, b + 3 * MS, 0);
+	}
+	write_trace();
+	analyze(&x);
+	const struct dlbn_step *v = x.m.py_steps.v;
+	CHECK(x.g.view_step[0][2].evidence == DLBN_GPU_EV_UNKNOWN,
+	      "lost/superseded: the wait of the lost probe is unknown");
+	CHECK(v[2].gpu_busy_ns == 40 * US && v[2].gpu_idle_ns == WAIT_NS - 40 * US,
+	      "lost/superseded: it keeps the known 40 us busy, the rest counts idle");
+	CHECK(x.g.view_step[0][3].evidence == DLBN_GPU_EV_PROBE && v[3].gpu_busy_ns == 3 * MS,
+	      "lost/superseded: the next probe on the stream restores the evidence");
+	CHECK(x.g.waits_unknown == 1, "lost/superseded: one unknown wait (got %zu)",
+	      x.g.waits_unknown);
+	done(&x);
+}
+
+/* (d3) a driver error: no bound, probing stops, later waits are unknown. */
+static void test_probing_stopped(void)
+{
+	struct run x;
+
+	for (int i = 0; i < 10; i++) {
+		int64_t b = step_begin(i);
+		launch(b - HOST_NS + 10 * US, 0x7000);
+		fetch(b, WAIT_NS, i);
+		if (i < 4) {
+			probe(b + 30 * US, i + 1, 0x7000);
+			if (i < 3)
+				probe_done(b + PERIOD + 40 * US, i + 1, b + WAIT_NS + MS, 0);
+			else {
+				probe_done(b + PERIOD + 40 * US, i + 1, 0, 1);
+				cuda_info(b + PERIOD + 41 * US, DLBN_CUDA_INFO_PROBE_OFF, 700,
+					  "probe: cuEventQuery/cuEventElapsedTime failed");
+			}
+		}
+	}
+	write_trace();
+	analyze(&x);
+	CHECK(x.g.probing_stopped && x.g.probes_lost == 1 && x.g.probes_lost_bounded == 0,
+	      "stopped: driver-error loss gets no bound");
+	CHECK(x.g.waits_unknown == 7 && x.g.waits_with_probe == 3,
+	      "stopped: 3 waits probed, 7 unknown (got %zu, %zu)", x.g.waits_with_probe,
+	      x.g.waits_unknown);
+	CHECK(x.m.py_steps.v[0].gpu_idle_ns == 0 && x.m.py_steps.v[5].gpu_idle_ns == WAIT_NS,
+	      "stopped: probed waits busy, unknown waits counted idle (upper bound)");
+	window_all(&x);
+	CHECK(has_reason(&x.g, "no usable GPU probe") && has_reason(&x.g, "probing stopped"),
+	      "stopped: reasons say the evidence is missing and why");
+	CHECK(x.g.win.waits_unknown == 7 && x.g.win.wait_unknown_idle_s > 0.0699 &&
+		      x.g.win.wait_unknown_idle_s < 0.0701,
+	      "stopped: the window states the stall's uncertainty (%.4f s of unknown idle)",
+	      x.g.win.wait_unknown_idle_s);
+	done(&x);
+}
+
+/* Probes whose PROBE_DONE never comes: the ring stays bounded. */
+static void test_unresolved(void)
+{
+	struct run x;
+
+	for (int i = 0; i < 3000; i++) {
+		int64_t b = T0 + (int64_t)i * 2 * MS;
+		launch(b - 500 * US, 0x7000);
+		fetch(b, MS, i);
+		probe(b + 10 * US, i + 1, 0x7000);
+	}
+	write_trace();
+	analyze(&x);
+	CHECK(x.g.probes == 3000 && x.g.probes_unresolved == 3000 && x.g.probes_resolved == 0,
+	      "unresolved: 3000 probes never resolved are counted (%llu)",
+	      (unsigned long long)x.g.probes_unresolved);
+	CHECK(x.g.waits_unknown == 3000 && sum_idle(&x.m.py_steps) == 3000 * MS,
+	      "unresolved: their waits are unknown and counted idle");
+	done(&x);
+}
+
+/* Waits before the process queued any GPU work are known GPU-idle. */
+static void test_no_work_yet(void)
+{
+	struct run x;
+
+	for (int i = 0; i < 8; i++) {
+		int64_t b = step_begin(i);
+		if (i >= 3) {
+			launch(b - HOST_NS + 10 * US, 0x7000);
+			probe(b + 30 * US, i + 1, 0x7000);
+			probe_done(b + PERIOD + 40 * US, i + 1, b + WAIT_NS, 0);
+		}
+		fetch(b, WAIT_NS, i);
+	}
+	write_trace();
+	analyze(&x);
+	CHECK(x.g.waits_no_work == 3 && x.g.waits_with_probe == 5 && x.g.waits_unknown == 0,
+	      "no work yet: 3 waits before any GPU work, 5 probed (got %zu, %zu)",
+	      x.g.waits_no_work, x.g.waits_with_probe);
+	CHECK(x.g.view_step[0][0].evidence == DLBN_GPU_EV_NO_WORK &&
+		      x.m.py_steps.v[0].gpu_idle_ns == WAIT_NS &&
+		      x.m.py_steps.v[3].gpu_busy_ns == WAIT_NS,
+	      "no work yet: early waits idle, later waits busy from their probes");
+	done(&x);
+}
+
+/*
+ * The IPC view (no Python marks): a worker process writes batches to a
+ * result pipe, the main thread polls and reads it; the probes sit at the
+ * poll.  Both the split and the window work on the model's chosen view.
+ */
+static void test_ipc_view(void)
+{
+	enum { N = 30 };
+	const int64_t ino = 77001, poll_ns = 8 * MS;
+	struct tg *g = tg_open(path, 0);
+	struct tg_stream *mt, *wk;
+	struct run x;
+	int ok = 1;
+
+	if (!g)
+		exit(2);
+	mt = tg_stream(g, 0, 0, PID, PID);
+	wk = tg_stream(g, 1, 0, PID + 1, PID + 1);
+	tg_process(mt, T0 - 10 * MS, PID, 1, -1, DLBN_START_ROOT, "python3");
+	tg_thread(mt, T0 - 10 * MS, PID, 1);
+	tg_process(wk, T0 - 9 * MS, PID + 1, PID, 0, DLBN_START_FORK, "python3");
+	tg_thread(wk, T0 - 9 * MS, PID + 1, 1);
+	for (int i = 0; i < N; i++) {
+		int64_t b = step_begin(i);
+		tg_rec(mt, DLBN_REC_LAUNCH, b - 2 * MS, "ii", (int64_t)0x7000,
+		       (int64_t)DLBN_CU_LAUNCH_KERNEL);
+		/* As the recorder does: at the wait begin t0 it first resolves
+		 * the previous probe (PROBE_DONE stamped a little after t0), then
+		 * writes the new PROBE stamped t0; the POLL record follows when
+		 * the wait returns. */
+		if (i > 0)
+			tg_rec(mt, DLBN_REC_PROBE_DONE, b + 5 * US, "iii", (int64_t)i,
+			       step_begin(i - 1) + 5 * MS, (int64_t)0);
+		tg_rec(mt, DLBN_REC_PROBE, b, "ii", (int64_t)(i + 1), (int64_t)0x7000);
+		tg_poll(mt, b, poll_ns, 1, -1, &ino, 1);
+		tg_write(wk, b + poll_ns - 100 * US, 20 * US, 5, DLBN_FD_PIPE, ino, 4 + 1000);
+		tg_read(mt, b + poll_ns, 10 * US, 7, DLBN_FD_PIPE, ino, 4);
+		tg_read(mt, b + poll_ns + 20 * US, 50 * US, 7, DLBN_FD_PIPE, ino, 1000);
+	}
+	tg_rec(mt, DLBN_REC_PROBE_DONE, step_begin(N), "iii", (int64_t)N,
+	       step_begin(N - 1) + 5 * MS, (int64_t)0);
+	tg_exit(wk, step_begin(N), 0, DLBN_EXIT__EXIT);
+	tg_exit(mt, step_begin(N) + MS, 0, DLBN_EXIT_DTOR);
+	tg_stream_final(wk);
+	tg_stream_final(mt);
+	if (tg_close(g) != 0)
+		exit(2);
+	analyze(&x);
+	CHECK(x.m.view == DLBN_VIEW_IPC && x.m.path == DLBN_PATH_DIRECT && x.m.ipc_steps.n == N,
+	      "ipc: direct path, %d steps from the pipe (got view %d, %zu steps)", N, x.m.view,
+	      x.m.ipc_steps.n);
+	for (size_t i = 0; i < x.m.ipc_steps.n; i++) {
+		const struct dlbn_step *st = &x.m.ipc_steps.v[i];
+		if (st->gpu_busy_ns != 5 * MS || st->gpu_idle_ns != st->wait_ns - 5 * MS)
+			ok = 0;
+	}
+	CHECK(ok && x.m.ipc_steps.n, "ipc: every wait 5 ms GPU-busy, the rest idle");
+	if (x.m.steps && x.m.steps->n) {
+		const struct dlbn_steps *st = x.m.steps;
+		dlbn_gpu_window(&x.g, st, st->v[4].end, st->v[st->n - 1].end);
+		print_reasons(&x.g);
+		CHECK(x.g.win.steps == (size_t)N - 5 && x.g.win.waits_with_probe == (size_t)N - 5,
+		      "ipc: window of the chosen view holds %d probed waits (got %zu)", N - 5,
+		      x.g.win.waits_with_probe);
+	}
+	done(&x);
+}
+
+/* (e) no CUDA records: the CPU-only rule is left as the model set it. */
+static void test_no_cuda(void)
+{
+	struct run x;
+
+	for (int i = 0; i < STEPS; i++)
+		fetch(step_begin(i), WAIT_NS, i);
+	write_trace();
+	analyze(&x);
+	CHECK(!x.g.present, "no CUDA: gpu.present is false");
+	CHECK(sum_idle(&x.m.py_steps) == STEPS * WAIT_NS && sum_busy(&x.m.py_steps) == 0,
+	      "no CUDA: every wait stays a stall (gpu_idle_ns = wait_ns)");
+	window_all(&x);
+	CHECK(has_reason(&x.g, "CPU-only rule"), "no CUDA: the reason names the CPU-only rule");
+	done(&x);
+}
+
+/* (f) pageable H2D copies and per-step syncs: evidence lines and figures. */
+static void test_pageable_and_sync(void)
+{
+	struct run x;
+	char json[64], cmd[1024];
+	FILE *f;
+
+	for (int i = 0; i < STEPS; i++) {
+		int64_t b = step_begin(i), t = b - HOST_NS;
+		/* 2 MiB from pageable memory, host blocked 1.5 ms. */
+		ev(t + 10 * US, DLBN_REC_MEMCPY, 7, (int64_t)(1500 * US),
+		   (int64_t)DLBN_CU_MEMCPY_HTOD, (int64_t)0, (int64_t)(2 << 20),
+		   (int64_t)DLBN_COPY_HTOD, (int64_t)0, (int64_t)DLBN_HOSTMEM_PAGEABLE);
+		ev(t + 1600 * US, DLBN_REC_MEMCPY, 7, (int64_t)(20 * US),
+		   (int64_t)DLBN_CU_MEMCPY_HTOD, (int64_t)0x7000, (int64_t)4096,
+		   (int64_t)DLBN_COPY_HTOD, (int64_t)1, (int64_t)DLBN_HOSTMEM_PINNED);
+		launch(t + 1700 * US, 0x7000);
+		/* loss.item(): the host waits 1 ms for the GPU. */
+		ev(t + 1800 * US, DLBN_REC_SYNC, 3, (int64_t)MS, (int64_t)DLBN_CU_STREAM_SYNC,
+		   (int64_t)0x7000);
+		fetch(b, WAIT_NS, i);
+	}
+	write_trace();
+	analyze(&x);
+	CHECK(x.g.host.pageable_h2d == STEPS && x.g.host.pageable_h2d_bytes == STEPS * (2 << 20),
+	      "pageable: %lld copies, %lld bytes", (long long)x.g.host.pageable_h2d,
+	      (long long)x.g.host.pageable_h2d_bytes);
+	CHECK(x.g.host.pinned_h2d == STEPS && x.g.host.async_copies == STEPS &&
+		      x.g.host.sync_copies == STEPS,
+	      "pageable: pinned/async copies counted apart");
+	CHECK(x.g.host.sync_ns[DLBN_GPU_SYNC_STREAM] == STEPS * MS,
+	      "sync: host blocked in cuStreamSynchronize summed");
+	/* The sync drained the stream before each wait: known idle, no probe needed. */
+	CHECK(x.g.waits_unknown == 0 && sum_idle(&x.m.py_steps) == STEPS * WAIT_NS,
+	      "sync: a drained stream needs no probe, the waits are GPU-idle");
+	window_all(&x);
+	CHECK(x.g.win.host.pageable_h2d == STEPS - 1 &&
+		      x.g.win.host.pageable_h2d_ns == (STEPS - 1) * 1500 * US,
+	      "pageable: window holds %d copies, 1.5 ms each", STEPS - 1);
+	CHECK(has_reason(&x.g, "pageable memory block the host 1.50 ms per step") &&
+		      has_reason(&x.g, "pin_memory=True"),
+	      "pageable: the reason quantifies it and recommends pin_memory=True");
+	CHECK(has_reason(&x.g, "cuStreamSynchronize"), "sync: the reason names the sync API");
+
+	snprintf(json, sizeof(json), "%s.json", path);
+	f = fopen(json, "w");
+	if (f) {
+		dlbn_gpu_json(f, &x.g);
+		fclose(f);
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+		 "w=d[\"window\"]; assert d[\"present\"] is True; "
+		 "assert w[\"host\"][\"pageable_h2d\"][\"count\"]==%d; "
+		 "assert abs(w[\"host\"][\"pageable_h2d\"][\"per_step_ms\"]-1.5)<1e-9; "
+		 "assert w[\"host\"][\"host_sync_s\"][\"stream\"]>0; "
+		 "assert len(d[\"reasons\"])>=2' %s",
+		 STEPS - 1, json);
+	CHECK(f && system(cmd) == 0, "JSON: valid, with the pageable and sync figures");
+	unlink(json);
+	f = tmpfile();
+	if (f) {
+		char buf[4096] = "";
+		dlbn_gpu_text(f, &x.g);
+		rewind(f);
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		buf[n] = 0;
+		fclose(f);
+		CHECK(strstr(buf, "pageable") && strstr(buf, "launches"),
+		      "text: the GPU section has launches and pageable copies");
+	}
+	done(&x);
+}
+
+/* JSON strings from the trace are escaped. */
+static void test_json_escaping(void)
+{
+	struct run x;
+	char json[64], cmd[1024];
+	FILE *f;
+
+	launch(T0, 0x7000);
+	cuda_info(T0 + 1, DLBN_CUDA_INFO_DRIVER, 12040, "drv \"12.4\"\\\n\x01\xff");
+	for (int i = 0; i < 3; i++)
+		fetch(step_begin(i), WAIT_NS, i);
+	write_trace();
+	analyze(&x);
+	window_all(&x);
+	CHECK(x.g.driver_version == 12040 && x.g.nnotes == 1, "info: driver version and note kept");
+	snprintf(json, sizeof(json), "%s.json", path);
+	f = fopen(json, "w");
+	if (f) {
+		dlbn_gpu_json(f, &x.g);
+		fclose(f);
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+		 "assert d[\"driver_notes\"][0].startswith(\"drv \\\"12.4\\\"\\\\\\n\")' %s",
+		 json);
+	CHECK(f && system(cmd) == 0, "JSON: quotes, backslashes and control bytes escaped");
+	unlink(json);
+	done(&x);
+}
+
+static long max_rss_kib(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+/*
+ * (g) a million probes on 50 streams over 20000 steps, each PROBE_DONE
+ * arriving during the next step (up to 100 pending): memory stays flat.
+ * Written directly, in time order (too many to buffer).
+ */
+static void test_million_probes(void)
+{
+	enum { NSTEP = 20000, NSTREAM = 50 };
+	const int64_t period = 2 * MS, wait = MS;
+	struct tg *g = tg_open(path, 0);
+	struct tg_stream *s;
+	struct run x;
+	int64_t id = 1;
+	long rss0, rss1;
+
+	if (!g)
+		exit(2);
+	s = tg_stream(g, 0, 0, PID, PID);
+	tg_process(s, T0 - MS, PID, 1, -1, DLBN_START_ROOT, "python3");
+	tg_thread(s, T0 - MS, PID, 1);
+	for (int i = 0; i < NSTEP; i++) {
+		int64_t b = T0 + (int64_t)i * period + MS;
+		for (int k = 0; k < NSTREAM; k++)
+			tg_rec(s, DLBN_REC_LAUNCH, b - MS + k, "ii", (int64_t)(0x7000 + 16 * k),
+			       (int64_t)DLBN_CU_LAUNCH_KERNEL);
+		tg_mark(s, b, DLBN_MARK_FETCH_BEGIN, 1, i);
+		for (int k = 0; k < NSTREAM; k++)
+			tg_rec(s, DLBN_REC_PROBE, b + 10 * US, "ii", id + k,
+			       (int64_t)(0x7000 + 16 * k));
+		/* The previous step's probes resolve now, newest first: they
+		 * completed 300 us into their wait. */
+		for (int k = NSTREAM - 1; i > 0 && k >= 0; k--)
+			tg_rec(s, DLBN_REC_PROBE_DONE, b + 20 * US, "iii", id - NSTREAM + k,
+			       b - period + 300 * US, (int64_t)0);
+		tg_mark(s, b + wait, DLBN_MARK_FETCH_END, 1, i);
+		id += NSTREAM;
+	}
+	for (int k = 0; k < NSTREAM; k++)
+		tg_rec(s, DLBN_REC_PROBE_DONE, T0 + NSTEP * period + 10 * US, "iii",
+		       id - NSTREAM + k, T0 + NSTEP * period - period + MS + 300 * US, (int64_t)0);
+	tg_exit(s, T0 + NSTEP * period + MS, 0, DLBN_EXIT_DTOR);
+	tg_stream_final(s);
+	if (tg_close(g) != 0)
+		exit(2);
+
+	memset(&x, 0, sizeof(x));
+	char err[256];
+	struct dlbn_model_opts mo;
+	x.r = dlbn_reader_open(path, err, sizeof(err));
+	if (!x.r)
+		exit(2);
+	dlbn_model_default_opts(&mo);
+	if (dlbn_model_build(&x.m, x.r, &mo) != 0)
+		exit(2);
+	rss0 = max_rss_kib();
+	if (dlbn_gpu_analyze(&x.m, x.r, NULL, &x.g) != 0)
+		exit(2);
+	rss1 = max_rss_kib();
+	CHECK(x.g.probes == (uint64_t)NSTEP * NSTREAM && x.g.probes_resolved == x.g.probes,
+	      "million: %llu probes, %llu resolved", (unsigned long long)x.g.probes,
+	      (unsigned long long)x.g.probes_resolved);
+	CHECK(x.g.streams == NSTREAM, "million: %zu streams", x.g.streams);
+	CHECK(x.g.waits_with_probe == NSTEP && x.g.waits_unknown == 0,
+	      "million: every wait has probe evidence");
+	CHECK(sum_busy(&x.m.py_steps) == (int64_t)NSTEP * 300 * US,
+	      "million: each wait 300 us busy (total %lld ns)", (long long)sum_busy(&x.m.py_steps));
+	CHECK(rss1 - rss0 < 8 * 1024,
+	      "million: peak memory grew %ld KiB during the GPU pass (bound 8 MiB)", rss1 - rss0);
+	done(&x);
+}
+
+int main(void)
+{
+	int fd = mkstemp(path);
+
+	if (fd < 0)
+		return 2;
+	close(fd);
+	test_input_bound();
+	test_compute_bound();
+	test_partial();
+	test_probe_cutoff();
+	test_lost_bounded();
+	test_lost_superseded();
+	test_probing_stopped();
+	test_unresolved();
+	test_no_work_yet();
+	test_ipc_view();
+	test_no_cuda();
+	test_pageable_and_sync();
+	test_json_escaping();
+	test_million_probes();
+	unlink(path);
+	free(evs);
+	CHECK_EXIT();
+}
