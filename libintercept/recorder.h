@@ -79,15 +79,15 @@ bool on_main_thread(void) DLBN_HIDDEN;
 void recorder_fail(const char *what, int err) DLBN_HIDDEN;
 
 /*
- * Cross-module notifications, called by the libc hooks on the main thread.
- * Each has a weak no-op default in recorder.c so that modules can be
- * developed separately; the real ones live in the named module.
+ * Cross-module notifications (wait_fanout.c passes them on to gpu_probe.c,
+ * nvtx_inject.c and stacks.c).  Called with the hook guard held, on the main
+ * thread, in begin/finished pairs (pairs may nest: a poll inside a Python
+ * fetch mark).
  */
-/* A main-thread wait that may be a batch wait is about to block
- * (gpu_probe.c: record drain probes on the streams used since the last). */
-void gpu_wait_begins(uint64_t t_ns) DLBN_HIDDEN;
-/* A main-thread wait of that kind ended (stacks.c: maybe capture a stack;
- * gpu_probe.c: resolve finished probes). */
-void wait_finished(uint8_t rec_type, uint64_t t0_ns, uint64_t dur_ns) DLBN_HIDDEN;
+/* A wait that may be a batch wait is about to block: a poll/read on a pipe
+ * or unix socket, a semaphore wait, or the Python bootstrap's fetch begin. */
+void loader_wait_begins(uint64_t t_ns) DLBN_HIDDEN;
+/* That wait ended after dur_ns; rec_type is the record that describes it. */
+void loader_wait_finished(uint8_t rec_type, uint64_t t0_ns, uint64_t dur_ns) DLBN_HIDDEN;
 
 #endif /* DLBN_RECORDER_H */

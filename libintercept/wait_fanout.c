@@ -23,7 +23,7 @@ extern void nvtx_wait_finished(uint8_t rec_type, uint64_t t0_ns, uint64_t dur_ns
 extern void stacks_wait_finished(uint8_t rec_type, uint64_t t0_ns, uint64_t dur_ns)
 	__attribute__((weak)) DLBN_HIDDEN;
 
-void gpu_wait_begins(uint64_t t_ns)
+void loader_wait_begins(uint64_t t_ns)
 {
 	if (gpu_probe_wait_begins)
 		gpu_probe_wait_begins(t_ns);
@@ -31,7 +31,7 @@ void gpu_wait_begins(uint64_t t_ns)
 		nvtx_wait_begins(t_ns);
 }
 
-void wait_finished(uint8_t rec_type, uint64_t t0_ns, uint64_t dur_ns)
+void loader_wait_finished(uint8_t rec_type, uint64_t t0_ns, uint64_t dur_ns)
 {
 	if (gpu_probe_wait_finished)
 		gpu_probe_wait_finished(rec_type, t0_ns, dur_ns);

@@ -1,0 +1,61 @@
+/*
+ * marker.c - the exported marker API used by the Python bootstrap.
+ *
+ * python/sitecustomize.py reaches these through ctypes.CDLL(None) to mark
+ * the exact start and end of each DataLoader fetch (MARK) and to record each
+ * iterator's configuration (CONFIG).  All return 0 when the record was
+ * taken and -1 when this process is not recording (off, passive, or called
+ * re-entrantly from a signal handler).
+ */
+#include <string.h>
+
+#include "recorder.h"
+
+DLBN_EXPORT int dlbn_active(void);
+DLBN_EXPORT int dlbn_mark(int kind, long long iter_id, long long arg);
+DLBN_EXPORT int dlbn_config(long long iter_id, const char *text);
+
+int dlbn_active(void)
+{
+	return recorder_on() ? 1 : 0;
+}
+
+/*
+ * A fetch is the loop's wait for its next batch as Python sees it, so its
+ * begin and end are passed on like the libc hooks' waits: the drain probes
+ * then cover num_workers=0 loaders too, which make no IPC call at all.
+ * Begin/end pairs are kept per thread (only the loop's thread fetches).
+ */
+static __thread uint64_t tls_fetch_begin_ns;
+
+int dlbn_mark(int kind, long long iter_id, long long arg)
+{
+	if (!recorder_on() || !hook_enter())
+		return -1;
+	uint64_t now = clock_now_ns();
+	int64_t f[3] = { kind, iter_id, arg };
+	rec_emit(DLBN_REC_MARK, now, f, 3);
+	if (on_main_thread()) {
+		if (kind == DLBN_MARK_FETCH_BEGIN) {
+			tls_fetch_begin_ns = now;
+			loader_wait_begins(now);
+		} else if ((kind == DLBN_MARK_FETCH_END || kind == DLBN_MARK_FETCH_STOP) &&
+			   tls_fetch_begin_ns) {
+			uint64_t t0 = tls_fetch_begin_ns;
+			tls_fetch_begin_ns = 0;
+			loader_wait_finished(DLBN_REC_MARK, t0, now - t0);
+		}
+	}
+	hook_leave();
+	return recorder_on() ? 0 : -1;
+}
+
+int dlbn_config(long long iter_id, const char *text)
+{
+	if (!recorder_on() || !text || !hook_enter())
+		return -1;
+	int64_t f[1] = { iter_id };
+	rec_emit_str(DLBN_REC_CONFIG, clock_now_ns(), f, 1, text, strnlen(text, 4096));
+	hook_leave();
+	return recorder_on() ? 0 : -1;
+}

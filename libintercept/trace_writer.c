@@ -1,0 +1,219 @@
+/*
+ * trace_writer.c - per-thread streams of msgpack records in mapped extents.
+ *
+ * Invariants:
+ *   - A stream belongs to one thread of one process instance.  A stream whose
+ *     generation differs from the_session.gen was inherited through fork and
+ *     belongs to the parent: it is dropped, never written.
+ *   - `committed` of the current extent always covers exactly the complete
+ *     records written so far (release store after the bytes).
+ *   - Stores never go past `allocated`: disk for an extent is allocated
+ *     (fallocate, in SESSION_GROW_STEP steps) before records are written
+ *     there, so a full disk fails with ENOSPC, never SIGBUS.
+ */
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "session.h"
+#include "trace_writer.h"
+
+struct stream {
+	struct dlbn_extent_header *ext; /* current extent, NULL if none */
+	uint8_t *data;                  /* first record byte of ext */
+	uint32_t used;                  /* committed bytes in ext */
+	uint32_t cap;                   /* record bytes an extent holds */
+	uint32_t allocated;             /* bytes of ext (from its header) on disk */
+	off_t file_off;                 /* file offset of ext */
+	uint64_t last_ns;               /* time of the previous record */
+	uint32_t seq;                   /* extent_seq of the next extent */
+	uint32_t thread_no;
+	uint32_t gen;                   /* the_session.gen it was opened in */
+	bool closed;                    /* thread is exiting: record nothing */
+};
+
+static __thread struct stream tls_stream;
+
+/* Closes a stream when its thread exits (created by recorder.c's ctor). */
+static pthread_key_t stream_key;
+static bool stream_key_ok;
+
+static void stream_release_mapping(struct stream *s)
+{
+	if (s->ext)
+		munmap(s->ext, the_session.extent_size);
+	s->ext = NULL;
+	s->data = NULL;
+}
+
+static void stream_thread_exit(void *arg)
+{
+	struct stream *s = arg;
+	if (s != &tls_stream || s->gen != the_session.gen)
+		return;
+	if (s->ext)
+		__atomic_fetch_or(&s->ext->flags, DLBN_EXTENT_FINAL, __ATOMIC_RELEASE);
+	stream_release_mapping(s);
+	s->closed = true;
+}
+
+static bool extent_next(struct stream *s)
+{
+	off_t off;
+	uint8_t *m = session_new_extent(&off);
+	if (!m)
+		return false;
+	stream_release_mapping(s);
+	struct dlbn_extent_header *h = (struct dlbn_extent_header *)m;
+	h->committed = 0;
+	h->proc_id = the_session.proc_id;
+	h->thread_no = s->thread_no;
+	h->extent_seq = s->seq++;
+	h->pid = (uint32_t)the_session.pid;
+	h->tid = (uint32_t)gettid();
+	h->flags = 0;
+	h->base_ns = s->last_ns;
+	__atomic_store_n(&h->magic, DLBN_EXTENT_MAGIC, __ATOMIC_RELEASE);
+	s->ext = h;
+	s->data = m + DLBN_EXTENT_HEADER_SIZE;
+	s->used = 0;
+	s->cap = the_session.extent_size - DLBN_EXTENT_HEADER_SIZE;
+	s->file_off = off;
+	s->allocated = the_session.extent_size < SESSION_GROW_STEP ? the_session.extent_size
+								     : SESSION_GROW_STEP;
+	return true;
+}
+
+/* Make sure `end` bytes of the extent (header included) are on disk. */
+static bool extent_reserve(struct stream *s, size_t end)
+{
+	uint32_t size = the_session.extent_size;
+	if (end > size)
+		end = size;
+	uint32_t want = s->allocated;
+	while (want < end)
+		want = want + SESSION_GROW_STEP < size ? want + SESSION_GROW_STEP : size;
+	if (session_grow_extent(s->file_off + s->allocated, want - s->allocated) != 0)
+		return false;
+	s->allocated = want;
+	return true;
+}
+
+static bool stream_open(struct stream *s, uint64_t t_ns)
+{
+	if (s->closed && s->gen == the_session.gen)
+		return false;
+	s->ext = NULL;
+	s->data = NULL;
+	s->closed = false;
+	s->seq = 0;
+	s->last_ns = t_ns;
+	s->gen = __atomic_load_n(&the_session.gen, __ATOMIC_ACQUIRE);
+	s->thread_no = __atomic_fetch_add(&the_session.next_thread_no, 1, __ATOMIC_RELAXED);
+	if (!extent_next(s))
+		return false;
+	if (stream_key_ok)
+		pthread_setspecific(stream_key, s);
+	if (s->thread_no == 0)
+		recorder_emit_process(t_ns);
+	pid_t tid = gettid();
+	int64_t f[2] = { tid, tid == the_session.pid };
+	rec_emit(DLBN_REC_THREAD, t_ns, f, 2);
+	return true;
+}
+
+void tw_init(void)
+{
+	stream_key_ok = pthread_key_create(&stream_key, stream_thread_exit) == 0;
+}
+
+void tw_open_stream(uint64_t t_ns)
+{
+	struct stream *s = &tls_stream;
+	if (recorder_on() && (s->gen != the_session.gen || !s->ext))
+		stream_open(s, t_ns);
+}
+
+uint8_t *tw_begin(uint8_t type, uint64_t t_ns, unsigned nelem, size_t bound)
+{
+	struct stream *s = &tls_stream;
+	if (!recorder_on())
+		return NULL;
+	if (DLBN_UNLIKELY(s->gen != the_session.gen || !s->ext) && !stream_open(s, t_ns))
+		return NULL;
+	size_t need = 3 + 1 + MP_INT_MAX + bound;
+	if (DLBN_UNLIKELY(s->used + need > s->cap)) {
+		if (need > s->cap || !extent_next(s))
+			return NULL;
+	}
+	if (DLBN_UNLIKELY(DLBN_EXTENT_HEADER_SIZE + s->used + need > s->allocated) &&
+	    !extent_reserve(s, DLBN_EXTENT_HEADER_SIZE + s->used + need))
+		return NULL;
+	uint8_t *p = mp_array(s->data + s->used, nelem + 2);
+	p = mp_int(p, type);
+	p = mp_int(p, (int64_t)(t_ns - s->last_ns));
+	s->last_ns = t_ns;
+	return p;
+}
+
+void tw_commit(uint8_t *end)
+{
+	struct stream *s = &tls_stream;
+	s->used = (uint32_t)(end - s->data);
+	__atomic_store_n(&s->ext->committed, s->used, __ATOMIC_RELEASE);
+}
+
+void tw_mark_final(void)
+{
+	struct stream *s = &tls_stream;
+	if (s->ext && s->gen == the_session.gen)
+		__atomic_fetch_or(&s->ext->flags, DLBN_EXTENT_FINAL, __ATOMIC_RELEASE);
+}
+
+void tw_fork_child(void)
+{
+	/* The inherited extent is the parent's: unmap our copy, never write it. */
+	stream_release_mapping(&tls_stream);
+	tls_stream.closed = false;
+	tls_stream.gen = 0;
+}
+
+void rec_emit(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n)
+{
+	uint8_t *p = tw_begin(type, t_ns, n, (size_t)n * MP_INT_MAX);
+	if (!p)
+		return;
+	for (unsigned i = 0; i < n; i++)
+		p = mp_int(p, fields[i]);
+	tw_commit(p);
+}
+
+void rec_emit_str(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n,
+		  const char *str, size_t len)
+{
+	if (len > TW_STR_MAX)
+		len = TW_STR_MAX;
+	uint8_t *p = tw_begin(type, t_ns, n + 1, (size_t)n * MP_INT_MAX + MP_STR_HDR_MAX + len);
+	if (!p)
+		return;
+	for (unsigned i = 0; i < n; i++)
+		p = mp_int(p, fields[i]);
+	p = mp_str(p, str, len);
+	tw_commit(p);
+}
+
+void rec_emit_list(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n,
+		   const int64_t *list, unsigned nlist)
+{
+	if (nlist > 4096)
+		nlist = 4096;
+	uint8_t *p = tw_begin(type, t_ns, n + 1, (size_t)(n + nlist) * MP_INT_MAX + 3);
+	if (!p)
+		return;
+	for (unsigned i = 0; i < n; i++)
+		p = mp_int(p, fields[i]);
+	p = mp_array(p, nlist);
+	for (unsigned i = 0; i < nlist; i++)
+		p = mp_int(p, list[i]);
+	tw_commit(p);
+}
