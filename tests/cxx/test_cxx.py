@@ -18,8 +18,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 BUILD = ROOT / "build"
 sys.path.insert(0, str(ROOT / "tests" / "nvtx"))
-import tracefile  # noqa: E402
-from tracefile import of_type  # noqa: E402
+import nvtx_tracefile as tracefile  # noqa: E402
+from nvtx_tracefile import of_type  # noqa: E402
 
 APP = BUILD / "tests" / "cxx" / "cxx_throw"
 STANDIN = BUILD / "tests" / "nvtx" / "libdlbn_standin.so"

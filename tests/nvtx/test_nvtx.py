@@ -21,8 +21,8 @@ ROOT = HERE.parent.parent
 BUILD = ROOT / "build"
 T = BUILD / "tests" / "nvtx"
 sys.path.insert(0, str(HERE))
-import tracefile  # noqa: E402
-from tracefile import REC, of_type  # noqa: E402
+import nvtx_tracefile as tracefile  # noqa: E402
+from nvtx_tracefile import REC, of_type  # noqa: E402
 
 APP = T / "nvtx_app"
 STANDIN = T / "libdlbn_standin.so"
