@@ -16,6 +16,13 @@ PYTHON ?= /usr/bin/python3
 CC ?= cc
 BUILD := build
 
+# `make V=1` shows the full command lines.
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
 CSTD := -std=c11 -D_GNU_SOURCE
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 OPT ?= -O2 -g
@@ -52,17 +59,23 @@ all: $(BUILD)/libdlbn.so $(BUILD)/dlbn-analyze $(PY_BOOT) tests-aux
 
 $(BUILD)/%.o: %.c $(wildcard libintercept/*.h) $(wildcard analyzer/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(if $(filter libintercept/%,$<),$(LIB_CFLAGS),$(ANA_CFLAGS)) -MMD -c $< -o $@
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(if $(filter libintercept/%,$<),$(LIB_CFLAGS),$(ANA_CFLAGS)) -MMD -c $< -o $@
 
 $(BUILD)/libdlbn.so: $(LIB_OBJS) libintercept/exports.map
-	$(CC) $(LIB_LDFLAGS) -o $@ $(LIB_OBJS) $(LIB_LIBS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LIB_LDFLAGS) -o $@ $(LIB_OBJS) $(LIB_LIBS)
 
 $(BUILD)/dlbn-analyze: $(ANA_OBJS)
-	$(CC) -o $@ $(ANA_OBJS) $(ANA_LIBS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $(ANA_OBJS) $(ANA_LIBS)
 
+# Byte-compiled next to the copy: Python processes under the preload would
+# otherwise compile the bootstrap at every start-up (~1.4 ms each).
 $(BUILD)/dlbn-python/%.py: python/%.py
 	@mkdir -p $(dir $@)
-	cp $< $@
+	$(Q)cp $< $@
+	$(Q)$(PYTHON) -m compileall -q $@ >/dev/null 2>&1 || true
 
 # Test helpers (simulated CUDA driver, C test programs) add their rules here.
 -include tests/tests.mk
@@ -112,6 +125,7 @@ install: all
 		$(DESTDIR)$(PREFIX)/bin/
 	install -m 0755 $(BUILD)/libdlbn.so $(DESTDIR)$(PREFIX)/lib/dlbn/
 	install -m 0644 $(PY_BOOT) $(DESTDIR)$(PREFIX)/lib/dlbn/dlbn-python/
+	$(PYTHON) -m compileall -q $(DESTDIR)$(PREFIX)/lib/dlbn/dlbn-python >/dev/null 2>&1 || true
 	install -m 0644 libintercept/dlbn_trace.h $(DESTDIR)$(PREFIX)/include/dlbn/
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
