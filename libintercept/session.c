@@ -238,6 +238,27 @@ static int create_file(const char *wanted)
 	return fd;
 }
 
+/*
+ * DLBN_TRACE_LIST names a file (made by dlbn-run) to which every trace this
+ * job creates appends its path, one line each, so that the wrapper can
+ * analyse them afterwards without guessing %p.  One write() with O_APPEND
+ * keeps lines from different ranks whole.
+ */
+static void list_trace_path(void)
+{
+	const char *list = getenv("DLBN_TRACE_LIST");
+	if (!list || !*list)
+		return;
+	int fd = sys_open(list, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	char line[PATH_MAX + 1];
+	int n = snprintf(line, sizeof(line), "%s\n", the_session.path);
+	if (n > 0 && (size_t)n < sizeof(line) && syscall(SYS_write, fd, line, (size_t)n) != n)
+		recorder_info("cannot append to DLBN_TRACE_LIST");
+	sys_close(fd);
+}
+
 static int map_header(int fd)
 {
 	struct stat st;
@@ -295,6 +316,7 @@ static int create_session(long rank)
 	the_session.proc_id = (uint32_t)__atomic_fetch_add(&h->next_proc_id, 1, __ATOMIC_RELAXED);
 	the_session.start_kind = DLBN_START_ROOT;
 	publish_session(rank);
+	list_trace_path();
 	return 0;
 }
 

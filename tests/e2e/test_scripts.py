@@ -1,0 +1,79 @@
+"""dlbn-run and dlbn-preflight: the wrappers users start from."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")
+RUN = ROOT / "scripts" / "dlbn-run"
+PREFLIGHT = ROOT / "scripts" / "dlbn-preflight"
+
+LOOP = """
+import sys, time, torch
+from torch.utils.data import DataLoader, Dataset
+class D(Dataset):
+    def __len__(self): return 160
+    def __getitem__(self, i):
+        time.sleep(0.004)
+        return torch.zeros(16)
+if __name__ == "__main__":
+    for _ in DataLoader(D(), batch_size=8, num_workers=2):
+        time.sleep(0.002)
+    sys.exit(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
+"""
+
+
+def run(args, cwd, **kw):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env.pop("DLBN_OUTPUT", None)
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=120, **kw)
+
+
+def test_dlbn_run_analyze_reports_the_trace_it_wrote(tmp_path):
+    (tmp_path / "loop.py").write_text(LOOP)
+    r = run([str(RUN), "-a", "-o", "t-%p.bin", "--", PYTHON, "loop.py"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    traces = sorted(tmp_path.glob("t-*.bin"))
+    # One trace for the whole tree (workers joined it), none for the wrapper.
+    assert len(traces) == 1, (traces, r.stderr)
+    assert "VERDICT:" in r.stdout
+    assert str(traces[0]) in r.stdout
+
+
+def test_dlbn_run_passes_on_the_exit_status(tmp_path):
+    (tmp_path / "loop.py").write_text(LOOP)
+    r = run([str(RUN), "-o", "x.bin", "--", PYTHON, "loop.py", "7"], tmp_path)
+    assert r.returncode == 7
+    assert (tmp_path / "x.bin").exists()
+
+
+def test_dlbn_run_usage_errors_exit_2(tmp_path):
+    assert run([str(RUN)], tmp_path).returncode == 2
+    r = run([str(RUN), "--bogus", "--", "true"], tmp_path)
+    assert r.returncode == 2 and "unknown option" in r.stderr
+
+
+def test_preflight_json_is_valid_and_names_each_check(tmp_path):
+    r = run([str(PREFLIGHT), "--json", "--python", PYTHON, "--output-dir", str(tmp_path)],
+            tmp_path)
+    doc = json.loads(r.stdout)
+    names = {c["check"] for c in doc["checks"]}
+    assert {"preload", "python", "cuda", "nvtx", "shm", "nofile", "disk"} <= names
+    assert doc["ready"] is (r.returncode == 0)
+    python = next(c for c in doc["checks"] if c["check"] == "python")
+    assert python["status"] == "ok" and "torch" in python["detail"]
+
+
+def test_preflight_fails_on_an_unwritable_output_dir(tmp_path):
+    if os.geteuid() == 0:
+        target = "/proc"  # not writable even for root
+    else:
+        target = str(tmp_path / "ro")
+        os.mkdir(target, 0o500)
+    r = run([str(PREFLIGHT), "--python", PYTHON, "--output-dir", target], tmp_path)
+    assert r.returncode == 1
+    assert "disk" in r.stdout and "fail" in r.stdout
