@@ -22,15 +22,19 @@
 
 #include "dlbn_trace.h"
 
-#define DLBN_REC_MAX_FIELDS 16 /* fields after [type, dt] that are kept */
-#define DLBN_REC_MAX_ARR 16    /* elements kept of the first array field */
+/* Record times are clamped to +-2^61 ns (73 years) so that arithmetic on
+ * them cannot overflow whatever the file says; durations: DLBN_DUR_LIMIT. */
+#define DLBN_TIME_LIMIT	    (INT64_C(1) << 61)
+#define DLBN_DUR_LIMIT	    (INT64_C(1) << 42) /* 73 minutes */
+#define DLBN_REC_MAX_FIELDS 16		       /* fields after [type, dt] that are kept */
+#define DLBN_REC_MAX_ARR    16		       /* elements kept of the first array field */
 
 enum dlbn_val_kind {
 	DLBN_V_NONE = 0, /* field absent */
 	DLBN_V_INT = 1,
 	DLBN_V_STR = 2, /* str or bin: str[i] points at f[i] bytes */
 	DLBN_V_NIL = 3,
-	DLBN_V_ARR = 4, /* f[i] = element count; elements in rec->arr */
+	DLBN_V_ARR = 4,	  /* f[i] = element count; elements in rec->arr */
 	DLBN_V_OTHER = 5, /* float, map, bool ...: skipped, f[i] = 0 */
 };
 
@@ -40,6 +44,7 @@ struct dlbn_stream_info {
 	uint32_t thread_no;
 	uint32_t pid;
 	uint32_t tid;
+	uint32_t index;	  /* position in dlbn_reader_stream() order */
 	uint64_t records; /* decoded so far */
 	int ended_final;  /* an extent carried DLBN_EXTENT_FINAL */
 };
@@ -51,10 +56,10 @@ struct dlbn_stream_info {
  */
 struct dlbn_record {
 	int type;
-	int nfields; /* fields present (capped at DLBN_REC_MAX_FIELDS) */
+	int nfields;  /* fields present (capped at DLBN_REC_MAX_FIELDS) */
 	int64_t t_ns; /* absolute CLOCK_MONOTONIC time */
 	const struct dlbn_stream_info *stream;
-	int narr;     /* elements kept of the first array field */
+	int narr; /* elements kept of the first array field */
 	uint8_t kind[DLBN_REC_MAX_FIELDS];
 	int64_t f[DLBN_REC_MAX_FIELDS];
 	const char *str[DLBN_REC_MAX_FIELDS];
@@ -70,17 +75,17 @@ struct dlbn_reader_stats {
 	uint64_t created_realtime_ns;
 	char host[65];
 	uint64_t file_size;
-	uint64_t extents;            /* extent slots present in the file */
-	uint64_t extents_announced;  /* next_extent from the file header */
-	uint64_t extents_uninit;     /* allocated, never initialised */
-	uint64_t extents_cut;        /* committed bytes beyond the file end */
-	uint64_t extents_corrupt;    /* undecodable record inside committed */
-	uint64_t seq_gaps;           /* missing extent_seq inside a stream */
+	uint64_t extents;	    /* extent slots present in the file */
+	uint64_t extents_announced; /* next_extent from the file header */
+	uint64_t extents_uninit;    /* allocated, never initialised */
+	uint64_t extents_cut;	    /* committed bytes beyond the file end */
+	uint64_t extents_corrupt;   /* undecodable record inside committed */
+	uint64_t seq_gaps;	    /* missing extent_seq inside a stream */
 	uint64_t streams;
-	uint64_t records;            /* records handed out (all passes: last) */
-	uint64_t bytes;              /* committed record bytes */
-	int truncated;               /* file shorter than its extents claim */
-	unsigned nwarnings;          /* warnings issued (first few kept) */
+	uint64_t records;   /* records handed out (all passes: last) */
+	uint64_t bytes;	    /* committed record bytes */
+	int truncated;	    /* file shorter than its extents claim */
+	unsigned nwarnings; /* warnings issued (first few kept) */
 #define DLBN_READER_MAX_WARN 16
 	char warnings[DLBN_READER_MAX_WARN][160];
 };
@@ -102,6 +107,7 @@ void dlbn_reader_rewind(struct dlbn_reader *r);
 
 const struct dlbn_reader_stats *dlbn_reader_stats(const struct dlbn_reader *r);
 
+size_t dlbn_reader_nstreams(const struct dlbn_reader *r);
 /* Streams found by the scan (index 0 .. streams-1). */
 const struct dlbn_stream_info *dlbn_reader_stream(const struct dlbn_reader *r, size_t i);
 
@@ -110,8 +116,7 @@ const struct dlbn_stream_info *dlbn_reader_stream(const struct dlbn_reader *r, s
  * 0 if the record is incomplete (needs more bytes), -1 if malformed.
  * Exposed for tests and the fuzzer.
  */
-long dlbn_decode_record(const uint8_t *buf, size_t len, struct dlbn_record *rec,
-			int64_t *dt_ns);
+long dlbn_decode_record(const uint8_t *buf, size_t len, struct dlbn_record *rec, int64_t *dt_ns);
 
 /* Record type names and field names, for --dump and messages. */
 const char *dlbn_record_name(int type);

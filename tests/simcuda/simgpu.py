@@ -6,6 +6,8 @@
     gpu.launch_us(s, 20000)          # a 20 ms kernel on s
     gpu.htod(s, 1 << 20, pinned=True, async_=True)
     gpu.stream_sync(s)               # like torch.cuda.synchronize / loss.item()
+    e0 = gpu.event(s); ...; e1 = gpu.event(s)
+    gpu.elapsed_ms(e0, e1)           # cuEventElapsedTime, once both completed
 
 The GPU work goes through the public driver API exactly as an application's
 would, so libdlbn.so records it: reach path "runtime" loads
@@ -51,6 +53,7 @@ class SimGPU:
             "simrt_ctx_sync": [],
             "simrt_event_record": [u64, pu64],
             "simrt_event_sync": [u64],
+            "simrt_event_elapsed_ms": [u64, u64, ctypes.POINTER(ctypes.c_float)],
             "simrt_stream_wait_event": [u64, u64],
         }
         for name, args in sig.items():
@@ -100,6 +103,12 @@ class SimGPU:
 
     def event_sync(self, event):
         self._check("event_sync", self.lib.simrt_event_sync(event))
+
+    def elapsed_ms(self, start, end):
+        """cuEventElapsedTime(start, end) in ms; both must have completed."""
+        ms = ctypes.c_float()
+        self._check("event_elapsed", self.lib.simrt_event_elapsed_ms(start, end, ctypes.byref(ms)))
+        return ms.value
 
     def wait_event(self, stream, event):
         self._check("wait_event", self.lib.simrt_stream_wait_event(stream, event))
