@@ -64,11 +64,11 @@ $(BUILD)/%.o: %.c $(wildcard libintercept/*.h) $(wildcard analyzer/*.h)
 
 $(BUILD)/libdlbn.so: $(LIB_OBJS) libintercept/exports.map
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LIB_LDFLAGS) -o $@ $(LIB_OBJS) $(LIB_LIBS)
+	$(Q)$(CC) $(OPT) $(LIB_LDFLAGS) -o $@ $(LIB_OBJS) $(LIB_LIBS)
 
 $(BUILD)/dlbn-analyze: $(ANA_OBJS)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) -o $@ $(ANA_OBJS) $(ANA_LIBS)
+	$(Q)$(CC) $(OPT) -o $@ $(ANA_OBJS) $(ANA_LIBS)
 
 # Byte-compiled next to the copy: Python processes under the preload would
 # otherwise compile the bootstrap at every start-up (~1.4 ms each).

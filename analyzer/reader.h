@@ -27,7 +27,7 @@
 #define DLBN_TIME_LIMIT	    (INT64_C(1) << 61)
 #define DLBN_DUR_LIMIT	    (INT64_C(1) << 42) /* 73 minutes */
 #define DLBN_REC_MAX_FIELDS 16		       /* fields after [type, dt] that are kept */
-#define DLBN_REC_MAX_ARR    16		       /* elements kept of the first array field */
+#define DLBN_REC_MAX_ARR    64		       /* elements kept of the first array field */
 
 enum dlbn_val_kind {
 	DLBN_V_NONE = 0, /* field absent */

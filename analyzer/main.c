@@ -1,0 +1,293 @@
+/*
+ * main.c - dlbn-analyze command line: read a trace, build the model, print
+ * the verdict (text or JSON) or dump the records.
+ *
+ * Exit status (DESIGN section 5.7): 0 analysis done (any verdict);
+ * 1 unreadable or damaged input (message on stderr; a damaged but readable
+ * trace still gets a report of its intact part); 2 usage; 3 --fail-on hit.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+#include "gpu.h"
+#include "model.h"
+#include "reader.h"
+#include "report.h"
+#include "verdict.h"
+
+#ifndef DLBN_VERSION_STRING
+#define DLBN_VERSION_STRING "0.1.0"
+#endif
+
+enum { EXIT_DONE = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_FAIL_ON = 3 };
+enum { FORMAT_TEXT = 0, FORMAT_JSON, FORMAT_MARKDOWN };
+
+static const char usage_text[] =
+	"usage: dlbn-analyze [options] TRACE\n"
+	"\n"
+	"Tell from a dlbn trace whether PyTorch training waits for its DataLoader.\n"
+	"\n"
+	"  -f, --format FMT          text (default), markdown or json\n"
+	"  -o, --output FILE         write the report to FILE instead of stdout\n"
+	"      --sqlite FILE         also export the whole model as a SQLite database\n"
+	"      --perfetto FILE       also export a Chrome/Perfetto trace-event timeline\n"
+	"      --dump                print every record as one line and exit\n"
+	"      --fail-on LEVEL       exit 3 when the verdict is LEVEL or worse:\n"
+	"                            detected | potential\n"
+	"      --view VIEW           auto (default), python (fetch marks) or ipc\n"
+	"      --warmup N            skip N steps instead of prefetch depth + 1\n"
+	"      --detected-above X    DETECTED threshold on the speedup (1.50)\n"
+	"      --potential-above X   POTENTIAL threshold on the speedup (1.10)\n"
+	"      --handoff-gap-ms X    max gap between hand-off ops of a batch (2)\n"
+	"  -h, --help                this text\n"
+	"  -V, --version             version and trace format\n"
+	"\n"
+	"Exit status: 0 analysis done, 1 unreadable or damaged trace, 2 usage,\n"
+	"3 --fail-on level reached.  See dlbn-analyze(1), dlbn-trace(5).\n";
+
+struct cli {
+	const char *trace, *output, *sqlite, *perfetto;
+	int format, dump, fail_on;
+	struct dlbn_model_opts mo;
+	struct dlbn_verdict_opts vo;
+};
+
+static int usage_error(const char *msg, const char *arg)
+{
+	fprintf(stderr, "dlbn-analyze: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
+	fprintf(stderr, "try 'dlbn-analyze --help'\n");
+	return EXIT_USAGE;
+}
+
+static int parse_double(const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	*out = strtod(s, &end);
+	return errno || end == s || *end || !(*out > 0);
+}
+
+/* Returns -1 to continue, else an exit status. */
+static int parse_args(int argc, char **argv, struct cli *c)
+{
+	enum { O_DUMP = 256, O_FAIL, O_VIEW, O_WARMUP, O_DET, O_POT, O_GAP, O_SQLITE, O_PERFETTO };
+	static const struct option opts[] = {
+		{"format", required_argument, NULL, 'f'},
+		{"output", required_argument, NULL, 'o'},
+		{"dump", no_argument, NULL, O_DUMP},
+		{"sqlite", required_argument, NULL, O_SQLITE},
+		{"perfetto", required_argument, NULL, O_PERFETTO},
+		{"fail-on", required_argument, NULL, O_FAIL},
+		{"view", required_argument, NULL, O_VIEW},
+		{"warmup", required_argument, NULL, O_WARMUP},
+		{"detected-above", required_argument, NULL, O_DET},
+		{"potential-above", required_argument, NULL, O_POT},
+		{"handoff-gap-ms", required_argument, NULL, O_GAP},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	int ch;
+	double d;
+	char *end;
+
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":f:o:hV", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'f':
+			if (!strcmp(optarg, "json"))
+				c->format = FORMAT_JSON;
+			else if (!strcmp(optarg, "markdown"))
+				c->format = FORMAT_MARKDOWN;
+			else if (!strcmp(optarg, "text"))
+				c->format = FORMAT_TEXT;
+			else
+				return usage_error("unknown format (text, markdown, json)", optarg);
+			break;
+		case 'o':
+			c->output = optarg;
+			break;
+		case O_DUMP:
+			c->dump = 1;
+			break;
+		case O_SQLITE:
+			c->sqlite = optarg;
+			break;
+		case O_PERFETTO:
+			c->perfetto = optarg;
+			break;
+		case O_FAIL:
+			if (!strcmp(optarg, "detected"))
+				c->fail_on = DLBN_VERDICT_DETECTED;
+			else if (!strcmp(optarg, "potential"))
+				c->fail_on = DLBN_VERDICT_POTENTIAL;
+			else
+				return usage_error("--fail-on takes detected or potential", optarg);
+			break;
+		case O_VIEW:
+			if (!strcmp(optarg, "python"))
+				c->mo.force_view = DLBN_VIEW_PYTHON;
+			else if (!strcmp(optarg, "ipc"))
+				c->mo.force_view = DLBN_VIEW_IPC;
+			else if (strcmp(optarg, "auto") != 0)
+				return usage_error("--view takes auto, python or ipc", optarg);
+			break;
+		case O_WARMUP: {
+			long v = strtol(optarg, &end, 10);
+			if (*end || end == optarg || v < 0 || v > 1000000000)
+				return usage_error("--warmup takes a step count", optarg);
+			c->mo.warmup_steps = (int)v;
+			break;
+		}
+		case O_DET:
+			if (parse_double(optarg, &d))
+				return usage_error("--detected-above takes a positive number",
+						   optarg);
+			c->vo.detected_above = d;
+			break;
+		case O_POT:
+			if (parse_double(optarg, &d))
+				return usage_error("--potential-above takes a positive number",
+						   optarg);
+			c->vo.potential_above = d;
+			break;
+		case O_GAP:
+			if (parse_double(optarg, &d))
+				return usage_error("--handoff-gap-ms takes a positive number",
+						   optarg);
+			c->mo.handoff_gap_ns = (int64_t)(d * 1e6);
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return EXIT_DONE;
+		case 'V':
+			printf("dlbn-analyze %s (trace format %d.%d)\n", DLBN_VERSION_STRING,
+			       DLBN_VERSION_MAJOR, DLBN_VERSION_MINOR);
+			return EXIT_DONE;
+		case ':':
+			return usage_error("option needs an argument", argv[optind - 1]);
+		default:
+			return usage_error("unknown option", argv[optind - 1]);
+		}
+	}
+	if (optind + 1 != argc)
+		return usage_error(optind == argc ? "no trace file given" : "one trace file only",
+				   NULL);
+	c->trace = argv[optind];
+	return -1;
+}
+
+/* Times are seconds from the first record, as in the reports. */
+static int dump(struct dlbn_reader *r, FILE *out)
+{
+	const struct dlbn_record *rec = dlbn_reader_next(r);
+	int64_t t0 = rec ? rec->t_ns : 0;
+	for (; rec; rec = dlbn_reader_next(r))
+		dlbn_dump_record(out, rec, t0);
+	return 0;
+}
+
+static int damaged(const char *path, const struct dlbn_reader_stats *rs)
+{
+	if (!rs->truncated && !rs->extents_corrupt)
+		return 0;
+	fprintf(stderr,
+		"dlbn-analyze: %s: damaged trace (%s%llu corrupt extent(s)); the report covers "
+		"the intact part\n",
+		path, rs->truncated ? "truncated, " : "", (unsigned long long)rs->extents_corrupt);
+	return 1;
+}
+
+/* --sqlite / --perfetto: one more pass each over the trace.  1 if one failed. */
+static int run_exports(const struct cli *c, struct dlbn_reader *r, const struct dlbn_model *m,
+		       const struct dlbn_analysis *a, const struct dlbn_gpu *gpu)
+{
+	struct dlbn_export_input in = {c->trace, r, m, a, gpu, DLBN_VERSION_STRING};
+	char err[512];
+	int failed = 0;
+	if (c->sqlite && dlbn_export_sqlite(c->sqlite, &in, NULL, err, sizeof(err)) != 0) {
+		fprintf(stderr, "dlbn-analyze: --sqlite %s: %s\n", c->sqlite, err);
+		failed = 1;
+	}
+	if (c->perfetto && dlbn_export_perfetto(c->perfetto, &in, NULL, err, sizeof(err)) != 0) {
+		fprintf(stderr, "dlbn-analyze: --perfetto %s: %s\n", c->perfetto, err);
+		failed = 1;
+	}
+	return failed;
+}
+
+static int analyze(const struct cli *c, struct dlbn_reader *r, FILE *out)
+{
+	struct dlbn_model m;
+	struct dlbn_analysis a;
+	struct dlbn_gpu gpu;
+	memset(&gpu, 0, sizeof(gpu));
+	/* Model (two passes), then the GPU split of the waits (a third pass,
+	 * only when there are CUDA records), then the verdict over the steps. */
+	if (dlbn_model_build(&m, r, &c->mo) != 0 ||
+	    (m.has_cuda && dlbn_gpu_analyze(&m, r, NULL, &gpu) != 0) ||
+	    dlbn_analyze(&m, dlbn_reader_stats(r), &c->vo, &a) != 0) {
+		fprintf(stderr, "dlbn-analyze: out of memory\n");
+		dlbn_gpu_free(&gpu);
+		dlbn_model_free(&m);
+		return EXIT_INPUT;
+	}
+	if (m.steps)
+		dlbn_gpu_window(&gpu, m.steps, a.window_begin, a.window_end);
+	struct dlbn_report_input in = {c->trace, dlbn_reader_stats(r), &m, &a, &gpu};
+	if (c->format == FORMAT_JSON)
+		dlbn_report_json(out, &in);
+	else if (c->format == FORMAT_MARKDOWN)
+		dlbn_report_markdown(out, &in);
+	else
+		dlbn_report_text(out, &in);
+	int export_failed = run_exports(c, r, &m, &a, &gpu);
+	int verdict = a.verdict;
+	dlbn_analysis_free(&a);
+	dlbn_gpu_free(&gpu);
+	dlbn_model_free(&m);
+	if (damaged(c->trace, dlbn_reader_stats(r)) || export_failed)
+		return EXIT_INPUT;
+	if (c->fail_on && verdict >= c->fail_on)
+		return EXIT_FAIL_ON;
+	return EXIT_DONE;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli c = {0};
+	char err[512];
+	dlbn_model_default_opts(&c.mo);
+	dlbn_verdict_default_opts(&c.vo);
+	int rc = parse_args(argc, argv, &c);
+	if (rc >= 0)
+		return rc;
+
+	struct dlbn_reader *r = dlbn_reader_open(c.trace, err, sizeof(err));
+	if (!r) {
+		fprintf(stderr, "dlbn-analyze: %s\n", err);
+		return EXIT_INPUT;
+	}
+	FILE *out = stdout;
+	if (c.output && !(out = fopen(c.output, "w"))) {
+		fprintf(stderr, "dlbn-analyze: %s: %s\n", c.output, strerror(errno));
+		dlbn_reader_close(r);
+		return EXIT_USAGE;
+	}
+	if (c.dump) {
+		dump(r, out);
+		rc = damaged(c.trace, dlbn_reader_stats(r)) ? EXIT_INPUT : EXIT_DONE;
+	} else {
+		rc = analyze(&c, r, out);
+	}
+	if (fflush(out) != 0 || (out != stdout && fclose(out) != 0)) {
+		fprintf(stderr, "dlbn-analyze: writing the report: %s\n", strerror(errno));
+		rc = EXIT_INPUT;
+	}
+	dlbn_reader_close(r);
+	return rc;
+}

@@ -1,0 +1,1032 @@
+/*
+ * model.c - reconstruct the training process tree, roles, steps, waits and
+ * workers from a trace (see model.h; DESIGN section 5 steps 1-3 and
+ * shared/notes/dataloader-ipc.md for the DataLoader behaviour relied on).
+ *
+ * Pass 1 (roles): processes, threads, and for every pipe inode the threads
+ * that read and write it.  The training process is the one with Python
+ * FETCH marks, else the one that reads pipes written by its descendants
+ * (pipe identity, not parentage: forkserver workers are grandchildren).
+ * Workers: processes that write a pipe the training process reads and
+ * read an index pipe (written by the training process, polled by them).
+ * Result pipes: read by the training process, written by workers.
+ *
+ * Pass 2 (evidence): the Python view from FETCH_BEGIN/END marks; the IPC
+ * view from the hand-off sequence on the thread that reads result pipes
+ * (main thread: direct path; pin-memory thread: pin path, where the main
+ * thread's exposed waits are its SEM_WAITs that the pin thread posts);
+ * worker batch segments, idle intervals and file-read time.  Each step
+ * goes to window.c as soon as it is complete.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+/* ---- growable arrays -------------------------------------------------- */
+
+static int grow(void **v, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t ncap = *cap ? *cap * 2 : 16;
+	while (ncap < need)
+		ncap *= 2;
+	void *nv = realloc(*v, ncap * elem);
+	if (!nv)
+		return -1;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
+#define PUSH(arr, n, cap, val)                                                                     \
+	(grow((void **)&(arr), &(cap), (n) + 1, sizeof(*(arr))) ? -1 : ((arr)[(n)++] = (val), 0))
+
+/* ---- pipe table ------------------------------------------------------- */
+
+struct who {
+	uint32_t thread;
+	uint32_t count;
+};
+
+struct pipe_ent {
+	int64_t ino; /* 0: empty slot */
+	struct who *readers, *writers;
+	size_t nreaders, capreaders, nwriters, capwriters;
+	int polled_by_reader; /* some reader thread POLLed it (queue.get) */
+	int is_result, is_index, seen_by_ipc;
+};
+
+struct pipe_table {
+	struct pipe_ent *slots;
+	size_t cap, n;
+};
+
+static inline size_t ino_hash(int64_t ino, size_t cap)
+{
+	uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 17) & (cap - 1);
+}
+
+static struct pipe_ent *pipe_find(const struct pipe_table *t, int64_t ino)
+{
+	if (!t->cap || ino == 0)
+		return NULL;
+	for (size_t i = ino_hash(ino, t->cap);; i = (i + 1) & (t->cap - 1)) {
+		if (t->slots[i].ino == ino)
+			return &t->slots[i];
+		if (t->slots[i].ino == 0)
+			return NULL;
+	}
+}
+
+static struct pipe_ent *pipe_get(struct pipe_table *t, int64_t ino)
+{
+	struct pipe_ent *e = pipe_find(t, ino);
+	if (e || ino == 0)
+		return e;
+	if ((t->n + 1) * 2 > t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 64;
+		struct pipe_ent *ns = calloc(ncap, sizeof(*ns));
+		if (!ns)
+			return NULL;
+		for (size_t i = 0; i < t->cap; i++) {
+			if (!t->slots[i].ino)
+				continue;
+			size_t j = ino_hash(t->slots[i].ino, ncap);
+			while (ns[j].ino)
+				j = (j + 1) & (ncap - 1);
+			ns[j] = t->slots[i];
+		}
+		free(t->slots);
+		t->slots = ns;
+		t->cap = ncap;
+	}
+	size_t i = ino_hash(ino, t->cap);
+	while (t->slots[i].ino)
+		i = (i + 1) & (t->cap - 1);
+	t->slots[i].ino = ino;
+	t->n++;
+	return &t->slots[i];
+}
+
+static void who_add(struct who **v, size_t *n, size_t *cap, uint32_t thread)
+{
+	for (size_t i = 0; i < *n; i++) {
+		if ((*v)[i].thread == thread) {
+			(*v)[i].count++;
+			return;
+		}
+	}
+	struct who w = {thread, 1};
+	(void)PUSH(*v, *n, *cap, w);
+}
+
+static void pipe_table_free(struct pipe_table *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->cap; i++) {
+		free(t->slots[i].readers);
+		free(t->slots[i].writers);
+	}
+	free(t->slots);
+	free(t);
+}
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static inline int64_t fld(const struct dlbn_record *r, int i)
+{
+	return r->kind[i] == DLBN_V_INT ? r->f[i] : 0;
+}
+
+/* Duration field of a record type, or 0 for instantaneous ones. */
+static int64_t rec_dur(const struct dlbn_record *r)
+{
+	switch (r->type) {
+	case DLBN_REC_FORK:
+	case DLBN_REC_READ:
+	case DLBN_REC_WRITE:
+	case DLBN_REC_PREAD:
+	case DLBN_REC_RECVMSG:
+	case DLBN_REC_SENDMSG:
+	case DLBN_REC_POLL:
+	case DLBN_REC_CONNECT:
+	case DLBN_REC_ACCEPT:
+	case DLBN_REC_SEM_WAIT:
+	case DLBN_REC_MEMCPY:
+	case DLBN_REC_SYNC: {
+		int64_t d = fld(r, 0);
+		return d <= 0 ? 0 : d > DLBN_DUR_LIMIT ? DLBN_DUR_LIMIT : d;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* A count or size from the file, limited so that sums of them cannot overflow. */
+static inline int64_t bounded(int64_t v, int64_t max)
+{
+	return v < 0 ? 0 : v > max ? max : v;
+}
+
+/* A small non-negative config number; -1 when not a number. */
+static int config_int(const char *v)
+{
+	char *end;
+	if (*v < '0' || *v > '9')
+		return -1;
+	long n = strtol(v, &end, 10);
+	return n > 1000000 ? 1000000 : (int)n;
+}
+
+void dlbn_model_default_opts(struct dlbn_model_opts *o)
+{
+	o->handoff_gap_ns = 2000000;
+	o->force_view = DLBN_VIEW_NONE;
+	o->warmup_steps = -1;
+}
+
+void dlbn_config_parse(struct dlbn_config *c, const char *text, size_t len)
+{
+	memset(c, 0, sizeof(*c));
+	c->present = 1;
+	c->num_workers = c->prefetch_factor = c->batch_size = -1;
+	c->pin_memory = c->persistent_workers = -1;
+	if (len >= sizeof(c->text))
+		len = sizeof(c->text) - 1;
+	memcpy(c->text, text, len);
+	c->text[len] = 0;
+	char *save = NULL;
+	char buf[sizeof(c->text)];
+	memcpy(buf, c->text, len + 1);
+	for (char *tok = strtok_r(buf, ";", &save); tok && c->n < DLBN_CONFIG_MAX;
+	     tok = strtok_r(NULL, ";", &save)) {
+		char *eq = strchr(tok, '=');
+		if (!eq)
+			continue;
+		*eq = 0;
+		snprintf(c->key[c->n], sizeof(c->key[0]), "%s", tok);
+		snprintf(c->val[c->n], sizeof(c->val[0]), "%s", eq + 1);
+		const char *k = c->key[c->n], *v = c->val[c->n];
+		int truth = !strcmp(v, "True") || !strcmp(v, "true") || !strcmp(v, "1");
+		if (!strcmp(k, "num_workers"))
+			c->num_workers = config_int(v);
+		else if (!strcmp(k, "prefetch_factor"))
+			c->prefetch_factor = config_int(v);
+		else if (!strcmp(k, "batch_size"))
+			c->batch_size = config_int(v);
+		else if (!strcmp(k, "pin_memory"))
+			c->pin_memory = truth;
+		else if (!strcmp(k, "persistent_workers"))
+			c->persistent_workers = truth;
+		else if (!strcmp(k, "start_method"))
+			snprintf(c->start_method, sizeof(c->start_method), "%s", v);
+		else if (!strcmp(k, "dataset_kind"))
+			snprintf(c->dataset_kind, sizeof(c->dataset_kind), "%s", v);
+		c->n++;
+	}
+}
+
+/* ---- setup from the stream list --------------------------------------- */
+
+static int setup_procs(struct dlbn_model *m, struct dlbn_reader *r)
+{
+	size_t ns = dlbn_reader_nstreams(r);
+	m->threads = calloc(ns ? ns : 1, sizeof(*m->threads));
+	m->procs = calloc(ns ? ns : 1, sizeof(*m->procs));
+	m->pipes = calloc(1, sizeof(*m->pipes));
+	if (!m->threads || !m->procs || !m->pipes)
+		return -1;
+	m->nthreads = ns;
+	/* Streams come sorted by proc_id, so one process's threads are adjacent. */
+	for (size_t i = 0; i < ns; i++) {
+		const struct dlbn_stream_info *si = dlbn_reader_stream(r, i);
+		if (!m->nprocs || m->procs[m->nprocs - 1].proc_id != si->proc_id) {
+			struct dlbn_proc *p = &m->procs[m->nprocs++];
+			p->proc_id = si->proc_id;
+			p->pid = (int)si->pid;
+			p->parent_proc_id = -1;
+			p->t_first = INT64_MAX;
+			p->t_last = INT64_MIN;
+		}
+		struct dlbn_thread *t = &m->threads[i];
+		t->proc_index = (uint32_t)(m->nprocs - 1);
+		t->thread_no = si->thread_no;
+		t->tid = (int)si->tid;
+		t->is_main = si->thread_no == 0 && si->tid == si->pid;
+	}
+	m->training = m->main_thread = m->pin_thread = m->mark_thread = -1;
+	m->t0 = INT64_MAX;
+	m->t_end = INT64_MIN;
+	return 0;
+}
+
+/* ---- pass 1: structure and pipe identity ------------------------------ */
+
+static void pass1_record(struct dlbn_model *m, const struct dlbn_record *r)
+{
+	uint32_t ti = r->stream->index;
+	struct dlbn_thread *t = &m->threads[ti];
+	struct dlbn_proc *p = &m->procs[t->proc_index];
+	int64_t end = r->t_ns + rec_dur(r);
+
+	p->records++;
+	if (r->t_ns < p->t_first)
+		p->t_first = r->t_ns;
+	if (end > p->t_last)
+		p->t_last = end;
+
+	switch (r->type) {
+	case DLBN_REC_PROCESS:
+		p->has_process_rec = 1;
+		p->pid = (int)fld(r, 0);
+		p->ppid = (int)fld(r, 1);
+		p->parent_proc_id = r->kind[2] == DLBN_V_INT ? r->f[2] : -1;
+		p->start = (int)fld(r, 3);
+		if (r->kind[9] == DLBN_V_STR) {
+			size_t n = (size_t)r->f[9] < sizeof(p->argv0) - 1 ? (size_t)r->f[9]
+									  : sizeof(p->argv0) - 1;
+			memcpy(p->argv0, r->str[9], n);
+			p->argv0[n] = 0;
+		}
+		break;
+	case DLBN_REC_THREAD:
+		t->tid = (int)fld(r, 0);
+		t->is_main = fld(r, 1) != 0;
+		break;
+	case DLBN_REC_EXIT:
+		p->has_exit = 1;
+		p->exit_status = (int)fld(r, 0);
+		p->exit_how = (int)fld(r, 1);
+		break;
+	case DLBN_REC_MARK:
+		if (fld(r, 0) == DLBN_MARK_FETCH_BEGIN) {
+			t->fetch_marks++;
+			p->fetch_marks++;
+			m->has_marks = 1;
+		}
+		break;
+	case DLBN_REC_READ:
+	case DLBN_REC_WRITE:
+		if (fld(r, 2) == DLBN_FD_PIPE && fld(r, 4) > 0) {
+			struct pipe_ent *e = pipe_get(m->pipes, fld(r, 3));
+			if (!e)
+				break;
+			if (r->type == DLBN_REC_READ)
+				who_add(&e->readers, &e->nreaders, &e->capreaders, ti);
+			else
+				who_add(&e->writers, &e->nwriters, &e->capwriters, ti);
+		}
+		break;
+	case DLBN_REC_POLL:
+		for (int k = 0; k < r->narr; k++) {
+			struct pipe_ent *e = pipe_find(m->pipes, r->arr[k]);
+			if (e)
+				e->polled_by_reader = 1;
+		}
+		break;
+	case DLBN_REC_LAUNCH:
+	case DLBN_REC_MEMCPY:
+	case DLBN_REC_SYNC:
+	case DLBN_REC_PROBE:
+	case DLBN_REC_PROBE_DONE:
+		m->has_cuda = 1;
+		break;
+	default:
+		break;
+	}
+}
+
+/* The parent process index of p, or -1 (by proc id, else by pid). */
+static ssize_t find_parent(const struct dlbn_model *m, size_t pi)
+{
+	const struct dlbn_proc *p = &m->procs[pi];
+	ssize_t by_pid = -1;
+	for (size_t i = 0; i < m->nprocs; i++) {
+		if (i == pi)
+			continue;
+		if (p->parent_proc_id >= 0 && m->procs[i].proc_id == (uint64_t)p->parent_proc_id)
+			return (ssize_t)i;
+		if (by_pid < 0 && m->procs[i].pid == p->ppid && m->procs[i].t_first <= p->t_first)
+			by_pid = (ssize_t)i;
+	}
+	return by_pid;
+}
+
+static int is_descendant(const struct dlbn_model *m, size_t child, size_t anc)
+{
+	ssize_t c = (ssize_t)child;
+	for (int depth = 0; depth < 64 && c >= 0; depth++) {
+		c = m->procs[c].parent_index;
+		if (c == (ssize_t)anc)
+			return 1;
+	}
+	return 0;
+}
+
+static int pipe_has_proc(const struct dlbn_model *m, const struct who *v, size_t n, size_t pi)
+{
+	for (size_t i = 0; i < n; i++)
+		if (m->threads[v[i].thread].proc_index == pi)
+			return 1;
+	return 0;
+}
+
+/*
+ * Training process without marks: the process that reads pipes written by
+ * other processes, its descendants weighing far more (a DataLoader's
+ * workers descend from the training process; forkserver ones through the
+ * forkserver).
+ */
+static ssize_t find_training_ipc(const struct dlbn_model *m)
+{
+	long *score = calloc(m->nprocs ? m->nprocs : 1, sizeof(*score));
+	if (!score)
+		return -1;
+	for (size_t s = 0; s < m->pipes->cap; s++) {
+		const struct pipe_ent *e = &m->pipes->slots[s];
+		if (!e->ino)
+			continue;
+		for (size_t rd = 0; rd < e->nreaders; rd++) {
+			size_t rp = m->threads[e->readers[rd].thread].proc_index;
+			if (pipe_has_proc(m, e->readers, rd, rp))
+				continue; /* this process already counted for this pipe */
+			for (size_t w = 0; w < e->nwriters; w++) {
+				size_t wp = m->threads[e->writers[w].thread].proc_index;
+				if (wp != rp)
+					score[rp] += is_descendant(m, wp, rp) ? 1000 : 1;
+			}
+		}
+	}
+	ssize_t best = -1;
+	for (size_t pi = 0; pi < m->nprocs; pi++) {
+		if (score[pi] <= 0)
+			continue;
+		if (best < 0 || score[pi] > score[best] ||
+		    (score[pi] == score[best] && m->procs[pi].t_first < m->procs[best].t_first))
+			best = (ssize_t)pi;
+	}
+	free(score);
+	return best;
+}
+
+static int writes_pipe_read_by(const struct dlbn_model *m, const struct pipe_ent *e, size_t wp,
+			       size_t tp)
+{
+	return wp != tp && pipe_has_proc(m, e->readers, e->nreaders, tp) &&
+	       pipe_has_proc(m, e->writers, e->nwriters, wp);
+}
+
+/*
+ * Workers: processes writing a pipe the training process reads (the result
+ * queue) that also read a pipe the training process writes and they poll
+ * (their index queue).  The second condition keeps out helpers such as a
+ * forkserver that only report to the training process; it is dropped when
+ * no candidate meets it (a trace missing the workers' index reads).
+ */
+static void find_workers(struct dlbn_model *m, size_t tp)
+{
+	char *cand = calloc(m->nprocs ? m->nprocs : 1, 2);
+	if (!cand)
+		return;
+	char *reads_index = cand + m->nprocs;
+	int any_index = 0;
+	for (size_t s = 0; s < m->pipes->cap; s++) {
+		const struct pipe_ent *e = &m->pipes->slots[s];
+		for (size_t w = 0; e->ino && w < e->nwriters; w++) {
+			size_t wp = m->threads[e->writers[w].thread].proc_index;
+			if (writes_pipe_read_by(m, e, wp, tp))
+				cand[wp] = 1;
+		}
+	}
+	for (size_t s = 0; s < m->pipes->cap; s++) {
+		struct pipe_ent *e = &m->pipes->slots[s];
+		if (!e->ino || !e->polled_by_reader ||
+		    !pipe_has_proc(m, e->writers, e->nwriters, tp))
+			continue;
+		for (size_t rd = 0; rd < e->nreaders; rd++) {
+			size_t rp = m->threads[e->readers[rd].thread].proc_index;
+			if (rp != tp && cand[rp]) {
+				e->is_index = 1;
+				reads_index[rp] = 1;
+				any_index = 1;
+			}
+		}
+	}
+	for (size_t pi = 0; pi < m->nprocs; pi++) {
+		if (cand[pi] && (reads_index[pi] || !any_index)) {
+			m->procs[pi].role = DLBN_ROLE_WORKER;
+			m->nworkers_total++;
+		}
+	}
+	for (size_t s = 0; s < m->pipes->cap; s++) {
+		struct pipe_ent *e = &m->pipes->slots[s];
+		for (size_t w = 0; e->ino && w < e->nwriters; w++) {
+			size_t wp = m->threads[e->writers[w].thread].proc_index;
+			if (m->procs[wp].role == DLBN_ROLE_WORKER &&
+			    writes_pipe_read_by(m, e, wp, tp))
+				e->is_result = 1;
+		}
+	}
+	free(cand);
+}
+
+static void decide_roles(struct dlbn_model *m)
+{
+	/* Training process: FETCH marks first. */
+	uint64_t most = 0;
+	for (size_t ti = 0; ti < m->nthreads; ti++) {
+		if (m->threads[ti].fetch_marks > most) {
+			most = m->threads[ti].fetch_marks;
+			m->mark_thread = (ssize_t)ti;
+			m->training = m->threads[ti].proc_index;
+		}
+	}
+	for (size_t pi = 0; pi < m->nprocs; pi++)
+		m->procs[pi].parent_index = find_parent(m, pi);
+	if (m->training < 0)
+		m->training = find_training_ipc(m);
+	if (m->training < 0)
+		return;
+	size_t tp = (size_t)m->training;
+	m->procs[tp].role = DLBN_ROLE_TRAINING;
+
+	find_workers(m, tp);
+	/* Main thread, and the thread of the training process reading results. */
+	uint64_t best_reads = 0;
+	ssize_t reader = -1;
+	for (size_t ti = 0; ti < m->nthreads; ti++) {
+		struct dlbn_thread *t = &m->threads[ti];
+		if (t->proc_index != tp)
+			continue;
+		if (t->is_main && m->main_thread < 0)
+			m->main_thread = (ssize_t)ti;
+		for (size_t s = 0; s < m->pipes->cap; s++) {
+			const struct pipe_ent *e = &m->pipes->slots[s];
+			if (!e->ino || !e->is_result)
+				continue;
+			for (size_t rd = 0; rd < e->nreaders; rd++)
+				if (e->readers[rd].thread == ti)
+					t->result_reads += e->readers[rd].count;
+		}
+		if (t->result_reads > best_reads) {
+			best_reads = t->result_reads;
+			reader = (ssize_t)ti;
+		}
+	}
+	if (m->main_thread < 0) {
+		for (size_t ti = 0; ti < m->nthreads; ti++)
+			if (m->threads[ti].proc_index == tp && m->threads[ti].thread_no == 0)
+				m->main_thread = (ssize_t)ti;
+	}
+	if (m->mark_thread >= 0)
+		m->main_thread = m->mark_thread;
+	if (reader < 0)
+		m->path = DLBN_PATH_NONE;
+	else if (reader == m->main_thread)
+		m->path = DLBN_PATH_DIRECT;
+	else {
+		m->path = DLBN_PATH_PIN;
+		m->pin_thread = reader;
+	}
+}
+
+/* ---- pass 2: steps, waits, workers ------------------------------------ */
+
+enum ipc_state { IPC_IDLE, IPC_WAITING, IPC_RECEIVING, IPC_HANDOFF };
+
+struct ipc_fsm {
+	int state;
+	int64_t begin, hdr_t, last_end, bytes;
+	int32_t nfds;
+	int new_epoch; /* the next step reads a result pipe never read before */
+};
+
+struct pending_wait {
+	uint64_t sem;
+	int64_t begin, end;
+};
+
+#define PENDING_MAX 64
+
+struct pass2 {
+	struct dlbn_model *m;
+	const struct dlbn_model_opts *o;
+	struct ipc_fsm fsm;
+	int64_t py_open; /* FETCH_BEGIN time, -1 none */
+	int py_new_epoch;
+	int64_t first_result_read; /* -1 until seen */
+	struct pending_wait pend[PENDING_MAX];
+	size_t npend;
+	/* Pin path: a pin-thread step is held back one step, because the
+	 * post that ends the main thread's wait for it may come after it
+	 * closed; waits ending during the next hand-off go to pin_acc. */
+	struct dlbn_step pin_held;
+	int has_pin_held;
+	int64_t pin_acc;
+	int oom;
+};
+
+/*
+ * The GPU seam (DESIGN section 5 step 3).  Each step's exposed wait is split
+ * into the part during which the GPU still had queued work (gpu_busy, not a
+ * stall: prefetch hid it) and the part it sat idle (gpu_idle, the stall).
+ * CPU-only traces have no GPU: the whole wait is stall.  The CUDA work
+ * (PROBE/PROBE_DONE around each wait) replaces this rule.
+ */
+static void gpu_split_wait(const struct dlbn_model *m, struct dlbn_step *s)
+{
+	(void)m;
+	s->gpu_busy_ns = 0;
+	s->gpu_idle_ns = s->wait_ns;
+}
+
+static void feed(struct pass2 *ps, struct dlbn_steps *st, struct dlbn_step *s)
+{
+	gpu_split_wait(ps->m, s);
+	if (dlbn_window_feed(ps->m, st, s) != 0)
+		ps->oom = 1;
+}
+
+/* Epoch bookkeeping shared by both views. */
+static void number_epoch(struct dlbn_steps *st, struct dlbn_step *s, int new_epoch)
+{
+	if (st->epochs == 0 || new_epoch) {
+		st->epochs++;
+		s->epoch_start = 1;
+	}
+	s->epoch = st->epochs - 1;
+}
+
+static void ipc_close(struct pass2 *ps)
+{
+	struct ipc_fsm *f = &ps->fsm;
+	struct dlbn_model *m = ps->m;
+	if (f->state == IPC_HANDOFF) {
+		struct dlbn_step s = {.begin = f->begin,
+				      .end = f->last_end,
+				      .wait_ns = f->last_end - f->begin,
+				      .recv_ns = f->last_end - f->hdr_t,
+				      .bytes = f->bytes,
+				      .nfds = f->nfds};
+		number_epoch(&m->ipc_steps, &s, f->new_epoch);
+		f->new_epoch = 0;
+		if (m->path != DLBN_PATH_PIN) {
+			feed(ps, &m->ipc_steps, &s);
+		} else {
+			if (ps->has_pin_held)
+				feed(ps, &m->ipc_steps, &ps->pin_held);
+			s.wait_ns = ps->pin_acc;
+			ps->pin_acc = 0;
+			ps->pin_held = s;
+			ps->has_pin_held = 1;
+		}
+	}
+	f->state = IPC_IDLE;
+	f->bytes = 0;
+	f->nfds = 0;
+}
+
+static void ipc_begin_if_idle(struct ipc_fsm *f, int64_t t)
+{
+	if (f->state == IPC_IDLE) {
+		f->state = IPC_WAITING;
+		f->begin = t;
+	}
+}
+
+static void ipc_note_inode(struct pass2 *ps, struct pipe_ent *e)
+{
+	if (!e->seen_by_ipc) {
+		e->seen_by_ipc = 1;
+		ps->fsm.new_epoch = 1;
+	}
+}
+
+static int poll_has_result(const struct dlbn_model *m, const struct dlbn_record *r,
+			   struct pipe_ent **out)
+{
+	for (int k = 0; k < r->narr; k++) {
+		struct pipe_ent *e = pipe_find(m->pipes, r->arr[k]);
+		if (e && e->is_result) {
+			*out = e;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Operations that belong to receiving a batch: the per-tensor fd exchange,
+ * and the semaphore posts right after it (the DataLoader queues the next
+ * index, waking the index queue's feeder thread; the pin-memory thread
+ * puts the batch into its queue).
+ */
+static int is_handoff_op(const struct dlbn_record *r)
+{
+	switch (r->type) {
+	case DLBN_REC_CONNECT:
+	case DLBN_REC_RECVMSG:
+	case DLBN_REC_SENDMSG:
+	case DLBN_REC_MMAP:
+	case DLBN_REC_SEM_POST:
+		return 1;
+	case DLBN_REC_READ:
+	case DLBN_REC_WRITE:
+		return fld(r, 2) == DLBN_FD_UNIX;
+	case DLBN_REC_OPEN:
+		return fld(r, 1) == DLBN_FD_SHM;
+	default:
+		return 0;
+	}
+}
+
+/* The thread that reads result pipes: follow one batch hand-off at a time. */
+static void ipc_record(struct pass2 *ps, const struct dlbn_record *r)
+{
+	struct ipc_fsm *f = &ps->fsm;
+	struct pipe_ent *e = NULL;
+	int64_t t = r->t_ns, end = t + rec_dur(r);
+
+	if (r->type == DLBN_REC_POLL && poll_has_result(ps->m, r, &e)) {
+		if (f->state == IPC_HANDOFF || f->state == IPC_RECEIVING)
+			ipc_close(ps);
+		ipc_note_inode(ps, e);
+		ipc_begin_if_idle(f, t);
+		return;
+	}
+	if (r->type == DLBN_REC_READ && fld(r, 2) == DLBN_FD_PIPE &&
+	    (e = pipe_find(ps->m->pipes, fld(r, 3))) && e->is_result) {
+		int64_t ret = fld(r, 4);
+		if (ret <= 0) {
+			ipc_begin_if_idle(f, t);
+			return;
+		}
+		if (ps->first_result_read < 0)
+			ps->first_result_read = t;
+		/* A 4-byte read is a Connection message header: a new batch. */
+		if (ret == 4 && f->state == IPC_HANDOFF)
+			ipc_close(ps);
+		ipc_note_inode(ps, e);
+		ipc_begin_if_idle(f, t);
+		if (f->state == IPC_WAITING && ret == 4) {
+			f->state = IPC_RECEIVING;
+			f->hdr_t = t;
+		} else {
+			if (f->state == IPC_WAITING)
+				f->hdr_t = t;
+			f->state = IPC_HANDOFF;
+			f->bytes += bounded(ret, DLBN_DUR_LIMIT);
+		}
+		f->last_end = end;
+		return;
+	}
+	if (f->state != IPC_HANDOFF)
+		return;
+	if (t - f->last_end > ps->o->handoff_gap_ns) {
+		ipc_close(ps);
+		return;
+	}
+	if (is_handoff_op(r)) {
+		if (end > f->last_end)
+			f->last_end = end;
+		if (r->type == DLBN_REC_RECVMSG)
+			f->nfds += (int32_t)bounded(fld(r, 5), 1024);
+	}
+}
+
+static void python_record(struct pass2 *ps, const struct dlbn_record *r)
+{
+	struct dlbn_steps *st = &ps->m->py_steps;
+	switch (fld(r, 0)) {
+	case DLBN_MARK_ITER_BEGIN:
+		ps->py_new_epoch = 1;
+		ps->py_open = -1;
+		break;
+	case DLBN_MARK_FETCH_BEGIN:
+		ps->py_open = r->t_ns;
+		break;
+	case DLBN_MARK_FETCH_END:
+		if (ps->py_open >= 0) {
+			struct dlbn_step s = {.begin = ps->py_open,
+					      .end = r->t_ns,
+					      .wait_ns = r->t_ns - ps->py_open};
+			number_epoch(st, &s, ps->py_new_epoch);
+			ps->py_new_epoch = 0;
+			feed(ps, st, &s);
+		}
+		ps->py_open = -1;
+		break;
+	case DLBN_MARK_FETCH_STOP:
+		ps->py_open = -1;
+		break;
+	default:
+		break;
+	}
+}
+
+static void pin_wait_record(struct pass2 *ps, const struct dlbn_record *r)
+{
+	if (ps->npend == PENDING_MAX) {
+		memmove(ps->pend, ps->pend + 1, (PENDING_MAX - 1) * sizeof(ps->pend[0]));
+		ps->npend--;
+	}
+	ps->pend[ps->npend++] =
+		(struct pending_wait){(uint64_t)fld(r, 1), r->t_ns, r->t_ns + rec_dur(r)};
+}
+
+/* A post by the pin thread wakes the main-thread wait on the same semaphore. */
+static void pin_post_record(struct pass2 *ps, const struct dlbn_record *r)
+{
+	uint64_t sem = (uint64_t)fld(r, 0);
+	const int64_t slack = 200000;
+	for (size_t i = 0; i < ps->npend; i++) {
+		struct pending_wait *w = &ps->pend[i];
+		if (w->sem != sem || r->t_ns < w->begin || r->t_ns > w->end + slack)
+			continue;
+		int64_t wait = w->end - w->begin;
+		int in_handoff = ps->fsm.state == IPC_HANDOFF || ps->fsm.state == IPC_RECEIVING;
+		if (!in_handoff && ps->has_pin_held)
+			ps->pin_held.wait_ns += wait; /* the batch just delivered */
+		else
+			ps->pin_acc += wait;
+		ps->pend[i] = ps->pend[--ps->npend];
+		return;
+	}
+}
+
+/*
+ * An index message arrived: a batch starts.  The worker may read the next
+ * index before its feeder thread has written the previous result, so
+ * starts wait in a small FIFO until their result is written.
+ */
+static void seg_queue_push(struct dlbn_proc *p, int64_t t)
+{
+	if (p->seg_n == DLBN_SEG_QUEUE) { /* results never written: drop the oldest */
+		p->seg_head = (p->seg_head + 1) % DLBN_SEG_QUEUE;
+		p->seg_n--;
+	}
+	unsigned tail = (p->seg_head + p->seg_n) % DLBN_SEG_QUEUE;
+	p->seg_q[tail] = t;
+	p->seg_file[tail] = p->file_ns_total;
+	p->seg_n++;
+}
+
+/* Blocked on the index pipe; the poll and the reads right after it are
+ * kept as one interval (one per batch), so memory follows batches. */
+static void worker_idle(struct pass2 *ps, struct dlbn_proc *p, int64_t t, int64_t end)
+{
+	const int64_t join_ns = 200000;
+	if (p->nidle && t - p->idle[p->nidle - 1].end < join_ns &&
+	    t >= p->idle[p->nidle - 1].begin) {
+		if (end > p->idle[p->nidle - 1].end)
+			p->idle[p->nidle - 1].end = end;
+		return;
+	}
+	struct dlbn_ival iv = {t, end};
+	if (PUSH(p->idle, p->nidle, p->capidle, iv))
+		ps->oom = 1;
+}
+
+static void worker_record(struct pass2 *ps, struct dlbn_proc *p, const struct dlbn_record *r)
+{
+	struct pipe_ent *e;
+	int64_t t = r->t_ns, end = t + rec_dur(r);
+
+	switch (r->type) {
+	case DLBN_REC_POLL:
+		for (int k = 0; k < r->narr; k++) {
+			e = pipe_find(ps->m->pipes, r->arr[k]);
+			if (e && e->is_index) {
+				worker_idle(ps, p, t, end);
+				break;
+			}
+		}
+		break;
+	case DLBN_REC_READ:
+		if (fld(r, 2) == DLBN_FD_FILE) {
+			p->file_ns_total += end - t;
+			p->file_bytes += bounded(fld(r, 4), DLBN_DUR_LIMIT);
+			break;
+		}
+		if (fld(r, 2) != DLBN_FD_PIPE || !(e = pipe_find(ps->m->pipes, fld(r, 3))) ||
+		    !e->is_index)
+			break;
+		worker_idle(ps, p, t, end);
+		if (fld(r, 4) == 4)
+			p->index_msgs++;
+		else if (fld(r, 4) > 4)
+			seg_queue_push(p, end);
+		break;
+	case DLBN_REC_PREAD:
+		p->file_ns_total += end - t;
+		p->file_bytes += bounded(fld(r, 3), DLBN_DUR_LIMIT);
+		break;
+	case DLBN_REC_WRITE:
+		if (fld(r, 2) != DLBN_FD_PIPE || fld(r, 4) <= 4 ||
+		    !(e = pipe_find(ps->m->pipes, fld(r, 3))) || !e->is_result)
+			break;
+		p->result_msgs++;
+		/* The feeder thread writes when the batch is ready: its start
+		 * ends the batch (a full pipe may block the write itself). */
+		if (p->seg_n) {
+			struct dlbn_batch_seg sg = {p->seg_q[p->seg_head], t,
+						    p->file_ns_total - p->seg_file[p->seg_head]};
+			p->seg_head = (p->seg_head + 1) % DLBN_SEG_QUEUE;
+			p->seg_n--;
+			if (PUSH(p->segs, p->nsegs, p->capsegs, sg))
+				ps->oom = 1;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+static void training_record(struct pass2 *ps, const struct dlbn_record *r)
+{
+	struct dlbn_model *m = ps->m;
+	struct pipe_ent *e;
+	ssize_t ti = (ssize_t)r->stream->index;
+
+	/* Index messages sent before the first result: the prefetch depth. */
+	if (r->type == DLBN_REC_WRITE && ps->first_result_read < 0 && fld(r, 2) == DLBN_FD_PIPE &&
+	    fld(r, 4) > 4 && (e = pipe_find(m->pipes, fld(r, 3))) && e->is_index)
+		m->prefetch_writes++;
+	if (ti == m->mark_thread && r->type == DLBN_REC_MARK)
+		python_record(ps, r);
+	if (m->path == DLBN_PATH_DIRECT && ti == m->main_thread)
+		ipc_record(ps, r);
+	if (m->path == DLBN_PATH_PIN) {
+		if (ti == m->pin_thread)
+			ipc_record(ps, r);
+		if (ti == m->main_thread && r->type == DLBN_REC_SEM_WAIT)
+			pin_wait_record(ps, r);
+		if (ti == m->pin_thread && r->type == DLBN_REC_SEM_POST)
+			pin_post_record(ps, r);
+	}
+}
+
+/* The view to follow: Python marks when present (and not overridden). */
+static void choose_view(struct dlbn_model *m, const struct dlbn_model_opts *o)
+{
+	int py = m->mark_thread >= 0, ipc = m->path != DLBN_PATH_NONE;
+	if (o->force_view == DLBN_VIEW_PYTHON)
+		m->view = py ? DLBN_VIEW_PYTHON : DLBN_VIEW_NONE;
+	else if (o->force_view == DLBN_VIEW_IPC)
+		m->view = ipc ? DLBN_VIEW_IPC : DLBN_VIEW_NONE;
+	else
+		m->view = py ? DLBN_VIEW_PYTHON : ipc ? DLBN_VIEW_IPC : DLBN_VIEW_NONE;
+	m->steps = m->view == DLBN_VIEW_PYTHON ? &m->py_steps : &m->ipc_steps;
+}
+
+/* Workers' first result pipe: how many processes wrote it. */
+static void infer_num_workers(struct dlbn_model *m)
+{
+	int64_t first_t = INT64_MAX;
+	const struct pipe_ent *first = NULL;
+	for (size_t s = 0; s < m->pipes->cap; s++) {
+		const struct pipe_ent *e = &m->pipes->slots[s];
+		if (!e->ino || !e->is_result)
+			continue;
+		int64_t t = INT64_MAX;
+		for (size_t w = 0; w < e->nwriters; w++) {
+			const struct dlbn_proc *p =
+				&m->procs[m->threads[e->writers[w].thread].proc_index];
+			if (p->t_first < t)
+				t = p->t_first;
+		}
+		if (t < first_t) {
+			first_t = t;
+			first = e;
+		}
+	}
+	if (!first)
+		return;
+	int n = 0;
+	for (size_t w = 0; w < first->nwriters; w++) {
+		int dup = 0;
+		uint32_t pw = m->threads[first->writers[w].thread].proc_index;
+		for (size_t k = 0; k < w; k++)
+			if (m->threads[first->writers[k].thread].proc_index == pw)
+				dup = 1;
+		if (!dup && m->procs[pw].role == DLBN_ROLE_WORKER)
+			n++;
+	}
+	m->num_workers_inferred = n;
+}
+
+static int run_pass2(struct dlbn_model *m, struct dlbn_reader *r, const struct dlbn_model_opts *o)
+{
+	struct pass2 ps = {.m = m, .o = o, .py_open = -1, .first_result_read = -1};
+	const struct dlbn_record *rec;
+	int have_config = 0;
+
+	dlbn_reader_rewind(r);
+	while ((rec = dlbn_reader_next(r))) {
+		struct dlbn_thread *t = &m->threads[rec->stream->index];
+		struct dlbn_proc *p = &m->procs[t->proc_index];
+		if (p->role == DLBN_ROLE_WORKER) {
+			worker_record(&ps, p, rec);
+		} else if (p->role == DLBN_ROLE_TRAINING) {
+			if (rec->type == DLBN_REC_CONFIG && !have_config &&
+			    rec->kind[1] == DLBN_V_STR) {
+				dlbn_config_parse(&m->config, rec->str[1], (size_t)rec->f[1]);
+				have_config = 1;
+			}
+			training_record(&ps, rec);
+		}
+	}
+	ipc_close(&ps);
+	if (ps.has_pin_held)
+		feed(&ps, &m->ipc_steps, &ps.pin_held);
+	return ps.oom ? -1 : 0;
+}
+
+int dlbn_model_build(struct dlbn_model *m, struct dlbn_reader *r, const struct dlbn_model_opts *o)
+{
+	const struct dlbn_record *rec;
+
+	memset(m, 0, sizeof(*m));
+	if (setup_procs(m, r) != 0)
+		return -1;
+	dlbn_reader_rewind(r);
+	while ((rec = dlbn_reader_next(r))) {
+		pass1_record(m, rec);
+		int64_t end = rec->t_ns + rec_dur(rec);
+		if (rec->t_ns < m->t0)
+			m->t0 = rec->t_ns;
+		if (end > m->t_end)
+			m->t_end = end;
+		m->records++;
+	}
+	if (m->t0 == INT64_MAX)
+		m->t0 = m->t_end = 0;
+	decide_roles(m);
+	infer_num_workers(m);
+	choose_view(m, o);
+	m->warmup_steps = o->warmup_steps;
+	if (run_pass2(m, r, o) != 0)
+		return -1;
+	if (!m->prefetch_known)
+		dlbn_prefetch_depth(m);
+	return 0;
+}
+
+void dlbn_model_free(struct dlbn_model *m)
+{
+	for (size_t i = 0; i < m->nprocs; i++) {
+		free(m->procs[i].segs);
+		free(m->procs[i].idle);
+	}
+	free(m->procs);
+	free(m->threads);
+	free(m->py_steps.v);
+	free(m->ipc_steps.v);
+	pipe_table_free(m->pipes);
+	memset(m, 0, sizeof(*m));
+}

@@ -1,0 +1,199 @@
+/*
+ * model.h - what the analyzer reconstructs from a trace: processes and
+ * their roles, the training loop's steps and waits, DataLoader workers, and
+ * the loader configuration (DESIGN section 5, steps 1-3).
+ *
+ * Built in two streaming passes over the reader: pass 1 finds processes,
+ * threads and pipe identities (who reads / writes which pipe inode) and
+ * decides roles; pass 2 follows the training threads and the workers with
+ * roles known.  Memory grows with processes, pipes and steps, never with
+ * the number of records.
+ */
+#ifndef DLBN_MODEL_H
+#define DLBN_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "reader.h"
+
+enum dlbn_role { DLBN_ROLE_OTHER = 0, DLBN_ROLE_TRAINING = 1, DLBN_ROLE_WORKER = 2 };
+
+enum dlbn_view { DLBN_VIEW_NONE = 0, DLBN_VIEW_PYTHON = 1, DLBN_VIEW_IPC = 2 };
+
+enum dlbn_path { DLBN_PATH_NONE = 0, DLBN_PATH_DIRECT = 1, DLBN_PATH_PIN = 2 };
+
+/* A closed time interval [begin, end] in CLOCK_MONOTONIC ns. */
+struct dlbn_ival {
+	int64_t begin, end;
+};
+
+/* One batch a worker produced: index received .. result written. */
+struct dlbn_batch_seg {
+	int64_t begin, end;
+	int64_t file_ns; /* regular-file read time inside the segment */
+};
+
+struct dlbn_proc {
+	uint32_t proc_id;
+	int pid, ppid;
+	int64_t parent_proc_id; /* -1: none */
+	ssize_t parent_index;	/* parent in procs[], -1 unknown (after pass 1) */
+	int start;		/* DLBN_START_* */
+	char argv0[64];
+	int64_t t_first, t_last; /* first record, end of the last record */
+	int has_process_rec;
+	int has_exit;
+	int exit_status, exit_how;
+	uint64_t records;
+	uint64_t fetch_marks;
+	int role;
+	/* Worker evidence (pass 2).  Idle intervals and batch segments wait
+	 * in small pending arrays until the chosen view's next step end folds
+	 * them into the window accumulators (window.c). */
+	uint64_t result_msgs;	     /* messages written to result pipes */
+	uint64_t index_msgs;	     /* index messages read */
+	struct dlbn_batch_seg *segs; /* pending batches (index got .. result written) */
+	size_t nsegs, capsegs;
+	struct dlbn_ival *idle; /* pending waits on the index pipe */
+	size_t nidle, capidle;
+#define DLBN_SEG_QUEUE 16
+	int64_t seg_q[DLBN_SEG_QUEUE];	  /* batch starts awaiting their result */
+	int64_t seg_file[DLBN_SEG_QUEUE]; /* file_ns_total at each start */
+	unsigned seg_head, seg_n;
+	int64_t file_ns_total;
+	/* Window accumulators. */
+	int64_t win_idle_ns, win_batch_ns, win_file_ns;
+	uint64_t win_batches;
+	int64_t file_bytes;
+};
+
+struct dlbn_thread {
+	uint32_t proc_index;
+	uint32_t thread_no;
+	int tid, is_main;
+	uint64_t fetch_marks;
+	uint64_t result_reads; /* reads of result pipes (after roles) */
+};
+
+/* One step of the training loop: the fetch of one batch. */
+struct dlbn_step {
+	int64_t begin, end;  /* fetch start and end (end: batch in hand) */
+	int64_t wait_ns;     /* exposed loader wait of this step */
+	int64_t recv_ns;     /* IPC: message header read .. last hand-off op */
+	int64_t bytes;	     /* IPC: message payload bytes */
+	int32_t nfds;	     /* IPC: shared-memory fds received */
+	int32_t epoch;	     /* 0-based epoch (ITER_BEGIN or new result pipe) */
+	int32_t epoch_start; /* first step of its epoch */
+	/* GPU seam: the wait split by what the GPU did meanwhile.  Without
+	 * CUDA records gpu_idle_ns = wait_ns (CPU-only: wait is stall). */
+	int64_t gpu_busy_ns, gpu_idle_ns;
+};
+
+/*
+ * The steady-state window of one view, decided as the steps arrive (so
+ * that worker evidence can be folded into it on the fly, see window.c).
+ * Step i (0-based) is warm-up while i < P + 1 in the first epoch (or
+ * i < the --warmup override), and step 0 always is: the window's wall
+ * clock starts at the end of the last warm-up step.  Window steps are
+ * v[warmup .. warmup + window - 1].
+ */
+struct dlbn_window {
+	size_t warmup, window;	      /* steps */
+	int64_t ws, we;		      /* window begin and end (ns) */
+	int64_t last_end;	      /* end of the last step */
+	int64_t recv_ns, bytes, nfds; /* IPC hand-off detail inside the chosen window */
+	size_t nrecv;
+	size_t in_epoch; /* index of the last step within its epoch */
+};
+
+/* The steps of one view, all of them (memory grows with steps only). */
+struct dlbn_steps {
+	struct dlbn_step *v;
+	size_t n, cap;
+	int epochs;
+	struct dlbn_window w;
+};
+
+#define DLBN_CONFIG_MAX 20
+struct dlbn_config {
+	int present;
+	char text[512];
+	int n;
+	char key[DLBN_CONFIG_MAX][32];
+	char val[DLBN_CONFIG_MAX][64];
+	/* Parsed values; -1 unknown. */
+	int num_workers, prefetch_factor, batch_size, pin_memory, persistent_workers;
+	char start_method[24], dataset_kind[24];
+};
+
+struct dlbn_model_opts {
+	int64_t handoff_gap_ns; /* hand-off ops closer than this belong to one batch */
+	int force_view;		/* DLBN_VIEW_NONE = auto */
+	int warmup_steps;	/* -1: prefetch depth + 1 */
+};
+
+struct dlbn_model {
+	struct dlbn_proc *procs;
+	size_t nprocs;
+	struct dlbn_thread *threads; /* indexed by stream index */
+	size_t nthreads;
+	int64_t t0;    /* time origin for reports */
+	int64_t t_end; /* end of the last record */
+	uint64_t records;
+	int has_cuda; /* CUDA records present (GPU rule pending) */
+	int has_marks;
+
+	ssize_t training;	  /* proc index, -1 none */
+	ssize_t main_thread;	  /* thread index, -1 none */
+	ssize_t pin_thread;	  /* thread index, -1 none */
+	ssize_t mark_thread;	  /* thread with FETCH marks, -1 none */
+	int path;		  /* DLBN_PATH_* */
+	size_t nworkers_total;	  /* worker processes over the whole run */
+	int num_workers_inferred; /* workers of the first result pipe */
+	int prefetch_writes;	  /* index messages before the first result */
+	int prefetch_depth;	  /* P used for the window */
+	int prefetch_from_config;
+	int prefetch_known; /* P fixed (at the first step) */
+	int warmup_steps;   /* override, -1 none */
+
+	struct dlbn_steps py_steps;	/* Python view (FETCH marks) */
+	struct dlbn_steps ipc_steps;	/* IPC view */
+	int view;			/* DLBN_VIEW_* chosen */
+	const struct dlbn_steps *steps; /* the chosen view's steps */
+
+	struct dlbn_config config;
+
+	/* Pipes (opaque hash of inode -> readers/writers). */
+	struct pipe_table *pipes;
+};
+
+void dlbn_model_default_opts(struct dlbn_model_opts *o);
+/* Two passes over r; 0 on success, -1 out of memory. */
+int dlbn_model_build(struct dlbn_model *m, struct dlbn_reader *r, const struct dlbn_model_opts *o);
+void dlbn_model_free(struct dlbn_model *m);
+
+/* Parse "key=value;..." into c (also used by tests). */
+void dlbn_config_parse(struct dlbn_config *c, const char *text, size_t len);
+
+/* Worker figures over the chosen view's window. */
+struct dlbn_worker_stats {
+	int pid;
+	uint64_t batches;
+	double busy_fraction; /* -1: no lifetime inside the window */
+	double mean_batch_ms;
+	double file_read_s;
+	double busy_s;
+	int exited;	/* has an EXIT record */
+	double ended_s; /* last record, relative to t0 */
+};
+void dlbn_worker_window_stats(const struct dlbn_model *m, size_t proc_index,
+			      struct dlbn_worker_stats *out);
+
+/* window.c: the prefetch depth P (config, index writes, or 2 x workers). */
+void dlbn_prefetch_depth(struct dlbn_model *m);
+/* window.c: account one step of view st (the chosen one folds workers). */
+int dlbn_window_feed(struct dlbn_model *m, struct dlbn_steps *st, const struct dlbn_step *s);
+
+#endif /* DLBN_MODEL_H */

@@ -1,0 +1,800 @@
+/*
+ * reader.c - streaming trace reader: extent scan, per-stream buffered
+ * decoding, k-way merge by timestamp (see reader.h for the contract).
+ *
+ * The msgpack decoder below handles the subset the format uses (ints, str,
+ * bin, nil, arrays of ints) inline and skips anything else generically; it
+ * is the hot path of the analyzer, so it works on raw bytes without
+ * allocation.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "reader.h"
+
+#define STREAM_BUF_INIT (32u * 1024u)
+#define STREAM_BUF_MAX	(64u * 1024u * 1024u) /* a record larger than this is corrupt */
+#define SKIP_DEPTH_MAX	8
+
+/* One initialised extent, as found by the scan. */
+struct ext_ref {
+	uint64_t offset; /* file offset of the extent header */
+	uint32_t proc_id, thread_no, seq;
+	uint32_t pid, tid, flags;
+	uint32_t avail; /* committed bytes actually present in the file */
+	uint64_t base_ns;
+};
+
+struct stream {
+	struct dlbn_stream_info info;
+	struct ext_ref *ext; /* this stream's extents, by seq (slice of r->exts) */
+	size_t next_ext, n_ext;
+	int in_ext;
+	uint64_t ext_off;  /* file offset of the first byte not yet buffered */
+	uint64_t ext_left; /* committed bytes of the extent not yet buffered */
+	uint8_t *buf;
+	size_t cap, pos, len;
+	int64_t t_prev;
+	struct dlbn_record head;
+};
+
+struct dlbn_reader {
+	int fd;
+	char *path;
+	uint32_t header_size;
+	struct dlbn_reader_stats st;
+	struct ext_ref *exts;
+	size_t n_exts;
+	struct stream *streams;
+	size_t n_streams;
+	size_t *heap; /* stream indices, min-heap on head.t_ns */
+	size_t heap_n;
+	ssize_t pending; /* stream whose head was handed out, advanced lazily */
+	unsigned passes; /* rewinds so far; damage is counted on pass 1 only */
+};
+
+static void warn(struct dlbn_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void warn(struct dlbn_reader *r, const char *fmt, ...)
+{
+	if (r->st.nwarnings < DLBN_READER_MAX_WARN) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(r->st.warnings[r->st.nwarnings], sizeof(r->st.warnings[0]), fmt, ap);
+		va_end(ap);
+	}
+	r->st.nwarnings++;
+}
+
+/* ---- msgpack subset decoder ------------------------------------------- */
+
+static inline uint16_t be16(const uint8_t *p)
+{
+	return (uint16_t)((uint16_t)p[0] << 8 | p[1]);
+}
+
+static inline uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline uint64_t be64(const uint8_t *p)
+{
+	return (uint64_t)be32(p) << 32 | be32(p + 4);
+}
+
+#define NEED(n)                                                                                    \
+	do {                                                                                       \
+		if ((size_t)(end - p) < (size_t)(n))                                               \
+			return -2;                                                                 \
+	} while (0)
+
+/*
+ * Read an integer at *pp.  Returns 1 and the value, 0 if the value there is
+ * not an integer (nothing consumed), -2 if incomplete.
+ */
+static inline int read_int(const uint8_t **pp, const uint8_t *end, int64_t *v)
+{
+	const uint8_t *p = *pp;
+	NEED(1);
+	uint8_t c = *p;
+	if (c <= 0x7f || c >= 0xe0) {
+		*v = (int8_t)c;
+		if (c <= 0x7f)
+			*v = c;
+		*pp = p + 1;
+		return 1;
+	}
+	switch (c) {
+	case 0xcc:
+		NEED(2);
+		*v = p[1];
+		*pp = p + 2;
+		return 1;
+	case 0xcd:
+		NEED(3);
+		*v = be16(p + 1);
+		*pp = p + 3;
+		return 1;
+	case 0xce:
+		NEED(5);
+		*v = be32(p + 1);
+		*pp = p + 5;
+		return 1;
+	case 0xcf:
+		NEED(9);
+		*v = (int64_t)be64(p + 1);
+		*pp = p + 9;
+		return 1;
+	case 0xd0:
+		NEED(2);
+		*v = (int8_t)p[1];
+		*pp = p + 2;
+		return 1;
+	case 0xd1:
+		NEED(3);
+		*v = (int16_t)be16(p + 1);
+		*pp = p + 3;
+		return 1;
+	case 0xd2:
+		NEED(5);
+		*v = (int32_t)be32(p + 1);
+		*pp = p + 5;
+		return 1;
+	case 0xd3:
+		NEED(9);
+		*v = (int64_t)be64(p + 1);
+		*pp = p + 9;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Array header: 1 and the count, 0 if not an array, -2 incomplete. */
+static inline int read_array(const uint8_t **pp, const uint8_t *end, uint32_t *n)
+{
+	const uint8_t *p = *pp;
+	NEED(1);
+	uint8_t c = *p;
+	if ((c & 0xf0) == 0x90) {
+		*n = c & 0x0f;
+		*pp = p + 1;
+		return 1;
+	}
+	if (c == 0xdc) {
+		NEED(3);
+		*n = be16(p + 1);
+		*pp = p + 3;
+		return 1;
+	}
+	if (c == 0xdd) {
+		NEED(5);
+		*n = be32(p + 1);
+		*pp = p + 5;
+		return 1;
+	}
+	return 0;
+}
+
+/* Str/bin header: 1 with length and data pointer, 0 if not, -2 incomplete. */
+static inline int read_str(const uint8_t **pp, const uint8_t *end, const char **s, uint32_t *n)
+{
+	const uint8_t *p = *pp;
+	size_t hdr;
+	NEED(1);
+	uint8_t c = *p;
+	if ((c & 0xe0) == 0xa0) {
+		hdr = 1;
+		*n = c & 0x1f;
+	} else if (c == 0xd9 || c == 0xc4) {
+		NEED(2);
+		hdr = 2;
+		*n = p[1];
+	} else if (c == 0xda || c == 0xc5) {
+		NEED(3);
+		hdr = 3;
+		*n = be16(p + 1);
+	} else if (c == 0xdb || c == 0xc6) {
+		NEED(5);
+		hdr = 5;
+		*n = be32(p + 1);
+	} else {
+		return 0;
+	}
+	NEED(hdr + *n);
+	*s = (const char *)p + hdr;
+	*pp = p + hdr + *n;
+	return 1;
+}
+
+/* Skip any one msgpack value.  0 ok, -1 malformed, -2 incomplete. */
+static int skip_value(const uint8_t **pp, const uint8_t *end, int depth)
+{
+	const uint8_t *p = *pp;
+	int64_t iv;
+	const char *s;
+	uint32_t n;
+	int rc;
+
+	if (depth > SKIP_DEPTH_MAX)
+		return -1;
+	if ((rc = read_int(pp, end, &iv)) != 0)
+		return rc == 1 ? 0 : rc;
+	if ((rc = read_str(pp, end, &s, &n)) != 0)
+		return rc == 1 ? 0 : rc;
+	if ((rc = read_array(pp, end, &n)) != 0) {
+		if (rc < 0)
+			return rc;
+		for (uint32_t i = 0; i < n; i++)
+			if ((rc = skip_value(pp, end, depth + 1)) != 0)
+				return rc;
+		return 0;
+	}
+	NEED(1);
+	uint8_t c = *p;
+	size_t pairs = 0, fixed = 0;
+	switch (c) {
+	case 0xc0:
+	case 0xc2:
+	case 0xc3:
+		fixed = 1;
+		break;
+	case 0xca:
+		fixed = 5;
+		break;
+	case 0xcb:
+		fixed = 9;
+		break;
+	case 0xd4:
+		fixed = 3;
+		break;
+	case 0xd5:
+		fixed = 4;
+		break;
+	case 0xd6:
+		fixed = 6;
+		break;
+	case 0xd7:
+		fixed = 10;
+		break;
+	case 0xd8:
+		fixed = 18;
+		break;
+	case 0xc7:
+		NEED(2);
+		fixed = 3 + (size_t)p[1];
+		break;
+	case 0xc8:
+		NEED(3);
+		fixed = 4 + (size_t)be16(p + 1);
+		break;
+	case 0xc9:
+		NEED(5);
+		fixed = 6 + (size_t)be32(p + 1);
+		break;
+	case 0xde:
+		NEED(3);
+		pairs = be16(p + 1);
+		p += 3;
+		break;
+	case 0xdf:
+		NEED(5);
+		pairs = be32(p + 1);
+		p += 5;
+		break;
+	default:
+		if ((c & 0xf0) == 0x80) {
+			pairs = c & 0x0f;
+			p += 1;
+			break;
+		}
+		return -1; /* 0xc1 is never used */
+	}
+	if (fixed) {
+		NEED(fixed);
+		*pp = p + fixed;
+		return 0;
+	}
+	*pp = p;
+	for (size_t i = 0; i < 2 * pairs; i++)
+		if ((rc = skip_value(pp, end, depth + 1)) != 0)
+			return rc;
+	return 0;
+}
+
+/* Decode field i of a record (hot path: ints first). */
+static inline int decode_field(const uint8_t **pp, const uint8_t *end, struct dlbn_record *rec,
+			       int i)
+{
+	int64_t iv;
+	const char *s;
+	uint32_t n;
+	int rc;
+
+	if ((rc = read_int(pp, end, &iv)) != 0) {
+		if (rc < 0)
+			return rc;
+		rec->kind[i] = DLBN_V_INT;
+		rec->f[i] = iv;
+		return 0;
+	}
+	if ((rc = read_str(pp, end, &s, &n)) != 0) {
+		if (rc < 0)
+			return rc;
+		rec->kind[i] = DLBN_V_STR;
+		rec->f[i] = n;
+		rec->str[i] = s;
+		return 0;
+	}
+	if (**pp == 0xc0) {
+		(*pp)++;
+		rec->kind[i] = DLBN_V_NIL;
+		rec->f[i] = 0;
+		return 0;
+	}
+	if ((rc = read_array(pp, end, &n)) != 0) {
+		if (rc < 0)
+			return rc;
+		rec->kind[i] = DLBN_V_ARR;
+		rec->f[i] = n;
+		for (uint32_t k = 0; k < n; k++) {
+			if ((rc = read_int(pp, end, &iv)) == 1) {
+				if (rec->narr < DLBN_REC_MAX_ARR)
+					rec->arr[rec->narr++] = iv;
+				continue;
+			}
+			if (rc < 0)
+				return rc;
+			if ((rc = skip_value(pp, end, 1)) != 0)
+				return rc;
+		}
+		return 0;
+	}
+	rec->kind[i] = DLBN_V_OTHER;
+	rec->f[i] = 0;
+	return skip_value(pp, end, 0);
+}
+
+long dlbn_decode_record(const uint8_t *buf, size_t len, struct dlbn_record *rec, int64_t *dt_ns)
+{
+	const uint8_t *p = buf, *end = buf + len;
+	uint32_t n;
+	int64_t type;
+	int rc;
+
+	if ((rc = read_array(&p, end, &n)) != 1)
+		return rc == -2 ? 0 : -1;
+	if (n < 2)
+		return -1;
+	if ((rc = read_int(&p, end, &type)) != 1)
+		return rc == -2 ? 0 : -1;
+	if ((rc = read_int(&p, end, dt_ns)) != 1)
+		return rc == -2 ? 0 : -1;
+	if (type < 0 || type > 255)
+		return -1;
+	rec->type = (int)type;
+	rec->narr = 0;
+	n -= 2;
+	uint32_t kept = n < DLBN_REC_MAX_FIELDS ? n : DLBN_REC_MAX_FIELDS;
+	rec->nfields = (int)kept;
+	for (uint32_t i = 0; i < kept; i++)
+		if ((rc = decode_field(&p, end, rec, (int)i)) != 0)
+			return rc == -2 ? 0 : -1;
+	for (uint32_t i = kept; i < n; i++)
+		if ((rc = skip_value(&p, end, 1)) != 0)
+			return rc == -2 ? 0 : -1;
+	for (uint32_t i = kept; i < DLBN_REC_MAX_FIELDS; i++)
+		rec->kind[i] = DLBN_V_NONE;
+	return (long)(p - buf);
+}
+
+/* ---- opening and scanning --------------------------------------------- */
+
+static int ext_cmp(const void *a, const void *b)
+{
+	const struct ext_ref *x = a, *y = b;
+	if (x->proc_id != y->proc_id)
+		return x->proc_id < y->proc_id ? -1 : 1;
+	if (x->thread_no != y->thread_no)
+		return x->thread_no < y->thread_no ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->offset < y->offset ? -1 : (x->offset > y->offset);
+}
+
+static int check_header(struct dlbn_reader *r, char *err, size_t errlen)
+{
+	struct dlbn_file_header h;
+	struct stat sb;
+
+	if (fstat(r->fd, &sb) != 0) {
+		snprintf(err, errlen, "%s: cannot stat: %s", r->path, strerror(errno));
+		return -1;
+	}
+	r->st.file_size = (uint64_t)sb.st_size;
+	if (sb.st_size == 0) {
+		snprintf(err, errlen, "%s: empty file, not a dlbn trace", r->path);
+		return -1;
+	}
+	ssize_t got = pread(r->fd, &h, sizeof(h), 0);
+	if (got < 0) {
+		snprintf(err, errlen, "%s: cannot read: %s", r->path, strerror(errno));
+		return -1;
+	}
+	if ((size_t)got < sizeof(h.magic) || memcmp(h.magic, DLBN_FILE_MAGIC, 8) != 0) {
+		snprintf(err, errlen, "%s: not a dlbn trace (bad magic)", r->path);
+		return -1;
+	}
+	if ((size_t)got < sizeof(h)) {
+		snprintf(err, errlen,
+			 "%s: truncated dlbn trace: %zd bytes, shorter than its header", r->path,
+			 got);
+		return -1;
+	}
+	if (h.version_major != DLBN_VERSION_MAJOR) {
+		snprintf(err, errlen,
+			 "%s: trace format version %u.%u is not supported (this dlbn-analyze reads "
+			 "version %u.x)",
+			 r->path, (unsigned)h.version_major, (unsigned)h.version_minor,
+			 (unsigned)DLBN_VERSION_MAJOR);
+		return -1;
+	}
+	if (h.header_size < sizeof(h) || h.header_size > (1u << 20) ||
+	    h.extent_size < 2 * DLBN_EXTENT_HEADER_SIZE || h.extent_size > (1u << 30)) {
+		snprintf(err, errlen,
+			 "%s: corrupt dlbn trace header (header_size %u, extent_size %u)", r->path,
+			 h.header_size, h.extent_size);
+		return -1;
+	}
+	r->header_size = h.header_size;
+	r->st.version_major = h.version_major;
+	r->st.version_minor = h.version_minor;
+	r->st.extent_size = h.extent_size;
+	r->st.file_flags = h.flags;
+	r->st.extents_announced = h.next_extent;
+	r->st.created_monotonic_ns = h.created_monotonic_ns;
+	r->st.created_realtime_ns = h.created_realtime_ns;
+	memcpy(r->st.host, h.host, sizeof(h.host));
+	r->st.host[64] = 0;
+	return 0;
+}
+
+/* Read one extent header; returns 1 if usable, 0 if skipped. */
+static int scan_extent(struct dlbn_reader *r, uint64_t slot, struct ext_ref *out)
+{
+	struct dlbn_extent_header eh;
+	uint64_t off = r->header_size + slot * (uint64_t)r->st.extent_size;
+	ssize_t got = pread(r->fd, &eh, sizeof(eh), (off_t)off);
+
+	if (got != (ssize_t)sizeof(eh))
+		return 0;
+	if (eh.magic != DLBN_EXTENT_MAGIC) {
+		if (slot < r->st.extents_announced)
+			r->st.extents_uninit++;
+		return 0;
+	}
+	uint32_t room = r->st.extent_size - DLBN_EXTENT_HEADER_SIZE;
+	uint32_t committed = eh.committed;
+	if (committed > room) {
+		warn(r, "extent %llu: committed %u exceeds the extent; read up to its end",
+		     (unsigned long long)slot, committed);
+		r->st.extents_corrupt++;
+		committed = room;
+	}
+	uint64_t data_off = off + DLBN_EXTENT_HEADER_SIZE;
+	uint64_t present = r->st.file_size > data_off ? r->st.file_size - data_off : 0;
+	if (committed > present) {
+		r->st.extents_cut++;
+		r->st.truncated = 1;
+		committed = (uint32_t)present;
+	}
+	*out = (struct ext_ref){.offset = off,
+				.proc_id = eh.proc_id,
+				.thread_no = eh.thread_no,
+				.seq = eh.extent_seq,
+				.pid = eh.pid,
+				.tid = eh.tid,
+				.flags = eh.flags,
+				.avail = committed,
+				.base_ns = eh.base_ns};
+	r->st.bytes += committed;
+	return 1;
+}
+
+static int scan_extents(struct dlbn_reader *r)
+{
+	uint64_t body = r->st.file_size > r->header_size ? r->st.file_size - r->header_size : 0;
+	uint64_t slots = body / r->st.extent_size;
+	if (body % r->st.extent_size >= DLBN_EXTENT_HEADER_SIZE)
+		slots++; /* a partial last extent: its header may still be there */
+	r->st.extents = slots;
+	if (r->st.extents_announced > slots) {
+		warn(r, "file header announces %llu extents, the file holds %llu",
+		     (unsigned long long)r->st.extents_announced, (unsigned long long)slots);
+	}
+	r->exts = calloc(slots ? slots : 1, sizeof(*r->exts));
+	if (!r->exts)
+		return -1;
+	for (uint64_t s = 0; s < slots; s++)
+		if (scan_extent(r, s, &r->exts[r->n_exts]))
+			r->n_exts++;
+	if (r->st.extents_uninit)
+		warn(r, "%llu extent(s) allocated but never initialised (process died?); skipped",
+		     (unsigned long long)r->st.extents_uninit);
+	if (r->st.extents_cut)
+		warn(r, "trace truncated: %llu extent(s) cut by the end of the file",
+		     (unsigned long long)r->st.extents_cut);
+	qsort(r->exts, r->n_exts, sizeof(*r->exts), ext_cmp);
+	return 0;
+}
+
+static int build_streams(struct dlbn_reader *r)
+{
+	r->streams = calloc(r->n_exts ? r->n_exts : 1, sizeof(*r->streams));
+	r->heap = calloc(r->n_exts ? r->n_exts : 1, sizeof(*r->heap));
+	if (!r->streams || !r->heap)
+		return -1;
+	for (size_t i = 0; i < r->n_exts;) {
+		size_t j = i + 1;
+		while (j < r->n_exts && r->exts[j].proc_id == r->exts[i].proc_id &&
+		       r->exts[j].thread_no == r->exts[i].thread_no)
+			j++;
+		struct stream *s = &r->streams[r->n_streams++];
+		s->info = (struct dlbn_stream_info){.proc_id = r->exts[i].proc_id,
+						    .thread_no = r->exts[i].thread_no,
+						    .pid = r->exts[i].pid,
+						    .tid = r->exts[i].tid,
+						    .index = (uint32_t)r->n_streams - 1};
+		s->ext = &r->exts[i];
+		s->n_ext = j - i;
+		for (size_t k = i + 1; k < j; k++) {
+			if (r->exts[k].seq == r->exts[k - 1].seq)
+				warn(r, "stream %u/%u: extent_seq %u appears twice",
+				     s->info.proc_id, s->info.thread_no, r->exts[k].seq);
+			else if (r->exts[k].seq != r->exts[k - 1].seq + 1)
+				r->st.seq_gaps++;
+		}
+		if (r->exts[i].seq != 0)
+			r->st.seq_gaps++;
+		s->cap = STREAM_BUF_INIT;
+		i = j;
+	}
+	r->st.streams = r->n_streams;
+	if (r->st.seq_gaps)
+		warn(r, "%llu gap(s) in extent sequences (lost extents); records resume after them",
+		     (unsigned long long)r->st.seq_gaps);
+	return 0;
+}
+
+struct dlbn_reader *dlbn_reader_open(const char *path, char *err, size_t errlen)
+{
+	struct dlbn_reader *r = calloc(1, sizeof(*r));
+	if (!r) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	r->path = strdup(path);
+	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r->fd < 0) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		dlbn_reader_close(r);
+		return NULL;
+	}
+	if (check_header(r, err, errlen) != 0) {
+		dlbn_reader_close(r);
+		return NULL;
+	}
+	if (scan_extents(r) != 0 || build_streams(r) != 0) {
+		snprintf(err, errlen, "%s: out of memory while scanning", path);
+		dlbn_reader_close(r);
+		return NULL;
+	}
+	dlbn_reader_rewind(r);
+	return r;
+}
+
+void dlbn_reader_close(struct dlbn_reader *r)
+{
+	if (!r)
+		return;
+	if (r->fd >= 0)
+		close(r->fd);
+	for (size_t i = 0; i < r->n_streams; i++)
+		free(r->streams[i].buf);
+	free(r->streams);
+	free(r->heap);
+	free(r->exts);
+	free(r->path);
+	free(r);
+}
+
+/* ---- per-stream decoding ---------------------------------------------- */
+
+/* Pull more committed bytes of the current extent into the buffer. */
+static int stream_fill(struct dlbn_reader *r, struct stream *s)
+{
+	if (s->pos > 0) {
+		memmove(s->buf, s->buf + s->pos, s->len - s->pos);
+		s->len -= s->pos;
+		s->pos = 0;
+	}
+	if (!s->buf || s->len == s->cap) {
+		size_t ncap = s->buf ? s->cap * 2 : s->cap;
+		if (ncap > STREAM_BUF_MAX)
+			return -1;
+		uint8_t *nb = realloc(s->buf, ncap);
+		if (!nb)
+			return -1;
+		s->buf = nb;
+		s->cap = ncap;
+	}
+	size_t want = s->cap - s->len;
+	if (want > s->ext_left)
+		want = (size_t)s->ext_left;
+	ssize_t got = pread(r->fd, s->buf + s->len, want, (off_t)s->ext_off);
+	if (got <= 0) {
+		s->ext_left = 0;
+		return -1;
+	}
+	s->len += (size_t)got;
+	s->ext_off += (uint64_t)got;
+	s->ext_left -= (uint64_t)got;
+	return 0;
+}
+
+static void stream_corrupt(struct dlbn_reader *r, struct stream *s, const char *why)
+{
+	s->in_ext = 0;
+	if (r->passes > 1)
+		return;
+	r->st.extents_corrupt++;
+	warn(r, "stream %u/%u (pid %u) extent %u: %s; rest of the extent skipped", s->info.proc_id,
+	     s->info.thread_no, s->info.pid, s->ext[s->next_ext - 1].seq, why);
+}
+
+/*
+ * prev + dt, kept inside +-DLBN_TIME_LIMIT so that sums and differences of
+ * times (and durations, see the model) never overflow on hostile input.
+ */
+static inline int64_t clamp_time(int64_t prev, int64_t dt)
+{
+	int64_t t;
+	if (__builtin_add_overflow(prev, dt, &t))
+		t = dt > 0 ? DLBN_TIME_LIMIT : -DLBN_TIME_LIMIT;
+	if (t > DLBN_TIME_LIMIT)
+		return DLBN_TIME_LIMIT;
+	if (t < -DLBN_TIME_LIMIT)
+		return -DLBN_TIME_LIMIT;
+	return t;
+}
+
+/* Decode the stream's next record into s->head; 0 at the stream's end. */
+static int stream_advance(struct dlbn_reader *r, struct stream *s)
+{
+	for (;;) {
+		if (!s->in_ext) {
+			if (s->next_ext >= s->n_ext) {
+				/* Ended: give the buffer back, so that memory follows
+				 * the streams alive at the same time, not all of them. */
+				free(s->buf);
+				s->buf = NULL;
+				s->cap = STREAM_BUF_INIT;
+				s->pos = s->len = 0;
+				return 0;
+			}
+			const struct ext_ref *e = &s->ext[s->next_ext++];
+			s->in_ext = 1;
+			s->ext_off = e->offset + DLBN_EXTENT_HEADER_SIZE;
+			s->ext_left = e->avail;
+			s->pos = s->len = 0;
+			s->t_prev = e->base_ns > (uint64_t)DLBN_TIME_LIMIT ? DLBN_TIME_LIMIT
+									   : (int64_t)e->base_ns;
+			if (e->flags & DLBN_EXTENT_FINAL)
+				s->info.ended_final = 1;
+		}
+		int64_t dt;
+		long n = dlbn_decode_record(s->buf + s->pos, s->len - s->pos, &s->head, &dt);
+		if (n > 0) {
+			s->pos += (size_t)n;
+			s->t_prev = clamp_time(s->t_prev, dt);
+			s->head.t_ns = s->t_prev;
+			s->head.stream = &s->info;
+			s->info.records++;
+			return 1;
+		}
+		if (n < 0) {
+			stream_corrupt(r, s, "undecodable record");
+			continue;
+		}
+		if (s->ext_left > 0) {
+			if (stream_fill(r, s) != 0)
+				stream_corrupt(r, s, "record larger than any buffer or read error");
+			continue;
+		}
+		if (s->pos < s->len)
+			stream_corrupt(r, s, "incomplete record at the end of committed data");
+		s->in_ext = 0;
+	}
+}
+
+/* ---- k-way merge ------------------------------------------------------ */
+
+static inline int64_t head_t(const struct dlbn_reader *r, size_t h)
+{
+	return r->streams[r->heap[h]].head.t_ns;
+}
+
+static void heap_down(struct dlbn_reader *r, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+		if (l < r->heap_n && head_t(r, l) < head_t(r, m))
+			m = l;
+		if (l + 1 < r->heap_n && head_t(r, l + 1) < head_t(r, m))
+			m = l + 1;
+		if (m == i)
+			return;
+		size_t t = r->heap[i];
+		r->heap[i] = r->heap[m];
+		r->heap[m] = t;
+		i = m;
+	}
+}
+
+void dlbn_reader_rewind(struct dlbn_reader *r)
+{
+	r->heap_n = 0;
+	r->pending = -1;
+	r->st.records = 0;
+	r->passes++;
+	for (size_t i = 0; i < r->n_streams; i++) {
+		struct stream *s = &r->streams[i];
+		s->next_ext = 0;
+		s->in_ext = 0;
+		s->pos = s->len = 0;
+		s->info.records = 0;
+		if (stream_advance(r, s))
+			r->heap[r->heap_n++] = i;
+	}
+	for (size_t i = r->heap_n / 2; i-- > 0;)
+		heap_down(r, i);
+}
+
+const struct dlbn_record *dlbn_reader_next(struct dlbn_reader *r)
+{
+	if (r->pending >= 0) {
+		/* The record handed out last time is no longer needed: advance. */
+		if (!stream_advance(r, &r->streams[r->pending]))
+			r->heap[0] = r->heap[--r->heap_n];
+		r->pending = -1;
+		if (r->heap_n)
+			heap_down(r, 0);
+	}
+	if (!r->heap_n)
+		return NULL;
+	r->pending = (ssize_t)r->heap[0];
+	r->st.records++;
+	return &r->streams[r->heap[0]].head;
+}
+
+const struct dlbn_reader_stats *dlbn_reader_stats(const struct dlbn_reader *r)
+{
+	return &r->st;
+}
+
+const struct dlbn_stream_info *dlbn_reader_stream(const struct dlbn_reader *r, size_t i)
+{
+	return i < r->n_streams ? &r->streams[i].info : NULL;
+}
+
+size_t dlbn_reader_nstreams(const struct dlbn_reader *r)
+{
+	return r->n_streams;
+}

@@ -1,0 +1,223 @@
+/*
+ * report_json.c - `--format json`: one JSON object with stable keys
+ * (documented in man/dlbn-analyze.1).  Always valid JSON: strings are
+ * escaped, non-finite numbers become null.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "report.h"
+
+void dlbn_json_string(FILE *out, const char *s, size_t len)
+{
+	fputc('"', out);
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		switch (c) {
+		case '"':
+			fputs("\\\"", out);
+			break;
+		case '\\':
+			fputs("\\\\", out);
+			break;
+		case '\n':
+			fputs("\\n", out);
+			break;
+		case '\r':
+			fputs("\\r", out);
+			break;
+		case '\t':
+			fputs("\\t", out);
+			break;
+		default:
+			if (c < 0x20 || c == 0x7f)
+				fprintf(out, "\\u%04x", c);
+			else if (c >= 0x80)
+				fprintf(out, "\\u%04x",
+					c); /* bytes of unknown encoding: keep them visible */
+			else
+				fputc(c, out);
+		}
+	}
+	fputc('"', out);
+}
+
+static void jstr(FILE *out, const char *s)
+{
+	dlbn_json_string(out, s, strlen(s));
+}
+
+static void jnum(FILE *out, double v)
+{
+	if (isfinite(v))
+		fprintf(out, "%.6g", v);
+	else
+		fputs("null", out);
+}
+
+static void jkey(FILE *out, const char *k, int *first)
+{
+	fputs(*first ? "" : ",", out);
+	*first = 0;
+	jstr(out, k);
+	fputc(':', out);
+}
+
+static void jlines(FILE *out, const char (*lines)[DLBN_LINE], size_t n)
+{
+	fputc('[', out);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			fputc(',', out);
+		jstr(out, lines[i]);
+	}
+	fputc(']', out);
+}
+
+static void json_workers(FILE *out, const struct dlbn_analysis *a)
+{
+	fputc('[', out);
+	for (size_t i = 0; i < a->nworkers; i++) {
+		const struct dlbn_worker_stats *w = &a->workers[i];
+		fprintf(out, "%s{\"pid\":%d,\"batches\":%llu,\"busy_fraction\":", i ? "," : "",
+			w->pid, (unsigned long long)w->batches);
+		if (w->busy_fraction >= 0)
+			jnum(out, w->busy_fraction);
+		else
+			fputs("null", out);
+		fputs(",\"mean_batch_ms\":", out);
+		jnum(out, w->mean_batch_ms);
+		fputs(",\"file_read_s\":", out);
+		jnum(out, w->file_read_s);
+		/* Busy time outside file reads: decoding, transforms, collation. */
+		fputs(",\"busy_s\":", out);
+		jnum(out, w->busy_s);
+		fputs(",\"cpu_s\":", out);
+		jnum(out, w->busy_s > w->file_read_s ? w->busy_s - w->file_read_s : 0);
+		fprintf(out, ",\"exited\":%s,\"ended_s\":", w->exited ? "true" : "false");
+		jnum(out, w->ended_s);
+		fputc('}', out);
+	}
+	fputc(']', out);
+}
+
+static void json_config(FILE *out, const struct dlbn_model *m, const struct dlbn_analysis *a)
+{
+	const struct dlbn_config *c = &m->config;
+	int first = 1;
+	fputc('{', out);
+	jkey(out, "source", &first);
+	jstr(out, c->present ? "bootstrap" : "inferred");
+	for (int i = 0; c->present && i < c->n; i++) {
+		jkey(out, c->key[i], &first);
+		jstr(out, c->val[i]);
+	}
+	jkey(out, "num_workers_used", &first);
+	fprintf(out, "%d", a->num_workers);
+	jkey(out, "num_workers_inferred", &first);
+	fprintf(out, "%d", m->num_workers_inferred);
+	jkey(out, "prefetch_depth", &first);
+	fprintf(out, "%d", m->prefetch_depth);
+	jkey(out, "prefetch_depth_source", &first);
+	jstr(out, m->prefetch_from_config ? "config"
+		  : m->prefetch_writes	  ? "index_writes"
+					  : "default");
+	fputc('}', out);
+}
+
+static void json_trace(FILE *out, const struct dlbn_report_input *in)
+{
+	const struct dlbn_reader_stats *rs = in->rs;
+	fputs("{\"path\":", out);
+	jstr(out, in->path);
+	fprintf(out,
+		",\"version\":\"%u.%u\",\"processes\":%zu,\"records\":%llu,"
+		"\"truncated\":%s,\"extents\":%llu,\"extents_uninitialised\":%llu,"
+		"\"extents_corrupt\":%llu,\"warnings\":[",
+		rs->version_major, rs->version_minor, in->m->nprocs,
+		(unsigned long long)in->m->records, rs->truncated ? "true" : "false",
+		(unsigned long long)rs->extents, (unsigned long long)rs->extents_uninit,
+		(unsigned long long)rs->extents_corrupt);
+	unsigned kept = rs->nwarnings < DLBN_READER_MAX_WARN ? rs->nwarnings : DLBN_READER_MAX_WARN;
+	for (unsigned i = 0; i < kept; i++) {
+		if (i)
+			fputc(',', out);
+		jstr(out, rs->warnings[i]);
+	}
+	for (size_t i = 0; i < in->a->nwarnings; i++) {
+		if (i || kept)
+			fputc(',', out);
+		jstr(out, in->a->warnings[i]);
+	}
+	fputs("]}", out);
+}
+
+void dlbn_report_json(FILE *out, const struct dlbn_report_input *in)
+{
+	const struct dlbn_analysis *a = in->a;
+	fputs("{\"verdict\":", out);
+	jstr(out, dlbn_verdict_name(a->verdict));
+	fputs(",\"predicted_speedup\":", out);
+	if (a->predicted_speedup > 0)
+		jnum(out, a->predicted_speedup);
+	else
+		fputs("null", out);
+	fputs(",\"view\":", out);
+	jstr(out, dlbn_view_name(a->view));
+	fputs(",\"path\":", out);
+	jstr(out, dlbn_path_name(a->path));
+	fprintf(out, ",\"steps\":{\"total\":%zu,\"window\":%zu,\"warmup\":%zu,\"epochs\":%d}",
+		a->steps_total, a->steps_window, a->steps_warmup, a->epochs);
+	fputs(",\"window\":{\"start_s\":", out);
+	jnum(out, a->start_s);
+	fputs(",\"end_s\":", out);
+	jnum(out, a->end_s);
+	fputs(",\"wall_s\":", out);
+	jnum(out, a->wall_s);
+	fputs("},\"loader_wait\":{", out);
+	const char *names[] = {"exposed_s",
+			       "exposed_fraction",
+			       "stall_s",
+			       "stall_fraction",
+			       "mean_ms",
+			       "p50_ms",
+			       "p95_ms",
+			       "max_ms",
+			       "receive_ms_per_batch",
+			       "receive_kib_per_batch",
+			       "fds_per_batch",
+			       "epoch_startup_stall_s"};
+	double vals[] = {a->exposed_s, a->exposed_fraction, a->stall_s,	 a->stall_fraction,
+			 a->mean_ms,   a->p50_ms,	    a->p95_ms,	 a->max_ms,
+			 a->recv_ms,   a->recv_kib,	    a->recv_fds, a->startup_stall_s};
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		fprintf(out, "%s\"%s\":", i ? "," : "", names[i]);
+		jnum(out, vals[i]);
+	}
+	fputs("},\"gpu\":", out);
+	if (in->gpu && in->gpu->present)
+		dlbn_gpu_json(out, in->gpu);
+	else
+		fputs("null", out);
+	fputs(",\"workers\":", out);
+	json_workers(out, a);
+	fputs(",\"workers_mean_busy\":", out);
+	if (a->mean_busy >= 0)
+		jnum(out, a->mean_busy);
+	else
+		fputs("null", out);
+	fputs(",\"config\":", out);
+	json_config(out, in->m, a);
+	fputs(",\"cause\":", out);
+	jstr(out, a->cause);
+	fputs(",\"recommendations\":", out);
+	jlines(out, a->recs, a->nrecs);
+	fputs(",\"reasons\":", out);
+	jlines(out, a->reasons, a->nreasons);
+	fputs(",\"warnings\":", out);
+	jlines(out, a->warnings, a->nwarnings);
+	fputs(",\"trace\":", out);
+	json_trace(out, in);
+	fputs("}\n", out);
+}

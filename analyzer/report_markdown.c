@@ -1,0 +1,126 @@
+/*
+ * report_markdown.c - `--format markdown`: the report as a Markdown
+ * document for tickets and CI summaries (DESIGN section 5 item 6): a
+ * decision table, detection, localisation, confidence and scope, artifacts.
+ * The figures are the text report's; only the layout differs.
+ */
+#include <string.h>
+
+#include "report.h"
+
+/* Table cells and list items must not break the Markdown around them. */
+static void md_text(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '|' || *s == '\\' || *s == '`' || *s == '*' || *s == '_')
+			fputc('\\', out);
+		fputc(*s == '\n' ? ' ' : *s, out);
+	}
+}
+
+static void md_decision(FILE *out, const struct dlbn_analysis *a)
+{
+	fputs("| verdict | predicted speedup | stall (window) | steps (window) | view | cause |\n",
+	      out);
+	fputs("|---|---|---|---|---|---|\n", out);
+	fprintf(out, "| **%s** | ", dlbn_verdict_name(a->verdict));
+	if (a->predicted_speedup > 0)
+		fprintf(out, "%.2fx", a->predicted_speedup);
+	else
+		fputs("-", out);
+	fprintf(out, " | %.3f s of %.3f s (%.1f%%) | %zu | %s%s | ", a->stall_s, a->wall_s,
+		a->stall_fraction * 100, a->steps_window, dlbn_view_name(a->view),
+		a->path == DLBN_PATH_PIN ? " (pin memory)" : "");
+	md_text(out, a->cause);
+	fputs(" |\n", out);
+}
+
+static void md_workers(FILE *out, const struct dlbn_analysis *a)
+{
+	if (!a->nworkers)
+		return;
+	fputs("\n| worker pid | batches | busy | ms per batch | file reads | exit |\n", out);
+	fputs("|---|---|---|---|---|---|\n", out);
+	for (size_t i = 0; i < a->nworkers; i++) {
+		const struct dlbn_worker_stats *w = &a->workers[i];
+		fprintf(out, "| %d | %llu | ", w->pid, (unsigned long long)w->batches);
+		if (w->busy_fraction >= 0)
+			fprintf(out, "%.0f%%", w->busy_fraction * 100);
+		else
+			fputs("-", out);
+		fprintf(out, " | %.1f | %.2f s | %s |\n", w->mean_batch_ms, w->file_read_s,
+			w->exited ? "yes" : "**none (killed?)**");
+	}
+}
+
+static void md_list(FILE *out, const char (*lines)[DLBN_LINE], size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		fputs("- ", out);
+		md_text(out, lines[i]);
+		fputc('\n', out);
+	}
+}
+
+void dlbn_report_markdown(FILE *out, const struct dlbn_report_input *in)
+{
+	const struct dlbn_analysis *a = in->a;
+	const struct dlbn_model *m = in->m;
+	const struct dlbn_reader_stats *rs = in->rs;
+
+	fputs("# dlbn: data-loading bottleneck report\n\n## Decision\n\n", out);
+	md_decision(out, a);
+
+	fputs("\n## Detection\n\n", out);
+	if (a->steps_total) {
+		fprintf(out,
+			"- %zu steps, %zu warm-up skipped (prefetch depth %d), %zu in the window "
+			"(t = %.3f .. %.3f s), %d epoch(s)\n",
+			a->steps_total, a->steps_warmup, a->prefetch_depth, a->steps_window,
+			a->start_s, a->end_s, a->epochs);
+		fprintf(out,
+			"- loader wait %.3f s exposed (%.1f%% of the window); per step mean %.2f "
+			"ms, "
+			"p50 %.2f ms, p95 %.2f ms, max %.2f ms\n",
+			a->exposed_s, a->exposed_fraction * 100, a->mean_ms, a->p50_ms, a->p95_ms,
+			a->max_ms);
+	}
+	if (m->config.present) {
+		fputs("- DataLoader: `", out);
+		for (const char *c = m->config.text; *c; c++)
+			fputc(*c == '`' ? '\'' : *c, out);
+		fputs("`\n", out);
+	}
+	md_workers(out, a);
+
+	fputs("\n## Localisation\n\n", out);
+	md_list(out, a->reasons, a->nreasons);
+	if (a->nrecs) {
+		fputs("\n### Recommendations\n\n", out);
+		md_list(out, a->recs, a->nrecs);
+	}
+
+	fputs("\n## Confidence and scope\n\n", out);
+	fprintf(out, "- view: %s (%s)\n", dlbn_view_name(a->view),
+		a->view == DLBN_VIEW_PYTHON ? "exact DataLoader fetch marks"
+		: a->view == DLBN_VIEW_IPC  ? "batch hand-offs inferred from system calls"
+					    : "no steps");
+	fprintf(out, "- GPU: %s\n",
+		in->gpu && in->gpu->present
+			? "CUDA work recorded; the stall is the GPU-idle part of the waits"
+			: "no GPU activity recorded; the exposed wait is the stall");
+	md_list(out, a->warnings, a->nwarnings);
+	unsigned kept = rs->nwarnings < DLBN_READER_MAX_WARN ? rs->nwarnings : DLBN_READER_MAX_WARN;
+	for (unsigned i = 0; i < kept; i++) {
+		fputs("- trace: ", out);
+		md_text(out, rs->warnings[i]);
+		fputc('\n', out);
+	}
+
+	fputs("\n## Artifacts\n\n- trace: `", out);
+	for (const char *c = in->path; *c; c++)
+		fputc(*c == '`' ? '\'' : *c, out);
+	fprintf(out, "` (format %u.%u, %zu process(es), %llu records%s)\n", rs->version_major,
+		rs->version_minor, m->nprocs, (unsigned long long)m->records,
+		rs->truncated ? ", truncated" : "");
+}

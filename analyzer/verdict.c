@@ -1,0 +1,433 @@
+/*
+ * verdict.c - window, stall, predicted speedup, verdict, reasons and
+ * recommendations (see verdict.h).
+ *
+ * Window: the first prefetch-depth + 1 steps of the first epoch are warm-up
+ * (worker start-up and the prefetched batches); everything after counts,
+ * epoch boundaries included, because Replay removes their cost too.
+ *   wall  = end of fetch of step k0-1 .. end of fetch of the last step
+ *   stall = sum of the GPU-idle part of the exposed waits of steps k0..N-1
+ *   predicted_speedup = wall / (wall - stall)
+ * Every claim in the reasons is computed from the window's data.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verdict.h"
+
+void dlbn_verdict_default_opts(struct dlbn_verdict_opts *o)
+{
+	o->detected_above = DLBN_DETECTED_ABOVE;
+	o->potential_above = DLBN_POTENTIAL_ABOVE;
+	o->min_margin = DLBN_MIN_STEPS_MARGIN;
+}
+
+const char *dlbn_verdict_name(int v)
+{
+	switch (v) {
+	case DLBN_VERDICT_DETECTED:
+		return "DETECTED";
+	case DLBN_VERDICT_POTENTIAL:
+		return "POTENTIAL";
+	case DLBN_VERDICT_NOT_DETECTED:
+		return "NOT_DETECTED";
+	default:
+		return "INCONCLUSIVE";
+	}
+}
+
+const char *dlbn_view_name(int v)
+{
+	return v == DLBN_VIEW_PYTHON ? "python" : v == DLBN_VIEW_IPC ? "ipc" : "none";
+}
+
+const char *dlbn_path_name(int p)
+{
+	return p == DLBN_PATH_DIRECT ? "direct" : p == DLBN_PATH_PIN ? "pin_memory" : "none";
+}
+
+int dlbn_classify(double speedup, size_t window_steps, int prefetch_depth,
+		  const struct dlbn_verdict_opts *o)
+{
+	if (window_steps < (size_t)(prefetch_depth + o->min_margin) || !(speedup >= 1.0))
+		return DLBN_VERDICT_INCONCLUSIVE;
+	if (speedup > o->detected_above)
+		return DLBN_VERDICT_DETECTED;
+	if (speedup > o->potential_above)
+		return DLBN_VERDICT_POTENTIAL;
+	return DLBN_VERDICT_NOT_DETECTED;
+}
+
+static void add_line(char (*lines)[DLBN_LINE], size_t *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void add_line(char (*lines)[DLBN_LINE], size_t *n, const char *fmt, ...)
+{
+	if (*n >= DLBN_MAX_LINES)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(lines[*n], DLBN_LINE, fmt, ap);
+	va_end(ap);
+	(*n)++;
+}
+
+#define REASON(...) add_line(a->reasons, &a->nreasons, __VA_ARGS__)
+#define REC(...)    add_line(a->recs, &a->nrecs, __VA_ARGS__)
+#define WARN(...)   add_line(a->warnings, &a->nwarnings, __VA_ARGS__)
+
+static double rel_s(const struct dlbn_model *m, int64_t t)
+{
+	return (double)(t - m->t0) / 1e9;
+}
+
+/*
+ * Processes without an EXIT record.  A worker killed mid-run is reported but
+ * does not cut the window: the loop cannot complete the batch it never
+ * delivered (that fetch never ends, so it is no step), and the batches
+ * other workers delivered afterwards are ordinary steps.
+ */
+static void report_deaths(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
+			  struct dlbn_analysis *a, int64_t last_step_end)
+{
+	for (size_t i = 0; i < m->nprocs; i++) {
+		const struct dlbn_proc *p = &m->procs[i];
+		if (p->has_exit || p->role == DLBN_ROLE_OTHER)
+			continue;
+		if (p->role == DLBN_ROLE_TRAINING) {
+			WARN("training process pid %d has no exit record (killed, or still running "
+			     "when the trace was copied)",
+			     p->pid);
+			continue;
+		}
+		int mid_run = p->t_last < last_step_end;
+		WARN("worker pid %d ended without exit (killed?) at t=%.3f s%s%s", p->pid,
+		     rel_s(m, p->t_last), mid_run ? ", before the training loop's last step" : "",
+		     rs->truncated ? " (the trace is truncated: its exit may be lost)" : "");
+	}
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * Sums over the window's steps, read after the model (and the GPU split)
+ * set each step's wait and its GPU-idle part.
+ */
+static void loader_wait_stats(const struct dlbn_model *m, struct dlbn_analysis *a)
+{
+	const struct dlbn_steps *st = m->steps;
+	const struct dlbn_window *w = &st->w;
+	size_t k0 = w->warmup, cnt = w->window;
+	int64_t exposed = 0, stall = 0, startup = 0;
+	int64_t *waits = malloc((cnt ? cnt : 1) * sizeof(*waits));
+	size_t in_epoch = 0;
+	for (size_t i = 0; i < k0 + cnt; i++) {
+		const struct dlbn_step *s = &st->v[i];
+		in_epoch = s->epoch_start ? 0 : in_epoch + 1;
+		if (i < k0)
+			continue;
+		exposed += s->wait_ns;
+		stall += s->gpu_idle_ns;
+		if (s->epoch > 0 && in_epoch <= (size_t)m->prefetch_depth)
+			startup += s->gpu_idle_ns;
+		if (waits)
+			waits[i - k0] = s->wait_ns;
+	}
+	a->exposed_s = (double)exposed / 1e9;
+	a->stall_s = (double)stall / 1e9;
+	a->startup_stall_s = (double)startup / 1e9;
+	if (a->wall_s > 0) {
+		a->exposed_fraction = a->exposed_s / a->wall_s;
+		a->stall_fraction = a->stall_s / a->wall_s;
+	}
+	if (cnt && waits) {
+		qsort(waits, cnt, sizeof(*waits), cmp_i64);
+		a->mean_ms = (double)exposed / (double)cnt / 1e6;
+		a->p50_ms = (double)waits[(cnt - 1) / 2] / 1e6;
+		a->p95_ms = (double)waits[(size_t)((double)(cnt - 1) * 0.95)] / 1e6;
+		a->max_ms = (double)waits[cnt - 1] / 1e6;
+		a->loop_ms = (a->wall_s - a->stall_s) * 1e3 / (double)cnt;
+	}
+	free(waits);
+	/* Hand-off cost per batch: IPC steps inside the chosen view's window. */
+	const struct dlbn_window *iw = &m->ipc_steps.w;
+	if (iw->nrecv) {
+		a->recv_ms = (double)iw->recv_ns / (double)iw->nrecv / 1e6;
+		a->recv_kib = (double)iw->bytes / (double)iw->nrecv / 1024.0;
+		a->recv_fds = (double)iw->nfds / (double)iw->nrecv;
+	}
+}
+
+static int collect_workers(const struct dlbn_model *m, struct dlbn_analysis *a)
+{
+	a->workers = calloc(m->nprocs ? m->nprocs : 1, sizeof(*a->workers));
+	if (!a->workers)
+		return -1;
+	double busy = 0;
+	size_t nbusy = 0;
+	for (size_t i = 0; i < m->nprocs; i++) {
+		if (m->procs[i].role != DLBN_ROLE_WORKER)
+			continue;
+		struct dlbn_worker_stats ws;
+		dlbn_worker_window_stats(m, i, &ws);
+		if (ws.busy_fraction < 0 && ws.batches == 0)
+			continue; /* not alive in the window */
+		a->workers[a->nworkers++] = ws;
+		if (ws.busy_fraction >= 0) {
+			busy += ws.busy_fraction;
+			nbusy++;
+		}
+	}
+	a->mean_busy = nbusy ? busy / (double)nbusy : -1;
+	return 0;
+}
+
+/* Mean per-batch worker time and the file-read share of worker busy time. */
+static void worker_totals(const struct dlbn_analysis *a, double *batch_ms, double *file_share)
+{
+	double ms = 0, busy = 0, file = 0;
+	uint64_t b = 0;
+	for (size_t i = 0; i < a->nworkers; i++) {
+		ms += a->workers[i].mean_batch_ms * (double)a->workers[i].batches;
+		b += a->workers[i].batches;
+		busy += a->workers[i].busy_s;
+		file += a->workers[i].file_read_s;
+	}
+	*batch_ms = b ? ms / (double)b : 0;
+	*file_share = busy > 0 ? file / busy : 0;
+}
+
+static void straggler(struct dlbn_analysis *a)
+{
+	if (a->nworkers < 2)
+		return;
+	for (size_t i = 0; i < a->nworkers; i++) {
+		double others = 0;
+		size_t n = 0;
+		for (size_t k = 0; k < a->nworkers; k++) {
+			if (k == i || !a->workers[k].batches)
+				continue;
+			others += a->workers[k].mean_batch_ms;
+			n++;
+		}
+		if (!n || !a->workers[i].batches)
+			continue;
+		others /= (double)n;
+		if (a->workers[i].mean_batch_ms > 1.5 * others && others > 0) {
+			REASON("straggler: worker pid %d needs %.1f ms per batch, the others %.1f "
+			       "ms "
+			       "on average",
+			       a->workers[i].pid, a->workers[i].mean_batch_ms, others);
+			if (!a->cause[0])
+				snprintf(a->cause, sizeof(a->cause), "straggler");
+		}
+	}
+}
+
+/* ceil(num / den), immune to a ratio that is whole but for rounding. */
+static int ceil_ratio(double num, double den)
+{
+	return (int)ceil(num / den - 1e-6);
+}
+
+/* Localisation: what the wait is made of, and what to change. */
+static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
+{
+	const struct dlbn_config *c = &m->config;
+	int detected = a->verdict == DLBN_VERDICT_DETECTED || a->verdict == DLBN_VERDICT_POTENTIAL;
+	double batch_ms, file_share;
+	worker_totals(a, &batch_ms, &file_share);
+	int nw = a->num_workers;
+
+	if (a->nworkers && a->mean_busy >= 0)
+		REASON("workers busy %.0f%% of the window on average (%zu worker process%s)",
+		       a->mean_busy * 100, a->nworkers, a->nworkers == 1 ? "" : "es");
+	if (!detected) {
+		if (a->verdict == DLBN_VERDICT_NOT_DETECTED)
+			REASON("the loop waits %.2f ms per step for data (%.1f%% of the window): "
+			       "the input pipeline keeps up",
+			       a->mean_ms, a->stall_fraction * 100);
+		snprintf(a->cause, sizeof(a->cause), "none");
+		return;
+	}
+	if (nw == 0 && a->view == DLBN_VIEW_PYTHON) {
+		int need = a->loop_ms > 0 ? ceil_ratio(a->mean_ms, a->loop_ms) : 1;
+		if (need < 1)
+			need = 1;
+		snprintf(a->cause, sizeof(a->cause), "main_thread_loading");
+		REASON("the dataset runs in the training loop's thread (num_workers=0): loading "
+		       "costs %.1f ms per step, %.0f%% of the window",
+		       a->mean_ms, a->stall_fraction * 100);
+		REC("num_workers 0 -> %d: loading a batch takes %.1f ms, the loop consumes one "
+		    "every %.1f ms",
+		    need, a->mean_ms, a->loop_ms);
+		return;
+	}
+	if (a->startup_stall_s > 0.5 * a->stall_s && a->epochs > 1) {
+		snprintf(a->cause, sizeof(a->cause), "epoch_startup");
+		REASON("epoch start-up: %.2f s of the %.2f s stall falls in the first batches of "
+		       "epochs 2..%d (workers re-started every epoch)",
+		       a->startup_stall_s, a->stall_s, a->epochs);
+		if (c->persistent_workers != 1)
+			REC("persistent_workers=True: keeps the workers across epochs and saves "
+			    "%.2f s of start-up stall",
+			    a->startup_stall_s);
+	} else if (a->startup_stall_s > 0.1 * a->stall_s && a->epochs > 1) {
+		REASON("epoch start-up: %.2f s of the %.2f s stall is at the start of later epochs",
+		       a->startup_stall_s, a->stall_s);
+		if (c->persistent_workers != 1)
+			REC("persistent_workers=True would save about %.2f s", a->startup_stall_s);
+	}
+	if (a->mean_busy >= 0.9 && batch_ms > 0 && a->loop_ms > 0) {
+		int need = ceil_ratio(batch_ms, a->loop_ms);
+		if (need <= nw)
+			need = nw + 1;
+		if (!a->cause[0])
+			snprintf(a->cause, sizeof(a->cause),
+				 file_share >= 0.5 ? "storage" : "workers_saturated");
+		REASON("workers saturated: busy %.0f%%, each needs %.1f ms per batch while the "
+		       "loop consumes one every %.1f ms",
+		       a->mean_busy * 100, batch_ms, a->loop_ms);
+		if (file_share >= 0.3) {
+			REASON("storage: %.0f%% of the workers' busy time is spent in file reads",
+			       file_share * 100);
+			REC("storage-bound: faster or local storage, caching the dataset, or "
+			    "larger sequential reads; more workers help only while storage has "
+			    "spare bandwidth");
+		}
+		if (nw > 0)
+			REC("num_workers %d -> %d: each worker needs %.1f ms per batch, the loop "
+			    "consumes one every %.1f ms (if the machine has the cores; otherwise "
+			    "make __getitem__/transforms cheaper)",
+			    nw, need, batch_ms, a->loop_ms);
+		else
+			REC("about %d workers would keep up: each needs %.1f ms per batch, the "
+			    "loop consumes one every %.1f ms",
+			    need, batch_ms, a->loop_ms);
+	}
+	if (a->path == DLBN_PATH_PIN && a->mean_busy >= 0 && a->mean_busy < 0.7) {
+		if (!a->cause[0])
+			snprintf(a->cause, sizeof(a->cause), "pin_memory_thread");
+		REASON("pin-memory thread lagging: the main thread waits on it while the "
+		       "workers are idle %.0f%% of the time",
+		       (1 - a->mean_busy) * 100);
+		REC("the pin-memory thread competes for the GIL and CPU with the loop: try "
+		    "pin_memory=False, or fewer/larger tensors per batch");
+	}
+	if (a->path == DLBN_PATH_DIRECT && a->recv_ms > 0) {
+		double share = a->mean_ms > 0 ? a->recv_ms / a->mean_ms : 0;
+		REASON("hand-off: the main thread spends %.2f ms per batch receiving it (%.1f KiB, "
+		       "%.1f shared-memory fds per batch), %.0f%% of its wait",
+		       a->recv_ms, a->recv_kib, a->recv_fds, share * 100);
+		if (share >= 0.5 && (a->mean_busy < 0.9 || a->mean_busy < 0)) {
+			if (!a->cause[0])
+				snprintf(a->cause, sizeof(a->cause), "ipc_transfer");
+			REC("IPC/transfer-bound: fewer and larger tensors per batch (each tensor "
+			    "costs one fd exchange), smaller dtypes, or decode on the GPU");
+		}
+	}
+	straggler(a);
+	if (a->mean_busy >= 0 && a->mean_busy < 0.5)
+		REASON("workers idle %.0f%% of the window: they are not the bottleneck",
+		       (1 - a->mean_busy) * 100);
+	if (!a->cause[0]) {
+		snprintf(a->cause, sizeof(a->cause), "unknown");
+		REASON("the loop waits for data but no single cause stands out in the evidence");
+	}
+}
+
+static void basis_reason(const struct dlbn_model *m, struct dlbn_analysis *a)
+{
+	if (a->predicted_speedup > 0)
+		REASON("predicted speedup %.2f = window %.3f s / (%.3f s - stall %.3f s) over "
+		       "%zu steps%s",
+		       a->predicted_speedup, a->wall_s, a->wall_s, a->stall_s, a->steps_window,
+		       m->has_cuda ? " (stall: the GPU-idle part of the loop's waits)"
+				   : " (no GPU activity recorded: the exposed wait is the stall)");
+}
+
+static int inconclusive_without_steps(const struct dlbn_model *m, struct dlbn_analysis *a)
+{
+	a->verdict = DLBN_VERDICT_INCONCLUSIVE;
+	if (m->nprocs == 0) {
+		snprintf(a->cause, sizeof(a->cause), "no_training_process");
+		REASON("no training process found: the trace holds no process records");
+		return 0;
+	}
+	snprintf(a->cause, sizeof(a->cause), "no_handoff");
+	if (m->training < 0)
+		REASON("no batch hand-off found: no process receives batches from DataLoader "
+		       "workers and there are no Python fetch marks (num_workers=0 with the "
+		       "bootstrap off, or not a DataLoader job?); the loader's work cannot be "
+		       "told apart from other host work");
+	else if (m->config.present && m->config.num_workers == 0)
+		REASON("no batch hand-off found: num_workers=0 and no fetch marks; the loader's "
+		       "work cannot be told apart from other host work");
+	else
+		REASON("no batch hand-off found: workers write results but the training "
+		       "process never completed a batch read");
+	return 0;
+}
+
+int dlbn_analyze(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
+		 const struct dlbn_verdict_opts *o, struct dlbn_analysis *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->view = m->view;
+	a->path = m->path;
+	a->prefetch_depth = m->prefetch_depth;
+	a->num_workers = m->config.present && m->config.num_workers >= 0
+				 ? m->config.num_workers
+				 : (m->nworkers_total ? m->num_workers_inferred : -1);
+	a->mean_busy = -1;
+	if (m->view == DLBN_VIEW_NONE || !m->steps || m->steps->n == 0) {
+		report_deaths(m, rs, a, m->t_end);
+		return inconclusive_without_steps(m, a);
+	}
+	const struct dlbn_steps *st = m->steps;
+	const struct dlbn_window *w = &st->w;
+	a->steps_total = st->n;
+	a->epochs = st->epochs;
+	a->steps_warmup = w->warmup;
+	a->steps_window = w->window;
+	report_deaths(m, rs, a, w->last_end);
+	if (w->window > 0) {
+		a->window_begin = w->ws;
+		a->window_end = w->we;
+		a->start_s = rel_s(m, w->ws);
+		a->end_s = rel_s(m, w->we);
+		a->wall_s = (double)(w->we - w->ws) / 1e9;
+		loader_wait_stats(m, a);
+		double rest = a->wall_s - a->stall_s;
+		if (a->wall_s > 0)
+			a->predicted_speedup = rest > 1e-9 ? a->wall_s / rest : 1e9;
+	}
+	if (collect_workers(m, a) != 0)
+		return -1;
+	a->verdict = dlbn_classify(a->predicted_speedup, a->steps_window, m->prefetch_depth, o);
+	if (a->verdict == DLBN_VERDICT_INCONCLUSIVE) {
+		snprintf(a->cause, sizeof(a->cause), "too_few_steps");
+		REASON("only %zu step(s) after the %zu warm-up step(s); at least %d are needed "
+		       "(prefetch depth %d + %d)",
+		       a->steps_window, a->steps_warmup, m->prefetch_depth + o->min_margin,
+		       m->prefetch_depth, o->min_margin);
+		basis_reason(m, a);
+		return 0;
+	}
+	basis_reason(m, a);
+	localise(m, a);
+	return 0;
+}
+
+void dlbn_analysis_free(struct dlbn_analysis *a)
+{
+	free(a->workers);
+	a->workers = NULL;
+}

@@ -1,0 +1,76 @@
+/*
+ * verdict.h - from the model to the answer: steady-state window, stall,
+ * predicted speedup, verdict (DESIGN section 1), reasons, localisation and
+ * recommendations (DESIGN section 5 steps 4-5).
+ */
+#ifndef DLBN_VERDICT_H
+#define DLBN_VERDICT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "reader.h"
+
+/* Ordered so that "at or above" works for --fail-on. */
+enum dlbn_verdict {
+	DLBN_VERDICT_INCONCLUSIVE = 0,
+	DLBN_VERDICT_NOT_DETECTED = 1,
+	DLBN_VERDICT_POTENTIAL = 2,
+	DLBN_VERDICT_DETECTED = 3,
+};
+
+#define DLBN_DETECTED_ABOVE   1.50
+#define DLBN_POTENTIAL_ABOVE  1.10
+#define DLBN_MIN_STEPS_MARGIN 8 /* window steps needed beyond the prefetch depth */
+
+struct dlbn_verdict_opts {
+	double detected_above;	/* speedup > this: DETECTED */
+	double potential_above; /* speedup > this: POTENTIAL */
+	int min_margin;		/* window needs prefetch depth + this many steps */
+};
+
+#define DLBN_MAX_LINES 16
+#define DLBN_LINE      320
+
+struct dlbn_analysis {
+	int verdict;
+	double predicted_speedup; /* 0 when it could not be computed */
+	int view, path;
+	size_t steps_total, steps_warmup, steps_window;
+	int64_t window_begin, window_end; /* absolute ns */
+	double start_s, end_s, wall_s;	  /* relative to the model's t0 */
+	double exposed_s, stall_s, exposed_fraction, stall_fraction;
+	double mean_ms, p50_ms, p95_ms, max_ms;
+	double loop_ms;			    /* loop time per step without the wait */
+	double recv_ms, recv_kib, recv_fds; /* IPC hand-off per batch (direct path) */
+	double startup_stall_s;		    /* stall in the warm-up steps of later epochs */
+	int epochs;
+	int num_workers; /* config, else inferred; -1 unknown */
+	int prefetch_depth;
+	size_t nworkers;
+	struct dlbn_worker_stats *workers; /* workers alive in the window */
+	double mean_busy;		   /* -1: no workers */
+	char cause[32];
+	size_t nreasons, nrecs, nwarnings;
+	char reasons[DLBN_MAX_LINES][DLBN_LINE];
+	char recs[DLBN_MAX_LINES][DLBN_LINE];
+	char warnings[DLBN_MAX_LINES][DLBN_LINE];
+};
+
+void dlbn_verdict_default_opts(struct dlbn_verdict_opts *o);
+
+/* The threshold rule alone (DESIGN section 1). */
+int dlbn_classify(double speedup, size_t window_steps, int prefetch_depth,
+		  const struct dlbn_verdict_opts *o);
+
+/* Full analysis; 0 on success, -1 out of memory.  Free with dlbn_analysis_free. */
+int dlbn_analyze(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
+		 const struct dlbn_verdict_opts *o, struct dlbn_analysis *a);
+void dlbn_analysis_free(struct dlbn_analysis *a);
+
+const char *dlbn_verdict_name(int verdict);
+const char *dlbn_view_name(int view);
+const char *dlbn_path_name(int path);
+
+#endif /* DLBN_VERDICT_H */

@@ -1,0 +1,145 @@
+/*
+ * window.c - the steady-state window, aggregated as the steps arrive (see
+ * struct dlbn_window in model.h), and the workers' figures inside it.
+ *
+ * Steps are kept (the GPU split and the verdict read them afterwards);
+ * worker evidence is not: worker idle intervals and batch segments
+ * wait in small pending arrays until the chosen view's next step end: those
+ * ending by then are folded into the worker's window sums (clipped to the
+ * window), the rest stay pending.  Records arrive in start-time order, so
+ * when a step ending at e is fed, every worker interval starting before e
+ * has been seen.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+static int64_t overlap(int64_t b, int64_t e, int64_t ws, int64_t we)
+{
+	int64_t lo = b > ws ? b : ws, hi = e < we ? e : we;
+	return hi > lo ? hi - lo : 0;
+}
+
+void dlbn_prefetch_depth(struct dlbn_model *m)
+{
+	const struct dlbn_config *c = &m->config;
+	if (c->present && c->num_workers >= 0) {
+		int pf = c->prefetch_factor > 0 ? c->prefetch_factor : 2;
+		int64_t depth = c->num_workers > 0 ? (int64_t)c->num_workers * pf : 0;
+		m->prefetch_depth = depth > 1000000 ? 1000000 : (int)depth;
+		m->prefetch_from_config = 1;
+	} else if (m->prefetch_writes > 0) {
+		m->prefetch_depth = m->prefetch_writes;
+	} else {
+		m->prefetch_depth = 2 * m->num_workers_inferred;
+	}
+	m->prefetch_known = 1;
+}
+
+/* Fold a worker's pending evidence up to e; accumulate the part after ws. */
+static void fold_worker(struct dlbn_proc *p, int64_t ws, int64_t e, int accumulate)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < p->nidle; i++) {
+		struct dlbn_ival iv = p->idle[i];
+		if (accumulate)
+			p->win_idle_ns += overlap(iv.begin, iv.end, ws, e);
+		if (iv.end > e) {
+			iv.begin = iv.begin > e ? iv.begin : e;
+			p->idle[k++] = iv;
+		}
+	}
+	p->nidle = k;
+	k = 0;
+	for (size_t i = 0; i < p->nsegs; i++) {
+		const struct dlbn_batch_seg *sg = &p->segs[i];
+		if (sg->end > e) {
+			p->segs[k++] = *sg;
+		} else if (accumulate && sg->end > ws) {
+			p->win_batches++;
+			p->win_batch_ns += sg->end - sg->begin;
+			p->win_file_ns += sg->file_ns;
+		}
+	}
+	p->nsegs = k;
+}
+
+static void fold_workers(struct dlbn_model *m, int64_t ws, int64_t e, int accumulate)
+{
+	for (size_t i = 0; i < m->nprocs; i++)
+		if (m->procs[i].role == DLBN_ROLE_WORKER)
+			fold_worker(&m->procs[i], ws, e, accumulate);
+}
+
+static int is_warmup(const struct dlbn_model *m, size_t i, const struct dlbn_step *s)
+{
+	if (i == 0)
+		return 1;
+	if (m->warmup_steps >= 0)
+		return i < (size_t)m->warmup_steps;
+	return s->epoch == 0 && i < (size_t)m->prefetch_depth + 1;
+}
+
+int dlbn_window_feed(struct dlbn_model *m, struct dlbn_steps *st, const struct dlbn_step *s)
+{
+	struct dlbn_window *w = &st->w;
+	size_t i = st->n;
+	int chosen = st == m->steps;
+
+	if (!m->prefetch_known)
+		dlbn_prefetch_depth(m);
+	if (st->n == st->cap) {
+		size_t ncap = st->cap ? st->cap * 2 : 256;
+		struct dlbn_step *nv = realloc(st->v, ncap * sizeof(*nv));
+		if (!nv)
+			return -1;
+		st->v = nv;
+		st->cap = ncap;
+	}
+	st->v[st->n++] = *s;
+	w->in_epoch = s->epoch_start ? 0 : w->in_epoch + 1;
+	w->last_end = s->end;
+	if (st == &m->ipc_steps && m->steps && m->steps->w.warmup && s->end > m->steps->w.ws) {
+		/* Hand-off detail inside the chosen view's window, whichever view
+		 * that is (the Python view has none of its own). */
+		w->recv_ns += s->recv_ns;
+		w->bytes += s->bytes;
+		w->nfds += s->nfds;
+		w->nrecv++;
+	}
+	if (is_warmup(m, i, s)) {
+		w->warmup++;
+		w->ws = s->end;
+		if (chosen)
+			fold_workers(m, 0, s->end, 0);
+		return 0;
+	}
+	w->window++;
+	w->we = s->end;
+	if (chosen)
+		fold_workers(m, w->ws, s->end, 1);
+	return 0;
+}
+
+void dlbn_worker_window_stats(const struct dlbn_model *m, size_t pi, struct dlbn_worker_stats *out)
+{
+	const struct dlbn_proc *p = &m->procs[pi];
+	const struct dlbn_window *w = m->steps ? &m->steps->w : NULL;
+	memset(out, 0, sizeof(*out));
+	out->pid = p->pid;
+	out->exited = p->has_exit;
+	out->ended_s = (double)(p->t_last - m->t0) / 1e9;
+	out->busy_fraction = -1;
+	if (!w || !w->window)
+		return;
+	int64_t life = overlap(p->t_first, p->t_last, w->ws, w->we);
+	int64_t idle = p->win_idle_ns < life ? p->win_idle_ns : life;
+	out->batches = p->win_batches;
+	if (life > 0)
+		out->busy_fraction = 1.0 - (double)idle / (double)life;
+	out->busy_s = (double)(life - idle) / 1e9;
+	out->mean_batch_ms =
+		p->win_batches ? (double)p->win_batch_ns / (double)p->win_batches / 1e6 : 0;
+	out->file_read_s = (double)p->win_file_ns / 1e9;
+}

@@ -1,0 +1,133 @@
+/*
+ * gentrace.c - dlbn-gentrace: synthesise a realistic DataLoader trace
+ * (the shape recorded from torch 1.13, shared/notes/dataloader-ipc.md) for
+ * analyzer tests and the analyzer benchmark.
+ *
+ * The simulation itself is tgsim.c.
+ *
+ *   dlbn-gentrace -o trace.bin [--records N | --steps N] [--workers W]
+ *       [--prefetch F] [--batch-ms X] [--loop-ms Y] [--file-ms Z]
+ *       [--epochs E] [--persistent] [--pin] [--no-marks] [--kill-at STEP]
+ *       [--extent-size BYTES] [--seed S]
+ */
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tgsim.h"
+
+static int usage(void)
+{
+	fprintf(stderr,
+		"usage: dlbn-gentrace -o FILE [--records N | --steps N] [--workers W]\n"
+		"  [--prefetch F] [--batch-ms X] [--loop-ms Y] [--file-ms Z] [--handoff-ms H]\n"
+		"  [--tensors T] [--epochs E] [--persistent] [--pin] [--no-marks]\n"
+		"  [--kill-at STEP] [--extent-size BYTES] [--seed S]\n");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"records", required_argument, NULL, 'r'},
+		{"steps", required_argument, NULL, 's'},
+		{"workers", required_argument, NULL, 'w'},
+		{"prefetch", required_argument, NULL, 'f'},
+		{"batch-ms", required_argument, NULL, 'b'},
+		{"loop-ms", required_argument, NULL, 'l'},
+		{"file-ms", required_argument, NULL, 'F'},
+		{"handoff-ms", required_argument, NULL, 'H'},
+		{"tensors", required_argument, NULL, 'T'},
+		{"epochs", required_argument, NULL, 'e'},
+		{"persistent", no_argument, NULL, 'p'},
+		{"pin", no_argument, NULL, 'P'},
+		{"no-marks", no_argument, NULL, 'n'},
+		{"kill-at", required_argument, NULL, 'k'},
+		{"extent-size", required_argument, NULL, 'x'},
+		{"seed", required_argument, NULL, 'S'},
+		{NULL, 0, NULL, 0},
+	};
+	struct tgsim_params p;
+	const char *out = NULL;
+	long long records = -1;
+	int ch;
+
+	tgsim_default(&p);
+	while ((ch = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'r':
+			records = atoll(optarg);
+			break;
+		case 's':
+			p.steps = atoll(optarg);
+			break;
+		case 'w':
+			p.workers = atoi(optarg);
+			break;
+		case 'f':
+			p.prefetch = atoi(optarg);
+			break;
+		case 'b':
+			p.batch_ms = atof(optarg);
+			break;
+		case 'l':
+			p.loop_ms = atof(optarg);
+			break;
+		case 'F':
+			p.file_ms = atof(optarg);
+			break;
+		case 'H':
+			p.handoff_ms = atof(optarg);
+			break;
+		case 'T':
+			p.tensors = atoi(optarg);
+			break;
+		case 'e':
+			p.epochs = atoi(optarg);
+			break;
+		case 'p':
+			p.persistent = 1;
+			break;
+		case 'P':
+			p.pin = 1;
+			break;
+		case 'n':
+			p.marks = 0;
+			break;
+		case 'k':
+			p.kill_at = atoll(optarg);
+			break;
+		case 'x':
+			p.extent_size = (uint32_t)atol(optarg);
+			break;
+		case 'S':
+			p.seed = (unsigned)atoi(optarg);
+			break;
+		default:
+			return usage();
+		}
+	}
+	if (!out || optind != argc)
+		return usage();
+	if (records > 0) {
+		/* Records per step: receive 3 + 5 per tensor, marks 2, index
+		 * write 1, worker poll/reads 3 + 4 preads + result write 1,
+		 * pin path 2 semaphore records. */
+		long long per = 3 + 5 * p.tensors + (p.marks ? 2 : 0) + 1 + 8 + (p.pin ? 2 : 0);
+		p.steps = records / per > 0 ? records / per : 1;
+	}
+	uint64_t n = 0;
+	if (tgsim_write(out, &p, &n) != 0) {
+		fprintf(stderr, "dlbn-gentrace: writing %s failed (or bad parameters)\n", out);
+		return 1;
+	}
+	fprintf(stderr, "dlbn-gentrace: %s: %llu records, %lld steps\n", out, (unsigned long long)n,
+		p.steps);
+	return 0;
+}

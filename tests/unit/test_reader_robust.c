@@ -1,0 +1,205 @@
+/*
+ * test_reader_robust.c - the reader on damaged input: empty file, short
+ * file, garbage, wrong magic, unknown major version (rejected with a clear
+ * message), a trace cut in the middle of an extent, an uncommitted garbage
+ * tail, an uninitialised extent and a corrupt record inside committed
+ * bytes (tolerated, reported, the rest still read).  When build/dlbn-analyze
+ * exists, also its exit status and message on the rejected files.
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "reader.h"
+#include "tracegen.h"
+
+#define EXT 4096
+
+static char dir[] = "/tmp/dlbn-test-robust-XXXXXX";
+
+static const char *tmp(const char *name)
+{
+	static char buf[8][256];
+	static int k;
+	char *b = buf[k++ % 8];
+	snprintf(b, 256, "%s/%s", dir, name);
+	return b;
+}
+
+static void write_bytes(const char *path, const void *data, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, data, n) != (ssize_t)n)
+		abort();
+	close(fd);
+}
+
+/* Two streams of n records each. */
+static void make_trace(const char *path, int n, uint32_t garbage_tail, int blank)
+{
+	struct tg *g = tg_open(path, EXT);
+	tg_set_garbage_tail(g, garbage_tail);
+	struct tg_stream *a = tg_stream(g, 0, 0, 10, 10), *b = tg_stream(g, 1, 0, 11, 11);
+	if (blank)
+		tg_blank_extent(g);
+	tg_process(a, 1000, 10, 1, -1, DLBN_START_ROOT, "python3");
+	tg_process(b, 1001, 11, 10, 0, DLBN_START_FORK, "python3");
+	for (int i = 1; i < n; i++) {
+		tg_read(a, 1000 + i * 100, 50, 3, DLBN_FD_PIPE, 99, 4);
+		tg_write(b, 1001 + i * 100, 50, 4, DLBN_FD_PIPE, 99, 4);
+	}
+	if (tg_close(g) != 0)
+		abort();
+}
+
+static long count_records(const char *path, struct dlbn_reader_stats *st)
+{
+	char err[256];
+	struct dlbn_reader *r = dlbn_reader_open(path, err, sizeof(err));
+	if (!r)
+		return -1;
+	long n = 0;
+	while (dlbn_reader_next(r))
+		n++;
+	if (st)
+		*st = *dlbn_reader_stats(r);
+	dlbn_reader_close(r);
+	return n;
+}
+
+static int rejected(const char *path, const char *want_in_msg)
+{
+	char err[256] = "";
+	struct dlbn_reader *r = dlbn_reader_open(path, err, sizeof(err));
+	if (r) {
+		dlbn_reader_close(r);
+		return 0;
+	}
+	printf("  message: %s\n", err);
+	return strstr(err, want_in_msg) != NULL;
+}
+
+/* Exit status of build/dlbn-analyze on path, and whether stderr has want. */
+static int cli_status(const char *path, const char *want)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "build/dlbn-analyze '%s' >/dev/null 2>%s/stderr.txt", path, dir);
+	int st = system(cmd);
+	if (!WIFEXITED(st))
+		return -1;
+	char msg[512] = "";
+	FILE *f = fopen(tmp("stderr.txt"), "r");
+	if (f) {
+		size_t n = fread(msg, 1, sizeof(msg) - 1, f);
+		msg[n] = 0;
+		fclose(f);
+	}
+	if (want && !strstr(msg, want))
+		return -2;
+	return WEXITSTATUS(st);
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir))
+		return 1;
+	int have_cli = access("build/dlbn-analyze", X_OK) == 0;
+	if (!have_cli)
+		printf("note: build/dlbn-analyze not found from here; CLI checks skipped\n");
+
+	write_bytes(tmp("empty"), "", 0);
+	CHECK(rejected(tmp("empty"), "empty file"), "empty file rejected");
+
+	write_bytes(tmp("short"), "DLBNTRC1\x01\x00", 10);
+	CHECK(rejected(tmp("short"), "shorter than its header"),
+	      "file shorter than a header rejected");
+
+	char garbage[10000];
+	unsigned x = 12345;
+	for (size_t i = 0; i < sizeof(garbage); i++)
+		garbage[i] = (char)((x = x * 1103515245u + 12345u) >> 16);
+	write_bytes(tmp("garbage"), garbage, sizeof(garbage));
+	CHECK(rejected(tmp("garbage"), "bad magic"), "garbage rejected (bad magic)");
+
+	make_trace(tmp("good"), 100, 0, 0);
+	struct dlbn_reader_stats st;
+	CHECK(count_records(tmp("good"), &st) == 200 && st.nwarnings == 0,
+	      "good trace: 200 records");
+
+	/* Wrong magic and version 2 on an otherwise good trace. */
+	int fd = open(tmp("good"), O_RDONLY);
+	static char buf[1 << 20];
+	ssize_t len = read(fd, buf, sizeof(buf));
+	close(fd);
+	buf[0] = 'X';
+	write_bytes(tmp("magic"), buf, (size_t)len);
+	buf[0] = 'D';
+	CHECK(rejected(tmp("magic"), "bad magic"), "wrong magic rejected");
+	struct dlbn_file_header h;
+	memcpy(&h, buf, sizeof(h));
+	h.version_major = 2;
+	memcpy(buf, &h, sizeof(h));
+	write_bytes(tmp("v2"), buf, (size_t)len);
+	CHECK(rejected(tmp("v2"), "version 2.0 is not supported"), "version 2 rejected clearly");
+	h.version_major = 1;
+	h.version_minor = 7;
+	memcpy(buf, &h, sizeof(h));
+	write_bytes(tmp("v1.7"), buf, (size_t)len);
+	CHECK(count_records(tmp("v1.7"), NULL) == 200, "a newer minor version is read");
+
+	/* Truncated in the middle of the first extent's records. */
+	write_bytes(tmp("cut"), buf, DLBN_FILE_HEADER_SIZE + DLBN_EXTENT_HEADER_SIZE + 301);
+	long n = count_records(tmp("cut"), &st);
+	CHECK(n > 0 && n < 200 && st.truncated && st.nwarnings > 0,
+	      "cut mid-extent: %ld intact records, truncated reported", n);
+	/* Truncated inside an extent header. */
+	write_bytes(tmp("cuthdr"), buf, DLBN_FILE_HEADER_SIZE + 20);
+	CHECK(count_records(tmp("cuthdr"), &st) == 0,
+	      "cut inside the first extent header: no records, no crash");
+
+	/* Uncommitted tail: garbage after committed is ignored. */
+	make_trace(tmp("tail"), 100, 300, 0);
+	CHECK(count_records(tmp("tail"), &st) == 200 && st.extents_corrupt == 0,
+	      "garbage after committed ignored");
+
+	/* An extent allocated but never initialised. */
+	make_trace(tmp("blank"), 100, 0, 1);
+	CHECK(count_records(tmp("blank"), &st) == 200 && st.extents_uninit == 1,
+	      "uninitialised extent skipped and counted");
+
+	/* A corrupt record inside committed bytes ends that extent only. */
+	memcpy(buf, &h, sizeof(h));
+	((struct dlbn_file_header *)buf)->version_minor = 0;
+	/* The first record's array header becomes 0xc1, a byte msgpack never uses. */
+	buf[DLBN_FILE_HEADER_SIZE + DLBN_EXTENT_HEADER_SIZE] = (char)0xc1;
+	write_bytes(tmp("corrupt"), buf, (size_t)len);
+	n = count_records(tmp("corrupt"), &st);
+	CHECK(n == 100 && st.extents_corrupt == 1,
+	      "corrupt record: the other stream's %ld records kept, 1 corrupt extent reported", n);
+	if (have_cli)
+		CHECK(cli_status(tmp("corrupt"), "damaged trace") == 1,
+		      "dlbn-analyze: corrupt record -> exit 1");
+
+	if (have_cli) {
+		CHECK(cli_status(tmp("empty"), "empty file") == 1,
+		      "dlbn-analyze: empty file -> exit 1");
+		CHECK(cli_status(tmp("garbage"), "not a dlbn trace") == 1,
+		      "dlbn-analyze: garbage -> exit 1");
+		CHECK(cli_status(tmp("v2"), "not supported") == 1,
+		      "dlbn-analyze: version 2 -> exit 1");
+		CHECK(cli_status(tmp("cut"), "damaged trace") == 1,
+		      "dlbn-analyze: truncated -> report of the intact part, exit 1");
+		CHECK(cli_status(tmp("good"), NULL) == 0, "dlbn-analyze: good trace -> exit 0");
+		CHECK(cli_status(tmp("nonexistent"), "cannot open") == 1,
+		      "dlbn-analyze: missing file -> exit 1");
+	}
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		printf("note: could not remove %s\n", dir);
+	CHECK_EXIT();
+}

@@ -1,0 +1,295 @@
+/*
+ * tgsim.c - a synthetic PyTorch DataLoader run written as a dlbn trace
+ * (see tgsim.h).  Shape as recorded from torch 1.13 (shared/notes/
+ * dataloader-ipc.md).
+ *
+ * A small queueing model: batch i is produced by worker i % W, which needs
+ * batch_ms for it once its index arrived; indices go out prefetch x W ahead
+ * of the loop; the loop takes loop_ms per step plus the hand-off.  From it
+ * come the records a recorder would write: the main thread's
+ * poll/read/connect/recvmsg/mmap hand-off (or the pin-memory thread's, with
+ * the main thread's SEM_WAIT and the pin thread's SEM_POST), the feeder
+ * threads' pipe writes, the workers' index polls, file preads and result
+ * writes, fork/exit, and (with marks) the Python bootstrap's FETCH marks and
+ * CONFIG.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tgsim.h"
+#include "tracegen.h"
+
+#define MS		1000000ll
+#define INO_RESULT_BASE 500000
+#define INO_INDEX_BASE	600000
+#define SEM_ADDR	0x7f0000001000ll
+
+struct worker {
+	struct tg_stream *main, *feeder;
+	int pid;
+	int64_t free_at;   /* when it finished its last batch */
+	int64_t idle_from; /* when it started waiting for an index */
+	int alive;
+};
+
+struct sim {
+	struct tgsim_params p;
+	struct tg *g;
+	struct tg_stream *main, *feeder, *pin;
+	struct worker w[TGSIM_MAX_WORKERS];
+	uint32_t next_proc;
+	int next_pid;
+	unsigned rng;
+	int64_t *idx_sent; /* per step of the epoch: when its index was sent */
+	int64_t *ready;	   /* per step: result written by the worker */
+	int64_t pin_free;
+};
+
+static double jitter(struct sim *s)
+{
+	s->rng = s->rng * 1103515245u + 12345u;
+	return 0.9 + 0.2 * (double)((s->rng >> 8) & 0xffff) / 65535.0;
+}
+
+static int64_t result_ino(int epoch)
+{
+	return INO_RESULT_BASE + epoch;
+}
+
+static int64_t index_ino(int epoch, int w)
+{
+	return INO_INDEX_BASE + epoch * TGSIM_MAX_WORKERS + w;
+}
+
+static void start_workers(struct sim *s, int64_t t, int epoch)
+{
+	for (int k = 0; k < s->p.workers; k++) {
+		struct worker *w = &s->w[k];
+		uint32_t pid = (uint32_t)s->next_pid++;
+		uint32_t proc = s->next_proc++;
+		tg_fork(s->main, t, 300000, (int)pid);
+		w->main = tg_stream(s->g, proc, 0, pid, pid);
+		w->feeder = tg_stream(s->g, proc, 1, pid, pid + 1000);
+		s->next_pid++;
+		w->pid = (int)pid;
+		tg_process(w->main, t + 300000, (int)pid, 1000, 0, DLBN_START_FORK, "python3");
+		tg_thread(w->main, t + 300000, (int)pid, 1);
+		tg_thread(w->feeder, t + 400000, (int)pid + 1000, 0);
+		w->free_at = t + 30 * MS; /* worker start-up */
+		w->idle_from = w->free_at;
+		w->alive = 1;
+	}
+	(void)epoch;
+}
+
+static void stop_workers(struct sim *s, int64_t t)
+{
+	for (int k = 0; k < s->p.workers; k++) {
+		struct worker *w = &s->w[k];
+		if (!w->alive)
+			continue;
+		int64_t te = t > w->free_at ? t : w->free_at;
+		tg_exit(w->main, te + MS, 0, DLBN_EXIT__EXIT);
+		tg_stream_final(w->feeder);
+		tg_stream_final(w->main);
+		w->alive = 0;
+	}
+}
+
+/* Worker k receives the index of batch i at time t_idx and produces it. */
+static int64_t produce(struct sim *s, int k, int64_t step, int64_t t_idx, int epoch)
+{
+	struct worker *w = &s->w[k];
+	int64_t ino = index_ino(epoch, k);
+	int64_t poll_start = w->idle_from;
+	int64_t got = t_idx > poll_start ? t_idx : poll_start;
+	tg_poll(w->main, poll_start, got - poll_start, 1, 5000, &ino, 1);
+	tg_read(w->main, got + 2000, 3000, 5, DLBN_FD_PIPE, ino, 4);
+	tg_read(w->main, got + 6000, 4000, 5, DLBN_FD_PIPE, ino, 60);
+	int64_t t = got + 12000;
+	int64_t work = (int64_t)(s->p.batch_ms * MS * jitter(s));
+	int64_t file = (int64_t)(s->p.file_ms * MS);
+	if (file > work)
+		file = work;
+	/* File reads in 4 chunks spread over the batch's work. */
+	int64_t cpu = work - file;
+	for (int c = 0; c < 4; c++) {
+		tg_pread(w->main, t, file / 4, 9, 777, 65536, (step * 4 + c) * 65536);
+		t += file / 4 + cpu / 4;
+	}
+	tg_write(w->feeder, t + 20000, 50000, 7, DLBN_FD_PIPE, result_ino(epoch), 300);
+	w->free_at = t + 70000;
+	w->idle_from = t + 30000;
+	return w->free_at;
+}
+
+/* The thread that receives a batch (main or pin thread) from t_begin. */
+static int64_t receive(struct sim *s, struct tg_stream *th, int64_t t_begin, int64_t ready,
+		       int epoch)
+{
+	int64_t ino = result_ino(epoch);
+	int64_t got = ready > t_begin ? ready : t_begin;
+	tg_poll(th, t_begin, got - t_begin, 1, 5000, &ino, 1);
+	tg_read(th, got + 5000, 3000, 11, DLBN_FD_PIPE, ino, 4);
+	tg_read(th, got + 10000, 8000, 11, DLBN_FD_PIPE, ino, 300);
+	int64_t t = got + 20000;
+	int64_t per = (int64_t)(s->p.handoff_ms * MS) / s->p.tensors;
+	for (int k = 0; k < s->p.tensors; k++) {
+		tg_connect(th, t, per / 8, 20 + k, 0);
+		tg_write(th, t + per / 8, per / 16, 20 + k, DLBN_FD_UNIX, 0, 20);
+		tg_read(th, t + per / 4, per / 16, 20 + k, DLBN_FD_UNIX, 0, 20);
+		tg_recvmsg(th, t + per / 2, per / 8, 20 + k, 0, 1, 1);
+		tg_mmap(th, t + 3 * per / 4, 30 + k, 800000 + k, 131072);
+		t += per;
+	}
+	return t;
+}
+
+static void run(struct sim *s)
+{
+	struct tgsim_params *p = &s->p;
+	int P = p->workers * p->prefetch;
+	long long per_epoch = p->steps / p->epochs;
+	int64_t t = 100 * MS;
+	char cfg[256];
+
+	s->main = tg_stream(s->g, 0, 0, 1000, 1000);
+	s->feeder = tg_stream(s->g, 0, 1, 1000, 1001);
+	tg_process(s->main, t, 1000, 999, -1, DLBN_START_ROOT, "python3");
+	tg_thread(s->main, t, 1000, 1);
+	tg_thread(s->feeder, t, 1001, 0);
+	if (p->pin) {
+		s->pin = tg_stream(s->g, 0, 2, 1000, 1002);
+		tg_thread(s->pin, t, 1002, 0);
+	}
+	s->next_proc = 1;
+	s->pin_free = t;
+	s->next_pid = 2000;
+	if (p->helper) {
+		/* A forkserver-like helper: reports to the training process over
+		 * a pipe, but is no worker (it reads no index queue). */
+		struct tg_stream *h = tg_stream(s->g, s->next_proc++, 0, 1500, 1500);
+		tg_process(h, t, 1500, 1000, 0, DLBN_START_FORK, "python3");
+		tg_thread(h, t, 1500, 1);
+		for (int k = 0; k < p->workers; k++) {
+			tg_write(h, t + 200000 + k * 10000, 5000, 4, DLBN_FD_PIPE, 700000, 8);
+			tg_read(s->main, t + 210000 + k * 10000, 5000, 5, DLBN_FD_PIPE, 700000, 8);
+		}
+		tg_exit(h, t + 500000, 0, DLBN_EXIT_EXIT);
+	}
+	snprintf(cfg, sizeof(cfg),
+		 "num_workers=%d;batch_size=32;prefetch_factor=%d;pin_memory=%s;"
+		 "persistent_workers=%s;start_method=fork;dataset_kind=map;drop_last=False;"
+		 "timeout=0;loader=140000000",
+		 p->workers, p->prefetch, p->pin ? "True" : "False",
+		 p->persistent ? "True" : "False");
+	s->idx_sent = calloc((size_t)per_epoch + (size_t)P + 1, sizeof(int64_t));
+	s->ready = calloc((size_t)per_epoch + 1, sizeof(int64_t));
+	long long global = 0;
+	int killed = 0;
+	for (int e = 0; e < p->epochs && !killed; e++) {
+		int pipe_epoch = p->persistent ? 0 : e;
+		if (p->marks) {
+			tg_mark(s->main, t, DLBN_MARK_ITER_BEGIN, e + 1, 0);
+			if (e == 0 || !p->persistent)
+				tg_config(s->main, t, e + 1, cfg);
+		}
+		if (e == 0 || !p->persistent)
+			start_workers(s, t + 100000, e);
+		/* Prefetch: P indices out before the first result is read. */
+		for (int i = 0; i < P && i < per_epoch; i++) {
+			s->idx_sent[i] = t + 2 * MS + i * 20000;
+			tg_write(s->feeder, s->idx_sent[i], 10000, 8, DLBN_FD_PIPE,
+				 index_ino(pipe_epoch, i % p->workers), 60);
+		}
+		int64_t loop_t = t + 3 * MS;
+		for (long long i = 0; i < per_epoch; i++, global++) {
+			int k = (int)(i % p->workers);
+			if (p->kill_at >= 0 && global == p->kill_at) {
+				/* SIGKILL: the worker's streams just stop, no EXIT. */
+				tg_stream_final(s->w[k].feeder);
+				tg_stream_final(s->w[k].main);
+				s->w[k].alive = 0;
+				killed = 1;
+				break;
+			}
+			s->ready[i] = produce(s, k, global, s->idx_sent[i], pipe_epoch);
+			int64_t fb = loop_t, fe;
+			if (p->marks)
+				tg_mark(s->main, fb, DLBN_MARK_FETCH_BEGIN, e + 1, i);
+			if (!p->pin) {
+				fe = receive(s, s->main, fb, s->ready[i], pipe_epoch);
+			} else {
+				int64_t pb = s->pin_free;
+				int64_t pe = receive(s, s->pin, pb, s->ready[i], pipe_epoch);
+				s->pin_free = pe + 50000;
+				if (pe > fb + 100000) {
+					tg_sem_wait(s->main, fb + 10000, pe + 20000 - (fb + 10000),
+						    SEM_ADDR);
+					tg_sem_post(s->pin, pe + 10000, SEM_ADDR);
+					fe = pe + 40000;
+				} else {
+					fe = fb + 30000;
+				}
+			}
+			if (p->marks)
+				tg_mark(s->main, fe + 5000, DLBN_MARK_FETCH_END, e + 1, i);
+			/* The loop consumed batch i: send the index of batch i + P. */
+			if (i + P < per_epoch) {
+				s->idx_sent[i + P] = fe + 20000;
+				tg_write(s->feeder, fe + 20000, 10000, 8, DLBN_FD_PIPE,
+					 index_ino(pipe_epoch, (int)((i + P) % p->workers)), 60);
+			}
+			loop_t = fe + 10000 + (int64_t)(p->loop_ms * MS * jitter(s));
+		}
+		if (p->marks && !killed)
+			tg_mark(s->main, loop_t, DLBN_MARK_FETCH_STOP, e + 1, 0);
+		t = loop_t + MS;
+		if (!p->persistent && !killed)
+			stop_workers(s, t);
+	}
+	stop_workers(s, t + 5 * MS);
+	tg_exit(s->main, t + 10 * MS, killed ? 1 : 0, DLBN_EXIT_DTOR);
+	free(s->idx_sent);
+	free(s->ready);
+}
+
+void tgsim_default(struct tgsim_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->steps = 200;
+	p->workers = 2;
+	p->prefetch = 2;
+	p->epochs = 1;
+	p->marks = 1;
+	p->tensors = 2;
+	p->kill_at = -1;
+	p->batch_ms = 40;
+	p->loop_ms = 10;
+	p->handoff_ms = 1;
+	p->seed = 1;
+}
+
+int tgsim_write(const char *path, const struct tgsim_params *p, uint64_t *records)
+{
+	struct sim *s = calloc(1, sizeof(*s));
+	if (!s || p->workers < 1 || p->workers > TGSIM_MAX_WORKERS || p->prefetch < 1 ||
+	    p->epochs < 1 || p->tensors < 1 || p->steps < 1) {
+		free(s);
+		return -1;
+	}
+	s->p = *p;
+	s->rng = p->seed;
+	s->g = tg_open(path, p->extent_size);
+	if (!s->g) {
+		free(s);
+		return -1;
+	}
+	run(s);
+	if (records)
+		*records = tg_records(s->g);
+	int rc = tg_close(s->g);
+	free(s);
+	return rc;
+}

@@ -1,0 +1,36 @@
+/*
+ * tgsim.h - write a synthetic DataLoader training run as a dlbn trace
+ * (tests and dlbn-gentrace).  All times in the trace follow from these
+ * parameters, so tests can predict the analyzer's figures.
+ */
+#ifndef DLBN_TGSIM_H
+#define DLBN_TGSIM_H
+
+#include <stdint.h>
+
+#define TGSIM_MAX_WORKERS 64
+
+struct tgsim_params {
+	long long steps; /* batches over all epochs */
+	int workers;	 /* num_workers (>= 1) */
+	int prefetch;	 /* prefetch_factor */
+	int epochs;
+	int persistent;	      /* persistent_workers */
+	int pin;	      /* pin-memory thread path */
+	int marks;	      /* Python bootstrap FETCH marks and CONFIG */
+	int helper;	      /* a forkserver-like helper writing a pipe to the trainer */
+	int tensors;	      /* tensors (fd hand-offs) per batch */
+	long long kill_at;    /* SIGKILL worker (step % workers) at this step; -1 never */
+	double batch_ms;      /* worker time per batch */
+	double loop_ms;	      /* training loop time per step */
+	double file_ms;	      /* part of batch_ms spent in file preads */
+	double handoff_ms;    /* main-thread receive time per batch */
+	uint32_t extent_size; /* 0: the format's default */
+	unsigned seed;
+};
+
+void tgsim_default(struct tgsim_params *p);
+/* Write the run to path; 0 on success.  *records gets the record count. */
+int tgsim_write(const char *path, const struct tgsim_params *p, uint64_t *records);
+
+#endif /* DLBN_TGSIM_H */

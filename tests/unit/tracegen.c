@@ -1,0 +1,342 @@
+/*
+ * tracegen.c - test-side writer of dlbn v1 traces (see tracegen.h).
+ *
+ * Each stream keeps the bytes of its current extent in memory; when the
+ * next record does not fit, the extent gets the next slot of the file
+ * (like the recorder's atomic counter) and is written with its header.
+ */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <msgpack.h>
+
+#include "tracegen.h"
+
+struct tg_stream {
+	struct tg *g;
+	struct tg_stream *next;
+	uint32_t proc_id, thread_no, pid, tid, seq;
+	uint8_t *data; /* record bytes of the current extent */
+	uint32_t used;
+	int64_t base_ns, t_prev;
+	int has_base, final;
+};
+
+struct tg {
+	int fd;
+	uint32_t extent_size;
+	uint64_t next_extent;
+	uint32_t max_proc;
+	uint16_t major, minor;
+	uint32_t garbage_tail;
+	uint64_t records;
+	struct tg_stream *streams;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	int failed;
+};
+
+struct tg *tg_open(const char *path, uint32_t extent_size)
+{
+	struct tg *g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	g->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (g->fd < 0) {
+		free(g);
+		return NULL;
+	}
+	g->extent_size = extent_size ? extent_size : DLBN_DEFAULT_EXTENT_SIZE;
+	g->major = DLBN_VERSION_MAJOR;
+	g->minor = DLBN_VERSION_MINOR;
+	msgpack_sbuffer_init(&g->sb);
+	msgpack_packer_init(&g->pk, &g->sb, msgpack_sbuffer_write);
+	return g;
+}
+
+void tg_set_version(struct tg *g, uint16_t major, uint16_t minor)
+{
+	g->major = major;
+	g->minor = minor;
+}
+
+void tg_set_garbage_tail(struct tg *g, uint32_t bytes)
+{
+	g->garbage_tail = bytes;
+}
+
+static uint64_t slot_offset(const struct tg *g, uint64_t slot)
+{
+	return DLBN_FILE_HEADER_SIZE + slot * (uint64_t)g->extent_size;
+}
+
+void tg_blank_extent(struct tg *g)
+{
+	uint64_t slot = g->next_extent++;
+	/* Extend the file over the slot so that it holds zeros. */
+	if (ftruncate(g->fd, (off_t)slot_offset(g, slot + 1)) != 0)
+		g->failed = 1;
+}
+
+static void flush_extent(struct tg_stream *s)
+{
+	struct tg *g = s->g;
+	if (!s->used && !s->final)
+		return;
+	uint64_t slot = g->next_extent++;
+	struct dlbn_extent_header eh = {
+		.magic = DLBN_EXTENT_MAGIC,
+		.committed = s->used,
+		.proc_id = s->proc_id,
+		.thread_no = s->thread_no,
+		.extent_seq = s->seq++,
+		.pid = s->pid,
+		.tid = s->tid,
+		.flags = s->final ? DLBN_EXTENT_FINAL : 0,
+		.base_ns = (uint64_t)s->base_ns,
+	};
+	uint64_t off = slot_offset(g, slot);
+	uint32_t room = g->extent_size - DLBN_EXTENT_HEADER_SIZE;
+	uint32_t tail = g->garbage_tail;
+	if (tail > room - s->used)
+		tail = room - s->used;
+	memset(s->data + s->used, 0xa5, tail);
+	if (pwrite(g->fd, &eh, sizeof(eh), (off_t)off) != (ssize_t)sizeof(eh) ||
+	    pwrite(g->fd, s->data, s->used + tail, (off_t)(off + sizeof(eh))) !=
+		    (ssize_t)(s->used + tail))
+		g->failed = 1;
+	/* Every slot spans extent_size bytes in the file, like the recorder's. */
+	if (ftruncate(g->fd, (off_t)slot_offset(g, g->next_extent)) != 0)
+		g->failed = 1;
+	s->used = 0;
+	s->has_base = 0;
+}
+
+struct tg_stream *tg_stream(struct tg *g, uint32_t proc_id, uint32_t thread_no, uint32_t pid,
+			    uint32_t tid)
+{
+	struct tg_stream *s = calloc(1, sizeof(*s));
+	if (!s)
+		abort();
+	s->g = g;
+	s->proc_id = proc_id;
+	s->thread_no = thread_no;
+	s->pid = pid;
+	s->tid = tid;
+	s->data = malloc(g->extent_size);
+	if (!s->data)
+		abort();
+	s->next = g->streams;
+	g->streams = s;
+	if (proc_id + 1 > g->max_proc)
+		g->max_proc = proc_id + 1;
+	return s;
+}
+
+void tg_stream_final(struct tg_stream *s)
+{
+	if (s->final)
+		return;
+	s->final = 1;
+	flush_extent(s);
+	free(s->data);
+	s->data = NULL;
+}
+
+static void append(struct tg_stream *s, int64_t t_ns)
+{
+	struct tg *g = s->g;
+	uint32_t room = g->extent_size - DLBN_EXTENT_HEADER_SIZE;
+	if (s->final || !s->data || g->sb.size > room) {
+		g->failed = 1;
+		return;
+	}
+	if (s->used + g->sb.size > room)
+		flush_extent(s);
+	if (!s->has_base) {
+		/* The extent's base is the time of its first record (dt = 0). */
+		s->has_base = 1;
+		s->base_ns = t_ns;
+		s->t_prev = t_ns;
+	}
+	memcpy(s->data + s->used, g->sb.data, g->sb.size);
+	s->used += (uint32_t)g->sb.size;
+	g->records++;
+}
+
+void tg_rec(struct tg_stream *s, int type, int64_t t_ns, const char *fmt, ...)
+{
+	struct tg *g = s->g;
+	va_list ap;
+	uint32_t room = g->extent_size - DLBN_EXTENT_HEADER_SIZE;
+
+	for (int pass = 0; pass < 2; pass++) {
+		/* The delta depends on whether the record opens a new extent, so
+		 * pack once, and again with dt 0 if it did not fit. */
+		int64_t dt = s->has_base ? t_ns - s->t_prev : 0;
+		if (pass == 1)
+			dt = 0;
+		msgpack_sbuffer_clear(&g->sb);
+		msgpack_pack_array(&g->pk, 2 + strlen(fmt));
+		msgpack_pack_int64(&g->pk, type);
+		msgpack_pack_int64(&g->pk, dt);
+		va_start(ap, fmt);
+		for (const char *c = fmt; *c; c++) {
+			if (*c == 'i') {
+				msgpack_pack_int64(&g->pk, va_arg(ap, int64_t));
+			} else if (*c == 's') {
+				const char *str = va_arg(ap, const char *);
+				if (!str) {
+					msgpack_pack_nil(&g->pk);
+				} else {
+					msgpack_pack_str(&g->pk, strlen(str));
+					msgpack_pack_str_body(&g->pk, str, strlen(str));
+				}
+			} else if (*c == 'a') {
+				const int64_t *v = va_arg(ap, const int64_t *);
+				int n = va_arg(ap, int);
+				msgpack_pack_array(&g->pk, (size_t)n);
+				for (int k = 0; k < n; k++)
+					msgpack_pack_int64(&g->pk, v[k]);
+			}
+		}
+		va_end(ap);
+		if (pass == 0 && s->has_base && s->used + g->sb.size > room) {
+			flush_extent(s);
+			continue;
+		}
+		break;
+	}
+	append(s, t_ns);
+	s->t_prev = t_ns;
+}
+
+int tg_close(struct tg *g)
+{
+	for (struct tg_stream *s = g->streams, *n; s; s = n) {
+		n = s->next;
+		if (!s->final)
+			flush_extent(s);
+		free(s->data);
+		free(s);
+	}
+	struct dlbn_file_header h = {.version_major = g->major,
+				     .version_minor = g->minor,
+				     .header_size = DLBN_FILE_HEADER_SIZE,
+				     .extent_size = g->extent_size,
+				     .next_extent = g->next_extent,
+				     .next_proc_id = g->max_proc,
+				     .created_realtime_ns = 1700000000000000000ull,
+				     .created_monotonic_ns = 0};
+	memcpy(h.magic, DLBN_FILE_MAGIC, 8);
+	snprintf(h.host, sizeof(h.host), "tracegen");
+	uint8_t page[DLBN_FILE_HEADER_SIZE] = {0};
+	memcpy(page, &h, sizeof(h));
+	if (pwrite(g->fd, page, sizeof(page), 0) != (ssize_t)sizeof(page))
+		g->failed = 1;
+	int rc = g->failed ? -1 : 0;
+	if (close(g->fd) != 0)
+		rc = -1;
+	msgpack_sbuffer_destroy(&g->sb);
+	free(g);
+	return rc;
+}
+
+uint64_t tg_records(const struct tg *g)
+{
+	return g->records;
+}
+
+/* ---- shorthands ------------------------------------------------------- */
+
+void tg_process(struct tg_stream *s, int64_t t, int pid, int ppid, int64_t parent_proc_id,
+		int start, const char *argv0)
+{
+	tg_rec(s, DLBN_REC_PROCESS, t, "iiiiiiiiisssss", (int64_t)pid, (int64_t)ppid,
+	       parent_proc_id, (int64_t)start, (int64_t)-1, (int64_t)-1, (int64_t)-1,
+	       (int64_t)1700000000000000000 + t, t, argv0, "/usr/bin/python3", "tracegen", "",
+	       "monotonic");
+}
+
+void tg_thread(struct tg_stream *s, int64_t t, int tid, int is_main)
+{
+	tg_rec(s, DLBN_REC_THREAD, t, "ii", (int64_t)tid, (int64_t)is_main);
+}
+
+void tg_exit(struct tg_stream *s, int64_t t, int status, int how)
+{
+	tg_rec(s, DLBN_REC_EXIT, t, "ii", (int64_t)status, (int64_t)how);
+}
+
+void tg_read(struct tg_stream *s, int64_t t, int64_t dur, int fd, int kind, int64_t ino,
+	     int64_t ret)
+{
+	tg_rec(s, DLBN_REC_READ, t, "iiiii", dur, (int64_t)fd, (int64_t)kind, ino, ret);
+}
+
+void tg_write(struct tg_stream *s, int64_t t, int64_t dur, int fd, int kind, int64_t ino,
+	      int64_t ret)
+{
+	tg_rec(s, DLBN_REC_WRITE, t, "iiiii", dur, (int64_t)fd, (int64_t)kind, ino, ret);
+}
+
+void tg_pread(struct tg_stream *s, int64_t t, int64_t dur, int fd, int64_t ino, int64_t ret,
+	      int64_t offset)
+{
+	tg_rec(s, DLBN_REC_PREAD, t, "iiiii", dur, (int64_t)fd, ino, ret, offset);
+}
+
+void tg_poll(struct tg_stream *s, int64_t t, int64_t dur, int ret, int timeout_ms,
+	     const int64_t *inos, int n)
+{
+	tg_rec(s, DLBN_REC_POLL, t, "iiiia", dur, (int64_t)DLBN_POLL_POLL, (int64_t)ret,
+	       (int64_t)timeout_ms, inos, n);
+}
+
+void tg_recvmsg(struct tg_stream *s, int64_t t, int64_t dur, int fd, int64_t ino, int64_t ret,
+		int nfds)
+{
+	tg_rec(s, DLBN_REC_RECVMSG, t, "iiiiii", dur, (int64_t)fd, (int64_t)DLBN_FD_UNIX, ino, ret,
+	       (int64_t)nfds);
+}
+
+void tg_connect(struct tg_stream *s, int64_t t, int64_t dur, int fd, int ret)
+{
+	tg_rec(s, DLBN_REC_CONNECT, t, "iii", dur, (int64_t)fd, (int64_t)ret);
+}
+
+void tg_mmap(struct tg_stream *s, int64_t t, int fd, int64_t ino, int64_t length)
+{
+	tg_rec(s, DLBN_REC_MMAP, t, "iiiii", (int64_t)fd, (int64_t)DLBN_FD_SHM, ino, length,
+	       (int64_t)3);
+}
+
+void tg_sem_wait(struct tg_stream *s, int64_t t, int64_t dur, uint64_t sem)
+{
+	tg_rec(s, DLBN_REC_SEM_WAIT, t, "iiii", dur, (int64_t)sem, (int64_t)0,
+	       (int64_t)DLBN_SEM_CLOCKWAIT);
+}
+
+void tg_sem_post(struct tg_stream *s, int64_t t, uint64_t sem)
+{
+	tg_rec(s, DLBN_REC_SEM_POST, t, "i", (int64_t)sem);
+}
+
+void tg_mark(struct tg_stream *s, int64_t t, int kind, int64_t iter_id, int64_t arg)
+{
+	tg_rec(s, DLBN_REC_MARK, t, "iii", (int64_t)kind, iter_id, arg);
+}
+
+void tg_config(struct tg_stream *s, int64_t t, int64_t iter_id, const char *text)
+{
+	tg_rec(s, DLBN_REC_CONFIG, t, "is", iter_id, text);
+}
+
+void tg_fork(struct tg_stream *s, int64_t t, int64_t dur, int child_pid)
+{
+	tg_rec(s, DLBN_REC_FORK, t, "ii", dur, (int64_t)child_pid);
+}
