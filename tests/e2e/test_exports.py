@@ -1,0 +1,136 @@
+"""dlbn-analyze --sqlite / --perfetto on a real DataLoader run (2 fork
+workers, 2 non-persistent epochs): the database holds every record and the
+model the JSON report describes, its views answer; the Perfetto file is
+valid JSON with a track per process and a fetch slice per step; an
+unwritable export path is a clear error (exit 1) that leaves nothing
+behind, and the trace itself is never overwritten.  On the simulated GPU
+(tests/simcuda) the steps carry the GPU busy/idle split.
+"""
+
+import json
+import sqlite3
+import subprocess
+
+import pytest
+
+from e2e_common import (BUILD, LIB, PYTHON, ROOT, RUN_TIMEOUT_S, analyze, clean_env,
+                        require_binaries)
+
+ARGS = ["--workers", "2", "--epochs", "2", "--steps-per-epoch", "30",
+        "--batch-size", "4", "--sample-ms", "2", "--step-ms", "5"]
+
+
+def exported(runs):
+    run = runs("exports", ARGS)
+    db = run.directory / "exports.db"
+    timeline = run.directory / "exports.perfetto.json"
+    if not db.exists():
+        proc = analyze(run.trace, "--format", "json", "--sqlite", str(db),
+                       "--perfetto", str(timeline))
+        assert proc.returncode == 0, proc.stderr
+        (run.directory / "exports.report.json").write_text(proc.stdout)
+    report = json.loads((run.directory / "exports.report.json").read_text())
+    return run, report, db, timeline
+
+
+def query(db, sql):
+    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def one(db, sql):
+    return query(db, sql)[0][0]
+
+
+def test_sqlite_holds_the_model(runs):
+    run, report, db, _ = exported(runs)
+    assert one(db, "SELECT count(*) FROM events") == report["trace"]["records"]
+    assert one(db, "SELECT count(*) FROM processes") == report["trace"]["processes"]
+    assert one(db, "SELECT count(*) FROM steps") == report["steps"]["total"] == 60
+    assert one(db, "SELECT sum(in_window) FROM steps") == report["steps"]["window"]
+    assert one(db, "SELECT value FROM meta WHERE key = 'verdict'") == report["verdict"]
+    assert one(db, "SELECT value FROM meta WHERE key = 'view'") == report["view"]
+    assert one(db, "SELECT count(*) FROM processes WHERE role = 'training'") == 1
+    # non-persistent workers: two per epoch
+    assert one(db, "SELECT count(*) FROM processes WHERE role = 'worker'") >= 4
+    assert one(db, "SELECT count(*) FROM workers") >= 4
+    assert one(db, "SELECT count(*) FROM threads WHERE role = 'main'") == 1
+    assert one(db, "SELECT count(*) FROM events WHERE type = 'MARK' AND "
+                   "json_extract(detail, '$.kind') = 'FETCH_BEGIN'") >= 60
+
+
+def test_sqlite_views_answer(runs):
+    _, report, db, _ = exported(runs)
+    assert one(db, "SELECT count(*) FROM main_thread_waits") > 0
+    epochs = query(db, "SELECT epoch, steps FROM step_summary")
+    assert [s for _, s in epochs] == [30, 30], epochs
+    busy = query(db, "SELECT pid, batches_total FROM worker_busy")
+    assert len(busy) >= 4 and sum(n for _, n in busy) >= 50, busy
+    assert one(db, "SELECT count(*) FROM window_steps") == report["steps"]["window"]
+    assert one(db, "SELECT count(*) FROM time_by_type") > 3
+
+
+def test_perfetto_timeline(runs):
+    _, report, _, timeline = exported(runs)
+    doc = json.loads(timeline.read_text())
+    events = doc["traceEvents"]
+    names = [e["args"]["name"] for e in events if e.get("name") == "process_name"]
+    assert len(names) == report["trace"]["processes"], names
+    assert sum(n.startswith("training ") for n in names) == 1, names
+    fetches = [e for e in events if e["ph"] == "X" and e["name"].startswith("fetch ")]
+    assert len(fetches) == report["steps"]["total"]
+    assert all(e["dur"] >= 0 and isinstance(e["ts"], (int, float)) for e in events
+               if e["ph"] == "X")
+    assert any(e["name"].startswith("batch ") for e in events)
+    assert doc["otherData"]["verdict"] == report["verdict"]
+
+
+def test_unwritable_path_is_an_error(runs, tmp_path):
+    run = runs("exports", ARGS)
+    target = tmp_path / "missing" / "out.db"
+    proc = analyze(run.trace, "--sqlite", str(target))
+    assert proc.returncode == 1, proc.stderr
+    assert str(target) in proc.stderr and "--sqlite" in proc.stderr, proc.stderr
+    assert not target.parent.exists()
+    proc = analyze(run.trace, "--perfetto", str(tmp_path))
+    assert proc.returncode == 1 and "directory" in proc.stderr, proc.stderr
+    assert [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_trace_never_overwritten(runs):
+    run = runs("exports", ARGS)
+    size = run.trace.stat().st_size
+    proc = analyze(run.trace, "--sqlite", str(run.trace))
+    assert proc.returncode == 1 and "trace" in proc.stderr, proc.stderr
+    assert run.trace.stat().st_size == size
+
+
+def test_gpu_split_exported(rundir):
+    """On the simulated GPU (input-bound loop): the steps carry the probe
+    split the verdict used, and the timeline shows it."""
+    require_binaries(lib=True, analyzer=True)
+    sim_dir = BUILD / "tests" / "simcuda"
+    if not (sim_dir / "libsimrt.so").exists():
+        pytest.fail("not built: %s (run make)" % (sim_dir / "libsimrt.so"), pytrace=False)
+    trace = rundir / "gpu.dlbn"
+    env = clean_env({"DLBN_OUTPUT": str(trace), "LD_PRELOAD": str(LIB),
+                     "LD_LIBRARY_PATH": str(sim_dir), "SIMGPU_REACH": "runtime"})
+    proc = subprocess.run([PYTHON, str(ROOT / "tests" / "simcuda" / "gpu_workload.py"),
+                           "input_bound", "--steps", "30"], env=env, cwd=str(rundir),
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    db, timeline = rundir / "gpu.db", rundir / "gpu.json"
+    proc = analyze(trace, "--format", "json", "--sqlite", str(db), "--perfetto", str(timeline))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert one(db, "SELECT count(*) FROM steps WHERE gpu_evidence = 'probe'") > 20
+    assert one(db, "SELECT count(*) FROM steps WHERE gpu_busy_ns + gpu_idle_ns != wait_ns") == 0
+    stall_s = one(db, "SELECT sum(gpu_idle_ns) / 1e9 FROM steps WHERE in_window")
+    assert abs(stall_s - report["loader_wait"]["stall_s"]) < 1e-5 * (1 + stall_s), report
+    assert one(db, "SELECT count(*) FROM events WHERE type = 'LAUNCH'") == 30
+    events = json.loads(timeline.read_text())["traceEvents"]
+    assert sum(e["name"] == "GPU idle (stall)" for e in events) > 20
+    assert sum(e["name"] == "GPU busy (hidden)" for e in events) > 20
