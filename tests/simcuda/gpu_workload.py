@@ -4,6 +4,7 @@ end-to-end analyzer tests (tests/e2e/test_gpu.py).
 
     gpu_workload.py SCENARIO [--steps N] [--reach runtime|direct]
                     [--mode real|replay] [--replay-batches K] [--json-out FILE]
+                    [--pin-memory-standin]
 
 Scenarios (times per step; batch_size 1, one sample per batch):
   input_bound     loading 30 ms (1 worker), GPU 10 ms: the GPU idles ~20 ms
@@ -24,6 +25,10 @@ the reach path are chosen as in simgpu.py.
 --replay-batches batches from it, shuts its workers down, then runs the same
 steps (same copies, kernels, syncs and host work) over the cached batches,
 cycled: the reference method's "Replay" run.
+
+--pin-memory-standin runs the DataLoader with pin_memory=True and stands in
+for the CUDA-only pieces of CPU torch (tests/e2e/workload.py), so that the
+real pin-memory thread hands the batches to the loop.
 
 --json-out FILE writes the timings (time.monotonic(), the recorder's
 CLOCK_MONOTONIC), in the names tests/e2e/e2e_common.py reads:
@@ -56,7 +61,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
 import simgpu  # noqa: E402
 import torch  # noqa: E402
 from torch.utils.data import DataLoader, Dataset  # noqa: E402
-from workload import ForeignLoad  # noqa: E402  tests/e2e/workload.py
+from workload import ForeignLoad, install_pin_memory_standin  # noqa: E402  tests/e2e
 
 # name: (load_ms, workers, gpu_us, sync, host_ms, h2d_pageable_bytes)
 SCENARIOS = {
@@ -151,6 +156,7 @@ def parse_args(argv):
     ap.add_argument("--mode", choices=["real", "replay"], default="real")
     ap.add_argument("--replay-batches", type=int, default=8)
     ap.add_argument("--json-out", default=None)
+    ap.add_argument("--pin-memory-standin", action="store_true")
     args = ap.parse_args(argv)
     if args.steps < 2 or args.replay_batches < 1:
         ap.error("--steps >= 2, --replay-batches >= 1")
@@ -160,10 +166,12 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(argv)
     load_ms, workers, _, _, _, _ = SCENARIOS[args.scenario]
+    if args.pin_memory_standin:
+        install_pin_memory_standin()
     torch.set_num_threads(1)
     loop = Loop(args.scenario, args.reach)
     loader = DataLoader(Samples(args.steps, load_ms), batch_size=1, num_workers=workers,
-                        prefetch_factor=PREFETCH_FACTOR)
+                        prefetch_factor=PREFETCH_FACTOR, pin_memory=args.pin_memory_standin)
     load = ForeignLoad()
     try:
         if args.mode == "real":
@@ -179,7 +187,7 @@ def main(argv=None):
     done = [max(h, g) for h, g in zip(loop.host_end, gpu_end)]
     record = {
         "scenario": args.scenario, "mode": args.mode, "reach": loop.gpu.reach,
-        "pid": os.getpid(), "steps": steps, "step_times": loop.step_times,
+        "pin_memory": args.pin_memory_standin, "pid": os.getpid(), "steps": steps, "step_times": loop.step_times,
         "host_end": loop.host_end, "gpu_end": gpu_end, "done": done,
         "prefetch_depth": workers * PREFETCH_FACTOR, "window_first_step": first_kept,
         "window_s": window(done, first_kept),
