@@ -1,0 +1,341 @@
+/*
+ * baseline.c - `dlbn-analyze REAL --baseline REPLAY`: the measured speedup
+ * of a Replay run next to the predicted one, and whether the two runs did
+ * equivalent work (see baseline.h for the rules).
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baseline.h"
+#include "gpu.h"
+#include "reader.h"
+#include "report.h"
+
+static void note(struct dlbn_baseline *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void note(struct dlbn_baseline *b, const char *fmt, ...)
+{
+	va_list ap;
+	if (b->nnotes >= DLBN_MAX_LINES)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->notes[b->nnotes++], DLBN_LINE, fmt, ap);
+	va_end(ap);
+}
+
+/* The value of `key` in a parsed CONFIG, NULL when absent. */
+static const char *config_value(const struct dlbn_config *c, const char *key)
+{
+	if (!c->present)
+		return NULL;
+	for (int i = 0; i < c->n; i++)
+		if (!strcmp(c->key[i], key))
+			return c->val[i];
+	return NULL;
+}
+
+static int replay_batches_of(const struct dlbn_config *c)
+{
+	const char *v = config_value(c, "replay");
+	char *end;
+	long n;
+	if (!v || !*v)
+		return -1;
+	n = strtol(v, &end, 10);
+	return *end || n < 0 || n > 1000000000 ? -1 : (int)n;
+}
+
+/* Keys that legitimately differ between a Real and its Replay run. */
+static int config_key_ignored(const char *key)
+{
+	return !strcmp(key, "replay") || !strcmp(key, "loader");
+}
+
+/* 1 when every compared key has the same value in both (absent = ""). */
+static int compare_one_way(struct dlbn_baseline *b, const struct dlbn_config *x,
+			   const struct dlbn_config *y, int x_is_real)
+{
+	int same = 1;
+	for (int i = 0; i < x->n; i++) {
+		const char *other;
+		if (config_key_ignored(x->key[i]))
+			continue;
+		other = config_value(y, x->key[i]);
+		if (other && !strcmp(other, x->val[i]))
+			continue;
+		if (!x_is_real && other)
+			continue; /* differing values were reported from the Real side */
+		note(b, "loader configuration differs: %s=%s in the real run, %s in the replay run",
+		     x->key[i], x_is_real ? x->val[i] : (other ? other : "absent"),
+		     x_is_real ? (other ? other : "absent") : x->val[i]);
+		same = 0;
+	}
+	return same;
+}
+
+static int compare_configs(struct dlbn_baseline *b, const struct dlbn_model *real_m,
+			   const struct dlbn_model *replay_m)
+{
+	const struct dlbn_config *x = &real_m->config, *y = &replay_m->config;
+	if (!x->present || !y->present) {
+		note(b, "loader configuration not compared: no CONFIG record in the %s trace",
+		     !x->present ? "real" : "replay");
+		return 1;
+	}
+	int same = compare_one_way(b, x, y, 1);
+	return compare_one_way(b, y, x, 0) && same;
+}
+
+/* Mean IPC message bytes over the first k hand-offs that carried bytes. */
+static double mean_bytes(const struct dlbn_steps *st, size_t k, size_t *used)
+{
+	double sum = 0;
+	size_t n = 0;
+	for (size_t i = 0; i < st->n && n < k; i++) {
+		if (st->v[i].bytes <= 0)
+			continue;
+		sum += (double)st->v[i].bytes;
+		n++;
+	}
+	*used = n;
+	return n ? sum / (double)n : 0;
+}
+
+/*
+ * Batch bytes: the Replay run received only the batches it cached, so
+ * compare those with the Real run's first as many.
+ */
+static int compare_bytes(struct dlbn_baseline *b, const struct dlbn_model *real_m,
+			 const struct dlbn_model *replay_m)
+{
+	size_t k = replay_m->ipc_steps.n, nreal, nreplay;
+	if (b->replay_batches > 0 && (size_t)b->replay_batches < k)
+		k = (size_t)b->replay_batches;
+	double replay_bytes = mean_bytes(&replay_m->ipc_steps, k, &nreplay);
+	double real_bytes = mean_bytes(&real_m->ipc_steps, nreplay ? nreplay : 1, &nreal);
+	if (!nreplay || !nreal) {
+		note(b, "batch bytes not compared: no batch hand-off seen in the %s run",
+		     !nreplay ? "replay" : "real");
+		return 1;
+	}
+	double rel = fabs(replay_bytes / real_bytes - 1.0);
+	if (rel <= DLBN_BASELINE_BYTES_TOLERANCE)
+		return 1;
+	note(b,
+	     "batch bytes differ: %.0f per batch in the real run, %.0f in the replay run "
+	     "(first %zu batches)",
+	     real_bytes, replay_bytes, nreal);
+	return 0;
+}
+
+static int compare_work(struct dlbn_baseline *b, const struct dlbn_model *real_m,
+			const struct dlbn_model *replay_m)
+{
+	int same = 1;
+	int real_replay = replay_batches_of(&real_m->config);
+	if (b->replay_batches < 1) {
+		note(b,
+		     "%s is not a Replay run (its loader configuration has no replay=N); "
+		     "record one with dlbn-run --replay N",
+		     b->path);
+		same = 0;
+	}
+	if (real_replay >= 1) {
+		note(b, "the analysed trace is itself a Replay run (replay=%d)", real_replay);
+		same = 0;
+	}
+	if (real_m->view != replay_m->view) {
+		note(b, "the replay trace has no steps in the %s view of the real one",
+		     dlbn_view_name(real_m->view));
+		same = 0;
+	}
+	if (b->real_steps != b->replay_steps) {
+		note(b, "step counts differ: %zu in the real run, %zu in the replay run",
+		     b->real_steps, b->replay_steps);
+		same = 0;
+	}
+	if (b->real_epochs != b->replay_epochs) {
+		note(b, "epochs differ: %d in the real run, %d in the replay run", b->real_epochs,
+		     b->replay_epochs);
+		same = 0;
+	}
+	same = compare_configs(b, real_m, replay_m) && same;
+	return compare_bytes(b, real_m, replay_m) && same;
+}
+
+/* Wall clock from the end of step `first` to the end of step `last`. */
+static double span_s(const struct dlbn_steps *st, size_t first, size_t last)
+{
+	return (double)(st->v[last].end - st->v[first].end) / 1e9;
+}
+
+static void measure(struct dlbn_baseline *b, const struct dlbn_model *real_m,
+		    const struct dlbn_analysis *real_a, const struct dlbn_model *replay_m)
+{
+	const struct dlbn_steps *rs = real_m->steps, *ps = replay_m->steps;
+	size_t common = b->real_steps < b->replay_steps ? b->real_steps : b->replay_steps;
+	if (!rs || !ps || !real_a->steps_window || !real_a->steps_warmup) {
+		note(b, "no measured speedup: the real trace has no steady-state window");
+		return;
+	}
+	b->first_step = real_a->steps_warmup - 1;
+	b->last_step = real_a->steps_warmup + real_a->steps_window - 1;
+	if (b->last_step >= common)
+		b->last_step = common ? common - 1 : 0;
+	if (b->last_step <= b->first_step) {
+		note(b,
+		     "no measured speedup: the replay run has %zu steps, the real run's "
+		     "window starts after step %zu",
+		     b->replay_steps, b->first_step);
+		return;
+	}
+	b->real_wall_s = span_s(rs, b->first_step, b->last_step);
+	b->replay_wall_s = span_s(ps, b->first_step, b->last_step);
+	if (!(b->replay_wall_s > 0) || !(b->real_wall_s > 0)) {
+		note(b, "no measured speedup: empty interval over steps %zu..%zu", b->first_step,
+		     b->last_step);
+		return;
+	}
+	b->measured_speedup = b->real_wall_s / b->replay_wall_s;
+	if (b->predicted_speedup > 0) {
+		b->error_pct = (b->predicted_speedup / b->measured_speedup - 1.0) * 100.0;
+		b->has_error = 1;
+	}
+}
+
+void dlbn_baseline_compare(struct dlbn_baseline *b, const char *replay_path,
+			   const struct dlbn_model *real_m, const struct dlbn_analysis *real_a,
+			   const struct dlbn_model *replay_m, const struct dlbn_analysis *replay_a)
+{
+	memset(b, 0, sizeof(*b));
+	b->path = replay_path;
+	b->replay_batches = replay_batches_of(&replay_m->config);
+	b->real_steps = real_m->steps ? real_m->steps->n : 0;
+	b->replay_steps = replay_m->steps ? replay_m->steps->n : 0;
+	b->real_epochs = real_m->steps ? real_m->steps->epochs : 0;
+	b->replay_epochs = replay_m->steps ? replay_m->steps->epochs : 0;
+	b->predicted_speedup = real_a->predicted_speedup;
+	b->replay_own_speedup = replay_a ? replay_a->predicted_speedup : 0;
+	b->equivalent = compare_work(b, real_m, replay_m);
+	measure(b, real_m, real_a, replay_m);
+	if (b->replay_own_speedup > DLBN_POTENTIAL_ABOVE)
+		note(b,
+		     "the replay run itself still waited for batches (its own predicted "
+		     "speedup %.2f): its measured time includes loading",
+		     b->replay_own_speedup);
+}
+
+int dlbn_baseline_load(struct dlbn_baseline *b, const char *path, const struct dlbn_model_opts *mo,
+		       const struct dlbn_verdict_opts *vo, const struct dlbn_model *real_m,
+		       const struct dlbn_analysis *real_a, char *err, size_t errlen)
+{
+	struct dlbn_model_opts opts = *mo;
+	struct dlbn_model m;
+	struct dlbn_analysis a;
+	struct dlbn_gpu gpu;
+	int rc = 0;
+
+	struct dlbn_reader *r = dlbn_reader_open(path, err, errlen);
+	if (!r)
+		return -1;
+	if (real_m->view != DLBN_VIEW_NONE)
+		opts.force_view = real_m->view;
+	memset(&gpu, 0, sizeof(gpu));
+	memset(&a, 0, sizeof(a));
+	if (dlbn_model_build(&m, r, &opts) != 0) {
+		dlbn_reader_close(r);
+		return -2;
+	}
+	/* As dlbn-analyze does the Real trace: GPU split, its window figures,
+	 * then the analysis that reads them. */
+	if (m.has_cuda && dlbn_gpu_analyze(&m, r, NULL, &gpu) != 0) {
+		rc = -2;
+	} else {
+		if (m.steps)
+			dlbn_gpu_window(&gpu, m.steps, m.steps->w.ws, m.steps->w.we);
+		if (dlbn_analyze_gpu(&m, dlbn_reader_stats(r), vo, &gpu, &a) != 0)
+			rc = -2;
+	}
+	if (rc == 0) {
+		const struct dlbn_reader_stats *rs = dlbn_reader_stats(r);
+		dlbn_baseline_compare(b, path, real_m, real_a, &m, &a);
+		if (rs->truncated || rs->extents_corrupt)
+			note(b,
+			     "the replay trace is damaged; it was compared as far as it is intact");
+	}
+	dlbn_analysis_free(&a); /* zeroed above: safe when never filled */
+	dlbn_gpu_free(&gpu);
+	dlbn_model_free(&m);
+	dlbn_reader_close(r);
+	return rc;
+}
+
+static void json_number(FILE *out, double v, int valid)
+{
+	if (valid && isfinite(v))
+		fprintf(out, "%.6g", v);
+	else
+		fputs("null", out);
+}
+
+void dlbn_baseline_json(FILE *out, const struct dlbn_baseline *b)
+{
+	int measured = b->measured_speedup > 0;
+	fputs("{\"path\":", out);
+	dlbn_json_string(out, b->path ? b->path : "", b->path ? strlen(b->path) : 0);
+	fputs(",\"replay_batches\":", out);
+	json_number(out, b->replay_batches, b->replay_batches >= 0);
+	fputs(",\"measured_speedup\":", out);
+	json_number(out, b->measured_speedup, measured);
+	fputs(",\"predicted_speedup\":", out);
+	json_number(out, b->predicted_speedup, b->predicted_speedup > 0);
+	fputs(",\"error_pct\":", out);
+	json_number(out, b->error_pct, b->has_error);
+	fprintf(out, ",\"steps\":{\"real\":%zu,\"replay\":%zu}", b->real_steps, b->replay_steps);
+	fputs(",\"window\":", out);
+	if (measured) {
+		fprintf(out, "{\"first_step\":%zu,\"last_step\":%zu,\"real_s\":", b->first_step,
+			b->last_step);
+		json_number(out, b->real_wall_s, 1);
+		fputs(",\"replay_s\":", out);
+		json_number(out, b->replay_wall_s, 1);
+		fputc('}', out);
+	} else {
+		fputs("null", out);
+	}
+	fputs(",\"replay_own_predicted_speedup\":", out);
+	json_number(out, b->replay_own_speedup, b->replay_own_speedup > 0);
+	fprintf(out, ",\"equivalent\":%s,\"notes\":[", b->equivalent ? "true" : "false");
+	for (size_t i = 0; i < b->nnotes; i++) {
+		if (i)
+			fputc(',', out);
+		dlbn_json_string(out, b->notes[i], strlen(b->notes[i]));
+	}
+	fputs("]}", out);
+}
+
+void dlbn_baseline_text(FILE *out, const struct dlbn_baseline *b)
+{
+	if (b->measured_speedup > 0) {
+		fprintf(out, "MEASURED: speedup %.2f by Replay (%s", b->measured_speedup, b->path);
+		if (b->replay_batches > 0)
+			fprintf(out, ", %d cached batches", b->replay_batches);
+		fprintf(out, "): steps %zu..%zu took %.3f s real, %.3f s replayed\n", b->first_step,
+			b->last_step, b->real_wall_s, b->replay_wall_s);
+		if (b->has_error)
+			fprintf(out, "          predicted %.2f, %+.1f%% off the measurement\n",
+				b->predicted_speedup, b->error_pct);
+	} else {
+		fprintf(out, "MEASURED: no speedup measured from %s\n", b->path);
+	}
+	if (b->equivalent)
+		fprintf(out,
+			"          runs equivalent: %zu steps each, same loader configuration\n",
+			b->real_steps);
+	else
+		fputs("          runs NOT equivalent: the comparison may not hold\n", out);
+	for (size_t i = 0; i < b->nnotes; i++)
+		fprintf(out, "          - %s\n", b->notes[i]);
+}
