@@ -3,7 +3,7 @@
 Run with `/usr/bin/python3 -m pytest tests/cuda` after `make all` (the
 programs and the simulated driver are tests-aux products under
 build/tests/).  The library under test is $DLBN_LIB, default
-build/libdlbn.so.  Traces are decoded with cudatrace.py (Python msgpack).
+build/libdlbn.so.  Traces are decoded with tests/pylib/dlbntrace.py (Python msgpack).
 
 What is checked:
   - libdlbn.so exports dlsym in both glibc versions and never needs libcuda;
@@ -27,8 +27,8 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-import cudatrace  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tests", "pylib"))
+import dlbntrace  # noqa: E402
 
 BUILD = os.path.join(ROOT, "build")
 LIB = os.path.abspath(os.environ.get("DLBN_LIB", os.path.join(BUILD, "libdlbn.so")))
@@ -67,7 +67,7 @@ def run(cmd, trace=None, per_thread=False, extra_env=None):
 
 
 def gpu_records(trace):
-    return [r for r in cudatrace.read_records(str(trace)) if r["type"] in GPU_TYPES]
+    return [r for r in dlbntrace.read_records(str(trace)) if r["type"] in GPU_TYPES]
 
 
 # ---- the library itself -------------------------------------------------------
@@ -112,21 +112,21 @@ def test_gpu_calls_recorded_and_results_unchanged(tmp_path, reach, per_thread):
 
     recs = gpu_records(tmp_path / "t.bin")
     s, s2 = int(traced["stream"]), int(traced["stream2"])
-    default = cudatrace.STREAM_PER_THREAD if per_thread else 0
+    default = dlbntrace.STREAM_PER_THREAD if per_thread else 0
     launches = [(r["stream"], r["api"]) for r in recs if r["type"] == "LAUNCH"]
-    assert launches == [(s, cudatrace.CU_LAUNCH_KERNEL),
-                        (s, cudatrace.CU_LAUNCH_KERNEL), (s, cudatrace.CU_LAUNCH_KERNEL_EX),
-                        (default, cudatrace.CU_LAUNCH_KERNEL), (s2, cudatrace.CU_LAUNCH_KERNEL),
-                        (s, cudatrace.CU_GRAPH_LAUNCH)]
+    assert launches == [(s, dlbntrace.CU_LAUNCH_KERNEL),
+                        (s, dlbntrace.CU_LAUNCH_KERNEL), (s, dlbntrace.CU_LAUNCH_KERNEL_EX),
+                        (default, dlbntrace.CU_LAUNCH_KERNEL), (s2, dlbntrace.CU_LAUNCH_KERNEL),
+                        (s, dlbntrace.CU_GRAPH_LAUNCH)]
     waits = [(r["stream"]) for r in recs if r["type"] == "WAITEVT"]
     assert waits == [s2]
 
     copies = [r for r in recs if r["type"] == "MEMCPY"]
     assert [(c["dir"], c["async"], c["host_mem"], c["bytes"]) for c in copies] == [
-        (cudatrace.COPY_HTOD, 1, cudatrace.HOSTMEM_PINNED, 1 << 20),
-        (cudatrace.COPY_HTOD, 1, cudatrace.HOSTMEM_PAGEABLE, 1 << 20),
-        (cudatrace.COPY_HTOD, 0, cudatrace.HOSTMEM_PAGEABLE, 1 << 20),
-        (cudatrace.COPY_DTOH, 0, cudatrace.HOSTMEM_PINNED, 1 << 20)]
+        (dlbntrace.COPY_HTOD, 1, dlbntrace.HOSTMEM_PINNED, 1 << 20),
+        (dlbntrace.COPY_HTOD, 1, dlbntrace.HOSTMEM_PAGEABLE, 1 << 20),
+        (dlbntrace.COPY_HTOD, 0, dlbntrace.HOSTMEM_PAGEABLE, 1 << 20),
+        (dlbntrace.COPY_DTOH, 0, dlbntrace.HOSTMEM_PINNED, 1 << 20)]
     assert [c["stream"] for c in copies] == [s, s, default, default]
     # The pageable async copy blocked until the 105 ms of kernels queued on
     # s had run (the driver stages it through a pinned buffer): they
@@ -135,7 +135,7 @@ def test_gpu_calls_recorded_and_results_unchanged(tmp_path, reach, per_thread):
     assert copies[1]["t"] + copies[1]["dur"] >= head["t"] + 105_000_000
 
     syncs = [(r["api"]) for r in recs if r["type"] == "SYNC"]
-    assert syncs == [cudatrace.CU_STREAM_SYNC, cudatrace.CU_EVENT_SYNC, cudatrace.CU_CTX_SYNC]
+    assert syncs == [dlbntrace.CU_STREAM_SYNC, dlbntrace.CU_EVENT_SYNC, dlbntrace.CU_CTX_SYNC]
     infos = [r for r in recs if r["type"] == "CUDA_INFO"]
     assert infos and infos[0]["ret"] == 12040, infos
     # Everything before the first wait: no probes yet.
@@ -192,7 +192,7 @@ def probe_run(tmp_path, reach, kernel_us, wait_ms, wait2_ms=0):
         app.append(str(wait2_ms))
     facts, p = run(app, trace=tmp_path / "p.bin")
     assert p.returncode == 0, p.stderr
-    recs = [r for r in cudatrace.read_records(str(tmp_path / "p.bin"))
+    recs = [r for r in dlbntrace.read_records(str(tmp_path / "p.bin"))
             if r["pid"] == r["tid"] and r["type"] in GPU_TYPES | {"READ"}]
     return facts, recs
 
@@ -235,7 +235,7 @@ def test_no_cuda_activity_no_gpu_records(tmp_path):
     """CPU-only process with main-thread pipe waits: nothing GPU-related."""
     _, p = run(["/bin/sh", "-c", "sleep 0.05 | cat"], trace=tmp_path / "c.bin")
     assert p.returncode == 0, p.stderr
-    recs = cudatrace.read_records(str(tmp_path / "c.bin"))
+    recs = dlbntrace.read_records(str(tmp_path / "c.bin"))
     assert recs and not [r for r in recs if r["type"] in GPU_TYPES]
 
 
@@ -252,7 +252,7 @@ def test_launch_wrapper_cost(tmp_path):
     base, hooked = float(plain["ns_per_launch"]), float(traced["ns_per_launch"])
     print("\nlaunch cost: %.1f ns without, %.1f ns with libdlbn.so (+%.1f ns)"
           % (base, hooked, hooked - base))
-    launches = [r for r in cudatrace.read_records(str(tmp_path / "b.bin"))
+    launches = [r for r in dlbntrace.read_records(str(tmp_path / "b.bin"))
                 if r["type"] == "LAUNCH"]
     assert len(launches) == 5 * n
 
@@ -271,7 +271,7 @@ def test_dataloader_loop_probes_every_wait(tmp_path, reach):
     facts, p = run(app, trace=tmp_path / "l.bin", extra_env={"SIMGPU_REACH": reach})
     assert p.returncode == 0, p.stderr
     s = int(facts["stream"])
-    recs = cudatrace.read_records(str(tmp_path / "l.bin"))
+    recs = dlbntrace.read_records(str(tmp_path / "l.bin"))
     gpu = [r for r in recs if r["type"] in GPU_TYPES]
     assert len({r["pid"] for r in gpu}) == 1, "GPU records outside the main process"
     launches = [r for r in gpu if r["type"] == "LAUNCH"]
@@ -397,7 +397,7 @@ def workload(tmp_path, scenario, reach="runtime", steps=24):
     facts, p = run(app, trace=tmp_path / ("%s.bin" % scenario))
     assert p.returncode == 0, p.stderr
     assert int(facts["steps"]) == steps
-    recs = cudatrace.read_records(str(tmp_path / ("%s.bin" % scenario)))
+    recs = dlbntrace.read_records(str(tmp_path / ("%s.bin" % scenario)))
     assert not [r for r in recs if r["type"] == "CUDA_INFO" and r["api"] in (101, 103)]
     return facts, recs
 
@@ -442,7 +442,7 @@ def test_scenario_pageable_h2d_copies_recorded(tmp_path):
     _, recs = workload(tmp_path, "pageable_h2d")
     copies = [r for r in recs if r["type"] == "MEMCPY"]
     assert len(copies) == 24
-    assert all(c["host_mem"] == cudatrace.HOSTMEM_PAGEABLE and c["async"] == 1
-               and c["dir"] == cudatrace.COPY_HTOD and c["bytes"] == 64 << 20 for c in copies)
+    assert all(c["host_mem"] == dlbntrace.HOSTMEM_PAGEABLE and c["async"] == 1
+               and c["dir"] == dlbntrace.COPY_HTOD and c["bytes"] == 64 << 20 for c in copies)
     # 64 MiB at 10 GB/s: the host blocks at least 6.7 ms per copy.
     assert min(c["dur"] for c in copies) > 6_000_000

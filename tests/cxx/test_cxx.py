@@ -17,9 +17,9 @@ import pytest
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 BUILD = ROOT / "build"
-sys.path.insert(0, str(ROOT / "tests" / "nvtx"))
-import nvtx_tracefile as tracefile  # noqa: E402
-from nvtx_tracefile import of_type  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests" / "pylib"))
+import dlbntrace  # noqa: E402
+from dlbntrace import of_type  # noqa: E402
 
 APP = BUILD / "tests" / "cxx" / "cxx_throw"
 STANDIN = BUILD / "tests" / "nvtx" / "libdlbn_standin.so"
@@ -50,7 +50,9 @@ def run(lib, tmp_path, *args, stacks="all"):
     env["DLBN_STANDIN_OUT" if lib == STANDIN else "DLBN_OUTPUT"] = str(trace)
     p = subprocess.run([str(APP), *args], env=env, cwd=tmp_path, capture_output=True,
                        text=True, timeout=60)
-    recs = tracefile.read_trace(trace) if trace.exists() else []
+    # the stand-in writes a bare msgpack stream, the real library a trace file
+    recs = (dlbntrace.read_records(trace, allow_bare=lib == STANDIN)
+             if trace.exists() else [])
     return p, recs
 
 
@@ -74,21 +76,21 @@ def test_stack_refers_to_announced_modules(kind, tmp_path):
     assert p.returncode == 0
     modules = {}
     for r in recs:
-        if r.type == tracefile.REC["MODULE"]:
-            modules[(r.stream[0], r.fields[0])] = r
+        if r["type"] == "MODULE":
+            modules[(r["proc_id"], r["module_id"])] = r
     stacks = of_type(recs, "STACK")
     s = stacks[0]
-    frames = s.fields[2]
+    frames = s["frames"]
     assert len(frames) % 2 == 0 and 2 <= len(frames) <= 64
     for mid in frames[0::2]:
-        m = modules[(s.stream[0], mid)]
-        assert m.t <= s.t  # announced before use
-    paths = [modules[(s.stream[0], mid)].fields[2] for mid in frames[0::2]]
+        m = modules[(s["proc_id"], mid)]
+        assert m["t"] <= s["t"]  # announced before use
+    paths = [modules[(s["proc_id"], mid)]["path"] for mid in frames[0::2]]
     # innermost frame is the program's wait, not the preload library itself
     assert paths[0].endswith("/cxx_throw")
     assert not any(path.endswith(pathlib.Path(library(kind)).name) for path in paths)
-    assert s.fields[0] in (15, 20, 10, 13)  # a wait record type
-    assert s.fields[1] >= 1_000_000  # the wait began >= 1 ms before
+    assert s["wait_type"] in (15, 20, 10, 13)  # a wait record type
+    assert s["wait_ts_delta"] >= 1_000_000  # the wait began >= 1 ms before
 
 
 @pytest.mark.parametrize("kind", LIBS)
@@ -117,7 +119,7 @@ def test_adaptive_policy(tmp_path):
     20 captures (10/s refill; the reported waits take no time)."""
     p, recs = run(STANDIN, tmp_path, "policy", stacks="1")
     assert p.returncode == 0 and "reported 36" in p.stdout
-    durs = [s.fields[1] for s in of_type(recs, "STACK")]
+    durs = [s["wait_ts_delta"] for s in of_type(recs, "STACK")]
     # 16 decreasing: all (top-K filling); 4 shorter than every kept: none;
     # 10 ms: beats the 16th; then increasing: 3 more until the burst is spent;
     # 0.9 ms: never.

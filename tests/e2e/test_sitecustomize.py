@@ -6,12 +6,16 @@ Each check runs two ways: "preload" (LD_PRELOAD=libdlbn.so, whose constructor
 prepends dlbn's directory to PYTHONPATH: the real path) and "pythonpath"
 (dlbn's directory put first on PYTHONPATH by hand: the bootstrap alone)."""
 
+import os
 import subprocess
+import sys
 
 import pytest
 
 from e2e_common import BOOT_DIR, LIB, PYTHON, clean_env, require_binaries
-from e2e_tracefile import REC_MARK, read_trace, records_of
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from dlbntrace import Trace  # noqa: E402
 
 USER_SITE = '''\
 import os, sys
@@ -120,8 +124,8 @@ def test_marks_happen_with_user_sitecustomize(runs, rundir, user_dir):
     main_pid = run.record["pid"]
     assert [l for l in lines if l.startswith("%d " % main_pid)] == [
         "%d sitecustomize" % main_pid], lines
-    trace = read_trace(run.trace)
-    ends = [m for m in records_of(trace, main_pid, REC_MARK) if m[2] == 2]
+    trace = Trace(run.trace)
+    ends = [m for m in trace.records_of_pid(main_pid, "MARK") if m["kind"] == 2]
     assert len(ends) == 40
     assert run.analysis["view"] == "python", run.describe()
     assert run.analysis["verdict"] == "DETECTED", run.describe()

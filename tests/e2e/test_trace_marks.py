@@ -1,13 +1,17 @@
 """The bootstrap's marks as the recorder writes them (read with the test
-reader tracefile.py, independently of dlbn-analyze): on the main thread of
-the training process, one ITER_BEGIN + CONFIG per epoch and a FETCH_BEGIN /
-FETCH_END pair around every batch, ending in FETCH_STOP; FETCH_END lands
-just before the loop sees the batch (same CLOCK_MONOTONIC as
-time.monotonic()).  With DLBN_PYTHON=0 there are none."""
+reader tests/pylib/dlbntrace.py, independently of dlbn-analyze): on the
+main thread of the training process, one ITER_BEGIN + CONFIG per epoch and
+a FETCH_BEGIN / FETCH_END pair around every batch, ending in FETCH_STOP;
+FETCH_END lands just before the loop sees the batch (same CLOCK_MONOTONIC
+as time.monotonic()).  With DLBN_PYTHON=0 there are none."""
+
+import os
+import sys
 
 import pytest
 
-from e2e_tracefile import REC_CONFIG, REC_MARK, read_trace, records_of
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from dlbntrace import Trace  # noqa: E402
 
 BEGIN, END, STOP, ITER = 1, 2, 3, 4
 ARGS = ["--workers", "2", "--batch-size", "4", "--sample-ms", "2",
@@ -17,14 +21,14 @@ ARGS = ["--workers", "2", "--batch-size", "4", "--sample-ms", "2",
 @pytest.fixture(scope="module")
 def marked(runs):
     run = runs("marks", ARGS + ["--persistent"])
-    trace = read_trace(run.trace)
-    return run, records_of(trace, run.record["pid"], REC_MARK), \
-        records_of(trace, run.record["pid"], REC_CONFIG)
+    trace = Trace(run.trace)
+    return run, trace.records_of_pid(run.record["pid"], "MARK"), \
+        trace.records_of_pid(run.record["pid"], "CONFIG")
 
 
 def test_mark_sequence(marked):
     run, marks, configs = marked
-    got = [tuple(m[2:5]) for m in marks]
+    got = [(m["kind"], m["iter_id"], m["arg"]) for m in marks]
     expected = []
     for epoch, iter_id in ((0, 1), (1, 2)):
         expected.append((ITER, iter_id, epoch))
@@ -36,8 +40,8 @@ def test_mark_sequence(marked):
 
 def test_config_per_iterator(marked):
     run, marks, configs = marked
-    assert [c[2] for c in configs] == [1, 2]
-    fields = dict(kv.split("=", 1) for kv in configs[0][3].split(";"))
+    assert [c["iter_id"] for c in configs] == [1, 2]
+    fields = dict(kv.split("=", 1) for kv in configs[0]["text"].split(";"))
     assert fields["num_workers"] == "2" and fields["batch_size"] == "4"
     assert fields["persistent_workers"] == "1" and fields["start_method"] == "fork"
     assert fields["prefetch_factor"] == "2" and fields["dataset_kind"] == "map"
@@ -45,7 +49,7 @@ def test_config_per_iterator(marked):
 
 def test_fetch_end_matches_the_loop(marked):
     run, marks, configs = marked
-    ends = [m[1] / 1e9 for m in marks if m[2] == END]
+    ends = [m["t"] / 1e9 for m in marks if m["kind"] == END]
     steps = run.record["step_times"]
     assert len(ends) == len(steps) == 30
     for end, step in zip(ends, steps):
@@ -54,6 +58,6 @@ def test_fetch_end_matches_the_loop(marked):
 
 def test_no_marks_when_switched_off(runs):
     run = runs("marks_off", ARGS, env={"DLBN_PYTHON": "0"})
-    trace = read_trace(run.trace)
-    assert records_of(trace, run.record["pid"], REC_MARK) == []
-    assert records_of(trace, run.record["pid"], REC_CONFIG) == []
+    trace = Trace(run.trace)
+    assert trace.records_of_pid(run.record["pid"], "MARK") == []
+    assert trace.records_of_pid(run.record["pid"], "CONFIG") == []

@@ -20,9 +20,9 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 BUILD = ROOT / "build"
 T = BUILD / "tests" / "nvtx"
-sys.path.insert(0, str(HERE))
-import nvtx_tracefile as tracefile  # noqa: E402
-from nvtx_tracefile import REC, of_type  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests" / "pylib"))
+import dlbntrace  # noqa: E402
+from dlbntrace import of_type  # noqa: E402
 
 APP = T / "nvtx_app"
 STANDIN = T / "libdlbn_standin.so"
@@ -58,7 +58,9 @@ def run_app(lib, tmp_path, *args, env_extra=None):
     p = subprocess.run([str(APP), *args], env=env, cwd=tmp_path, capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 0, p.stderr
-    records = tracefile.read_trace(trace) if trace.exists() else []
+    # the stand-in writes a bare msgpack stream, the real library a trace file
+    records = (dlbntrace.read_records(trace, allow_bare=lib == STANDIN)
+                if trace.exists() else [])
     return p.stdout, records
 
 
@@ -77,18 +79,18 @@ def names(records):
     """Per process: domain id -> name, string id -> text."""
     domains, strings = {0: "<default>"}, {}
     for r in records:
-        if r.type == REC["DOMAIN"]:
-            domains[(r.stream[0], r.fields[0])] = r.fields[1]
-        elif r.type == REC["STRING"]:
-            strings[(r.stream[0], r.fields[0])] = r.fields[1]
+        if r["type"] == "DOMAIN":
+            domains[(r["proc_id"], r["domain_id"])] = r["name"]
+        elif r["type"] == "STRING":
+            strings[(r["proc_id"], r["id"])] = r["text"]
     return domains, strings
 
 
-def text_of(r, strings, msg_at):
-    msg_id, msg = r.fields[msg_at], r.fields[msg_at + 1]
+def text_of(r, strings):
+    msg_id, msg = r["msg_id"], r["msg"]
     if msg_id:
         assert msg is None
-        return strings[(r.stream[0], msg_id)]
+        return strings[(r["proc_id"], msg_id)]
     return msg
 
 
@@ -97,14 +99,14 @@ def ranges(records):
     domains, strings = names(records)
     out, stacks = [], {}
     for r in records:
-        if r.type == REC["RANGE_PUSH"]:
-            key = (r.stream, r.fields[0])
+        if r["type"] == "RANGE_PUSH":
+            key = ((r["proc_id"], r["thread_no"]), r["domain_id"])
             stacks.setdefault(key, []).append(r)
-        elif r.type == REC["RANGE_POP"]:
-            key = (r.stream, r.fields[0])
+        elif r["type"] == "RANGE_POP":
+            key = ((r["proc_id"], r["thread_no"]), r["domain_id"])
             push = stacks[key].pop()
-            dom = domains[(r.stream[0], r.fields[0])] if r.fields[0] else "<default>"
-            out.append((dom, text_of(push, strings, 1), len(stacks[key]), push.t, r.t))
+            dom = domains[(r["proc_id"], r["domain_id"])] if r["domain_id"] else "<default>"
+            out.append((dom, text_of(push, strings), len(stacks[key]), push["t"], r["t"]))
     assert all(not s for s in stacks.values()), "unbalanced push/pop in the trace"
     return out
 
@@ -128,25 +130,25 @@ def test_push_pop_names_and_nesting(kind, tmp_path):
     assert longs == ["L" * 128]
     marks = of_type(recs, "NVTX_MARK")
     _, strings = names(recs)
-    assert [text_of(m, strings, 1) for m in marks] == ["mark1", "data", "wstr \u00fc", "wmark",
-                                                      "wmark2"]
+    assert [text_of(m, strings) for m in marks] == ["mark1", "data", "wstr \u00fc", "wmark",
+                                                   "wmark2"]
     domains, _ = names(recs)
-    assert domains[(marks[2].stream[0], marks[2].fields[0])] == "wdomain"
+    assert domains[(marks[2]["proc_id"], marks[2]["domain_id"])] == "wdomain"
 
 
 @pytest.mark.parametrize("kind", LIBS)
 def test_registered_strings_and_domains_announced_once(kind, tmp_path):
     _, recs = run_app(library(kind), tmp_path, "ranges")
-    strings = [r.fields[1] for r in of_type(recs, "STRING")]
+    strings = [r["text"] for r in of_type(recs, "STRING")]
     assert strings.count("step") == 1
-    doms = [r.fields[1] for r in of_type(recs, "DOMAIN")]
+    doms = [r["name"] for r in of_type(recs, "DOMAIN")]
     assert doms.count("mydomain") == 1
     # both libraries created "shared": one id
     assert doms.count("shared") == 1
-    step_pushes = [r for r in of_type(recs, "RANGE_PUSH") if r.fields[1] != 0]
+    step_pushes = [r for r in of_type(recs, "RANGE_PUSH") if r["msg_id"] != 0]
     assert len(step_pushes) == 3
-    step_id = [r.fields[0] for r in of_type(recs, "STRING") if r.fields[1] == "step"][0]
-    assert all(r.fields[1] == step_id and r.fields[2] is None for r in step_pushes)
+    step_id = [r["id"] for r in of_type(recs, "STRING") if r["text"] == "step"][0]
+    assert all(r["msg_id"] == step_id and r["msg"] is None for r in step_pushes)
 
 
 @pytest.mark.parametrize("kind", LIBS)
@@ -163,15 +165,15 @@ def test_two_instances_both_report(kind, tmp_path):
 def test_start_end_ranges(kind, tmp_path):
     _, recs = run_app(library(kind), tmp_path, "ranges")
     domains, strings = names(recs)
-    starts = {r.fields[0]: r for r in of_type(recs, "RANGE_START")}
-    ends = {r.fields[0]: r for r in of_type(recs, "RANGE_END")}
+    starts = {r["range_id"]: r for r in of_type(recs, "RANGE_START")}
+    ends = {r["range_id"]: r for r in of_type(recs, "RANGE_END")}
     assert set(starts) == set(ends) and len(starts) == 2
-    by_text = {text_of(r, strings, 2): r for r in starts.values()}
+    by_text = {text_of(r, strings): r for r in starts.values()}
     data = by_text["data"]
-    assert domains[(data.stream[0], data.fields[1])] == "mydomain"
-    assert by_text["plain_start"].fields[1] == 0
+    assert domains[(data["proc_id"], data["domain_id"])] == "mydomain"
+    assert by_text["plain_start"]["domain_id"] == 0
     for rid, s in starts.items():
-        assert ends[rid].t >= s.t
+        assert ends[rid]["t"] >= s["t"]
 
 
 @pytest.mark.parametrize("kind", LIBS)
@@ -186,23 +188,22 @@ def test_fork_child_reannounces(kind, tmp_path):
     _, recs = run_app(library(kind), tmp_path, "fork")
     strings = of_type(recs, "STRING")
     doms = of_type(recs, "DOMAIN")
-    assert [r.fields[1] for r in strings] == ["forkstr", "forkstr"]
-    assert [r.fields[1] for r in doms] == ["forkdomain", "forkdomain"]
+    assert [r["text"] for r in strings] == ["forkstr", "forkstr"]
+    assert [r["name"] for r in doms] == ["forkdomain", "forkdomain"]
     pushes = of_type(recs, "RANGE_PUSH")
     assert len(pushes) == 2
     if kind == "real":  # separate process streams: each announces before use
         for p in pushes:
-            mine = [s for s in strings if s.stream[0] == p.stream[0]]
-            assert mine and mine[0].t <= p.t
+            mine = [s for s in strings if s["proc_id"] == p["proc_id"]]
+            assert mine and mine[0]["t"] <= p["t"]
 
 
 @pytest.mark.parametrize("kind", LIBS)
 def test_disabled_by_env(kind, tmp_path):
     out, recs = run_app(library(kind), tmp_path, "ranges", env_extra={"DLBN_NVTX": "0"})
     assert "injection=(unset)" in out
-    nvtx_types = {REC[k] for k in ("RANGE_PUSH", "RANGE_POP", "RANGE_START", "RANGE_END",
-                                   "NVTX_MARK", "DOMAIN")}
-    assert not [r for r in recs if r.type in nvtx_types]
+    nvtx_types = {"RANGE_PUSH", "RANGE_POP", "RANGE_START", "RANGE_END", "NVTX_MARK", "DOMAIN"}
+    assert not [r for r in recs if r["type"] in nvtx_types]
 
 
 @pytest.mark.parametrize("kind", LIBS)

@@ -2,8 +2,8 @@
 
 Run with `/usr/bin/python3 -m pytest tests/recorder`.  The library under test
 is $DLBN_LIB, default build/libdlbn.so.  The C scenarios (rtest.c) are built
-into a temporary directory.  Traces are decoded with tracefile.py, an
-independent reader built on Python's msgpack module.
+into a temporary directory.  Traces are decoded with tests/pylib/dlbntrace.py,
+an independent reader built on Python's msgpack module.
 """
 import os
 import shutil
@@ -16,8 +16,8 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-import tracefile  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tests", "pylib"))
+import dlbntrace  # noqa: E402
 
 LIB = os.path.abspath(os.environ.get("DLBN_LIB", os.path.join(ROOT, "build", "libdlbn.so")))
 PYTHON = "/usr/bin/python3"
@@ -71,7 +71,7 @@ def test_pipe_write_poll_read_recorded_with_the_pipe_inode(rtest, tmp_path):
     p = run([rtest, "pipe"], DLBN_OUTPUT=out)
     assert p.returncode == 0, p.stderr
     ino = int(facts(p.stdout)["ino"])
-    t = tracefile.Trace(str(out))
+    t = dlbntrace.Trace(str(out))
     types = [r["type"] for r in t.records() if r["type"] != "SCHED"]
     assert types == ["PROCESS", "THREAD", "WRITE", "POLL", "READ", "EXIT"]
     w, = t.records("WRITE")
@@ -91,7 +91,7 @@ def test_errno_preserved_and_failures_recorded_as_minus_errno(rtest, tmp_path):
     out = tmp_path / "t.bin"
     p = run([rtest, "errno"], DLBN_OUTPUT=out)
     assert p.returncode == 0, p.stdout + p.stderr
-    t = tracefile.Trace(str(out))
+    t = dlbntrace.Trace(str(out))
     reads = list(t.records("READ"))
     # read on a closed fd is not a pipe: not recorded; EAGAIN on the pipe is.
     assert [r["ret"] for r in reads] == [-11]
@@ -104,7 +104,7 @@ def test_blocked_sem_wait_and_the_post_that_woke_it(rtest, tmp_path):
     p = run([rtest, "sem"], DLBN_OUTPUT=out)
     assert p.returncode == 0, p.stderr
     sem = int(facts(p.stdout)["sem"])
-    t = tracefile.Trace(str(out))
+    t = dlbntrace.Trace(str(out))
     waits = list(t.records("SEM_WAIT"))
     assert len(waits) == 1, "the uncontended wait must not be recorded"
     assert waits[0]["sem"] == sem and waits[0]["dur"] >= 40_000_000
@@ -118,7 +118,7 @@ def test_many_records_span_extents_and_stay_compact(rtest, tmp_path):
     out = tmp_path / "t.bin"
     p = run([rtest, "many", "30000"], DLBN_OUTPUT=out, DLBN_EXTENT_KB=64)
     assert p.returncode == 0, p.stderr
-    t = tracefile.Trace(str(out))
+    t = dlbntrace.Trace(str(out))
     st = t.streams[(0, 0)]
     assert len(st.extents) > 3
     rw = [r for r in st.records if r["type"] in ("READ", "WRITE")]
@@ -141,7 +141,7 @@ def test_fork_child_gets_own_proc_id_and_no_parent_records(rtest, tmp_path):
     assert p.returncode == 0, p.stderr
     f = facts(p.stdout)
     child, ino = int(f["child"]), int(f["ino"])
-    t = tracefile.Trace(str(out))
+    t = dlbntrace.Trace(str(out))
     procs = t.processes()
     assert sorted(procs) == [0, 1]
     assert procs[1]["pid"] == child and procs[1]["parent_proc_id"] == 0
@@ -163,7 +163,7 @@ def test_exec_child_joins_the_same_trace(rtest, tmp_path):
     assert p.returncode == 0, p.stderr
     child = int(facts(p.stdout)["child"])
     assert sorted(os.listdir(tmp_path)) == ["t.bin"]
-    t = tracefile.Trace(str(out))
+    t = dlbntrace.Trace(str(out))
     procs = t.processes()
     assert len(procs) == 3
     joined = [pid for pid, r in procs.items() if r["start"] == 2]
@@ -179,8 +179,8 @@ def test_other_rank_starts_its_own_trace(rtest, tmp_path):
     p = run(["/bin/sh", "-c", 'RANK=1 "$0" pipe; "$0" pipe', rtest], DLBN_OUTPUT=out)
     assert p.returncode == 0, p.stderr
     assert sorted(os.listdir(tmp_path)) == ["t-0.bin", "t-1.bin"]
-    t0 = tracefile.Trace(str(tmp_path / "t-0.bin"))
-    t1 = tracefile.Trace(str(tmp_path / "t-1.bin"))
+    t0 = dlbntrace.Trace(str(tmp_path / "t-0.bin"))
+    t1 = dlbntrace.Trace(str(tmp_path / "t-1.bin"))
     assert len(t0.processes()) == 2  # sh and the rank-0 rtest
     p1, = t1.processes().values()
     assert p1["rank"] == 1 and p1["start"] == 0
@@ -191,7 +191,7 @@ def test_sigkilled_child_keeps_its_records(rtest, tmp_path):
     p = run([rtest, "sigkill", "500"], DLBN_OUTPUT=out)
     assert p.returncode == 0, p.stderr
     child = int(facts(p.stdout)["child"])
-    t = tracefile.Trace(str(out))
+    t = dlbntrace.Trace(str(out))
     cid, = [pid for pid, r in t.processes().items() if r["pid"] == child]
     reads = list(t.records("READ", proc_id=cid))
     assert len(reads) == 500
@@ -207,7 +207,7 @@ def test_underscore_exit_records_exit(rtest, tmp_path):
     out = tmp_path / "t.bin"
     p = run([rtest, "exit"], DLBN_OUTPUT=out)
     assert p.returncode == 3
-    t = tracefile.Trace(str(out))
+    t = dlbntrace.Trace(str(out))
     ex, = t.records("EXIT")
     assert ex["status"] == 3 and ex["how"] == 1
     assert t.streams[(0, 0)].final
@@ -262,7 +262,7 @@ def test_existing_file_is_not_clobbered(rtest, tmp_path):
     assert out.read_text() == "precious"
     alt = tmp_path / "t.1.bin"
     assert p.stderr == "dlbn: %s exists; writing the trace to %s\n" % (out, alt)
-    assert tracefile.Trace(str(alt)).processes()
+    assert dlbntrace.Trace(str(alt)).processes()
     p = run([rtest, "pipe"], DLBN_OUTPUT=out, DLBN_LOG="quiet")
     assert p.stderr == "" and (tmp_path / "t.2.bin").exists()
 
@@ -272,7 +272,7 @@ def test_overwrite_replaces(rtest, tmp_path):
     out.write_text("old")
     p = run([rtest, "pipe"], DLBN_OUTPUT=out, DLBN_OVERWRITE=1)
     assert p.returncode == 0 and p.stderr == ""
-    assert tracefile.Trace(str(out)).processes()
+    assert dlbntrace.Trace(str(out)).processes()
     assert sorted(os.listdir(tmp_path)) == ["t.bin"]
 
 
@@ -284,7 +284,7 @@ def test_symlink_is_not_followed(rtest, tmp_path):
     p = run([rtest, "pipe"], DLBN_OUTPUT=link, DLBN_OVERWRITE=0)
     assert p.returncode == 0
     assert target.read_text() == "keep"
-    assert tracefile.Trace(str(tmp_path / "t.1.bin")).processes()
+    assert dlbntrace.Trace(str(tmp_path / "t.1.bin")).processes()
 
 
 def test_templates(rtest, tmp_path):
@@ -292,7 +292,7 @@ def test_templates(rtest, tmp_path):
             RANK=3, SLURM_JOB_ID="77")
     assert p.returncode == 0, p.stderr
     name, = os.listdir(tmp_path)
-    t = tracefile.Trace(str(tmp_path / name))
+    t = dlbntrace.Trace(str(tmp_path / name))
     pid = t.processes()[0]["pid"]
     assert name == "t-%d-3-77-%%.bin" % pid
     assert t.processes()[0]["rank"] == 3 and t.processes()[0]["job_id"] == "77"
@@ -305,7 +305,7 @@ def test_default_output_in_cwd_and_disable(rtest, tmp_path):
     assert p.returncode == 0 and os.listdir(tmp_path) == []
     p = run([rtest, "pipe"], cwd=tmp_path)
     name, = os.listdir(tmp_path)
-    assert name == "dlbn-%d.bin" % tracefile.Trace(str(tmp_path / name)).processes()[0]["pid"]
+    assert name == "dlbn-%d.bin" % dlbntrace.Trace(str(tmp_path / name)).processes()[0]["pid"]
     assert oct(os.stat(tmp_path / name).st_mode & 0o777) == "0o600"
 
 
@@ -314,7 +314,7 @@ def test_short_process_costs_little_disk(rtest, tmp_path):
     p = run(["/bin/sh", "-c", 'for i in 1 2 3 4 5 6 7 8 9 10; do "$0" hello; done; true', rtest],
             DLBN_OUTPUT=out)
     assert p.returncode == 0
-    t = tracefile.Trace(str(out))
+    t = dlbntrace.Trace(str(out))
     assert len(t.processes()) == 11
     st = os.stat(out)
     assert st.st_size > 10 * t.extent_size  # logical size: whole extents but the last
@@ -360,7 +360,7 @@ def test_python_bootstrap_path_and_marker_api(tmp_path):
                        env=env, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "%s:/elsewhere" % (libdir / "dlbn-python")
-    t = tracefile.Trace(str(out))
+    t = dlbntrace.Trace(str(out))
     mk, = t.records("MARK")
     assert (mk["kind"], mk["iter_id"], mk["arg"]) == (1, 7, 42)
     cf, = t.records("CONFIG")
@@ -370,7 +370,7 @@ def test_python_bootstrap_path_and_marker_api(tmp_path):
     p = subprocess.run([PYTHON, "-c", "import os; print(os.environ['PYTHONPATH'])"],
                        env=env, capture_output=True, text=True)
     assert p.stdout.strip() == "/elsewhere"
-    assert not list(tracefile.Trace(str(out)).records("MARK"))
+    assert not list(dlbntrace.Trace(str(out)).records("MARK"))
 
 
 def test_marker_api_inactive_when_disabled(tmp_path):
@@ -405,7 +405,7 @@ def test_torch_dataloader_workers_land_in_one_trace(tmp_path, ctx):
     p = run([PYTHON, str(script), ctx], DLBN_OUTPUT=out, DLBN_PYTHON=0)
     assert p.returncode == 0, p.stderr
     assert p.stdout == ref.stdout and p.stderr == ""
-    t = tracefile.Trace(str(out))
+    t = dlbntrace.Trace(str(out))
     procs = t.processes()
     main = [pid for pid, r in procs.items() if r["start"] == 0]
     assert main == [0]
@@ -437,11 +437,11 @@ def test_reused_fd_numbers_are_reclassified(rtest, tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     f = facts(p.stdout)
     fd = int(f["fd"])
-    reads = [r for r in tracefile.Trace(str(out)).records("READ") if r["fd"] == fd]
+    reads = [r for r in dlbntrace.Trace(str(out)).records("READ") if r["fd"] == fd]
     assert [(r["kind"], r["ret"]) for r in reads] == [(1, 1), (4, 4), (1, 2)]
     assert reads[1]["ino"] == int(f["file_ino"]) == os.stat(data).st_ino
     assert reads[2]["ino"] == int(f["pipe2_ino"])
-    opens = [r for r in tracefile.Trace(str(out)).records("OPEN") if r["path"] == str(data)]
+    opens = [r for r in dlbntrace.Trace(str(out)).records("OPEN") if r["path"] == str(data)]
     assert len(opens) == 1 and opens[0]["ino"] == os.stat(data).st_ino
 
 
@@ -449,7 +449,7 @@ def test_each_thread_has_its_own_stream(rtest, tmp_path):
     out = tmp_path / "t.bin"
     p = run([rtest, "threads", "4"], DLBN_OUTPUT=out)
     assert p.returncode == 0, p.stderr
-    t = tracefile.Trace(str(out))
+    t = dlbntrace.Trace(str(out))
     assert sorted(tno for (pid, tno) in t.streams) == [0, 1, 2, 3, 4]
     tids = set()
     for tno in range(1, 5):
@@ -467,7 +467,7 @@ def test_posix_spawn_child_joins(rtest, tmp_path):
     p = run([rtest, "posix_spawn"], DLBN_OUTPUT=out)
     assert p.returncode == 0, p.stderr
     child = int(facts(p.stdout)["child"])
-    procs = tracefile.Trace(str(out)).processes()
+    procs = dlbntrace.Trace(str(out)).processes()
     assert sorted((r["pid"] == child, r["start"]) for r in procs.values()) == [(False, 0),
                                                                               (True, 2)]
 
@@ -490,7 +490,7 @@ def test_full_disk_goes_passive_with_one_line(rtest, small_fs):
     assert p.returncode == 0 and p.stdout == "n=40000\n"
     assert p.stderr == ("dlbn: trace file system is full: No space left on device; "
                         "recording disabled, the program continues\n")
-    t = tracefile.Trace(str(out))
+    t = dlbntrace.Trace(str(out))
     assert t.flags & 1, "the header says a process went passive"
     rw = [r for r in t.records() if r["type"] in ("READ", "WRITE")]
     assert 10000 < len(rw) < 80000
@@ -498,7 +498,7 @@ def test_full_disk_goes_passive_with_one_line(rtest, small_fs):
     p = subprocess.run([rtest, "pipe"], env=env_with(DLBN_SESSION="r0:%s" % out),
                        capture_output=True, text=True)
     assert p.returncode == 0 and p.stderr == ""
-    assert len(tracefile.Trace(str(out)).processes()) == 1
+    assert len(dlbntrace.Trace(str(out)).processes()) == 1
 
 
 def test_python_queue_get_wait_and_the_put_that_woke_it(tmp_path):
@@ -518,7 +518,7 @@ def test_python_queue_get_wait_and_the_put_that_woke_it(tmp_path):
     p = subprocess.run([PYTHON, "-c", code], env=env_with(DLBN_OUTPUT=out, DLBN_PYTHON=0),
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
-    t = tracefile.Trace(str(out))
+    t = dlbntrace.Trace(str(out))
     # The get is the main thread's longest wait (thread start/join waits are
     # short); it is a sem_clockwait woken by the other thread's post.
     get = max((r for r in t.records("SEM_WAIT") if r["thread_no"] == 0),
@@ -532,7 +532,7 @@ def test_concurrent_processes_and_threads_share_the_file(rtest, tmp_path):
     out = tmp_path / "t.bin"
     p = run([rtest, "stress", "4", "4", "5000"], DLBN_OUTPUT=out, DLBN_EXTENT_KB=64)
     assert p.returncode == 0, p.stderr
-    t = tracefile.Trace(str(out))
+    t = dlbntrace.Trace(str(out))
     assert len(t.processes()) == 5
     per_stream = {}
     for r in t.records():
