@@ -7,7 +7,7 @@
  * callback-cost benchmark).  Records go to $DLBN_STANDIN_OUT as a bare sequence of msgpack arrays
  * [type, dt, fields...] (one process, all threads interleaved under a
  * mutex; dt relative to the previous record, the first to 0).  The test
- * decoder (tracefile.py) reads this as well as the real trace format.
+ * decoder (tests/pylib/dlbntrace.py) reads this as well as the real trace format.
  *
  * dlbn_test_wait() plays the part of a hooked main-thread wait: it calls
  * the wait fan-out around a sleep and returns the nanoseconds spent in
