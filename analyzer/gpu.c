@@ -28,7 +28,7 @@
 #include "model.h"
 #include "reader.h"
 
-#define NTRACKS		       2
+#define NTRACKS		       3    /* the model's views: python, ipc, nvtx */
 #define PROBE_RING	       1024 /* pending probes tracked at once (power of two) */
 #define STREAM_TABLE	       256  /* distinct streams tracked (power of two) */
 #define NO_TIME		       INT64_MAX
@@ -457,7 +457,7 @@ static void on_probe(struct gpu_pass *ps, const struct dlbn_record *r)
 	struct stream_ent *e = stream_get(ps, fld(r, 1));
 	struct pending_probe *slot = &ps->ring[id & (PROBE_RING - 1)];
 	struct pending_probe *prev = NULL;
-	uint32_t epoch[NTRACKS] = {NO_EPOCH, NO_EPOCH};
+	uint32_t epoch[NTRACKS] = {NO_EPOCH, NO_EPOCH, NO_EPOCH};
 
 	ps->g->probes++;
 	if (!id)
@@ -703,7 +703,7 @@ int dlbn_gpu_analyze(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 {
 	struct dlbn_gpu_opts defaults;
 	struct gpu_pass *ps;
-	struct dlbn_steps *views[NTRACKS] = {&m->py_steps, &m->ipc_steps};
+	struct dlbn_steps *views[NTRACKS] = {&m->py_steps, &m->ipc_steps, &m->nvtx_steps};
 	const struct dlbn_record *rec;
 
 	memset(g, 0, sizeof(*g));

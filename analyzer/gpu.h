@@ -148,9 +148,10 @@ struct dlbn_gpu {
 	struct dlbn_gpu_win win;
 	size_t nreasons;
 	char reasons[DLBN_GPU_MAX_REASONS][DLBN_GPU_LINE];
-	/* Per-step records of the two views, parallel to their steps. */
-	const struct dlbn_steps *view_steps[2];
-	struct dlbn_gpu_step *view_step[2];
+	/* Per-step records of the model's views (python, ipc, nvtx), parallel
+	 * to their steps. */
+	const struct dlbn_steps *view_steps[3];
+	struct dlbn_gpu_step *view_step[3];
 };
 
 void dlbn_gpu_default_opts(struct dlbn_gpu_opts *o);

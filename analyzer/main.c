@@ -1,6 +1,8 @@
 /*
- * main.c - dlbn-analyze command line: read a trace, build the model, print
- * the verdict (text or JSON) or dump the records.
+ * main.c - dlbn-analyze command line: read one trace (or one per rank),
+ * build the models, print the verdict (text, Markdown or JSON) or dump the
+ * records.  With several traces the job verdict is the worst rank's
+ * (report.h, dlbn_job_summarize) and --fail-on applies to it.
  *
  * Exit status (DESIGN section 5.7): 0 analysis done (any verdict);
  * 1 unreadable or damaged input (message on stderr; a damaged but readable
@@ -27,9 +29,11 @@ enum { EXIT_DONE = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_FAIL_ON = 3 };
 enum { FORMAT_TEXT = 0, FORMAT_JSON, FORMAT_MARKDOWN };
 
 static const char usage_text[] =
-	"usage: dlbn-analyze [options] TRACE\n"
+	"usage: dlbn-analyze [options] TRACE [TRACE...]\n"
 	"\n"
 	"Tell from a dlbn trace whether PyTorch training waits for its DataLoader.\n"
+	"Several traces (one per rank of a data-parallel job): a per-rank table,\n"
+	"the skew between ranks, and the job verdict (the worst rank's).\n"
 	"\n"
 	"  -f, --format FMT          text (default), markdown or json\n"
 	"  -o, --output FILE         write the report to FILE instead of stdout\n"
@@ -38,7 +42,8 @@ static const char usage_text[] =
 	"      --dump                print every record as one line and exit\n"
 	"      --fail-on LEVEL       exit 3 when the verdict is LEVEL or worse:\n"
 	"                            detected | potential\n"
-	"      --view VIEW           auto (default), python (fetch marks) or ipc\n"
+	"      --view VIEW           auto (default: python, else nvtx, else ipc),\n"
+	"                            python (fetch marks), nvtx (data ranges) or ipc\n"
 	"      --warmup N            skip N steps instead of prefetch depth + 1\n"
 	"      --detected-above X    DETECTED threshold on the speedup (1.50)\n"
 	"      --potential-above X   POTENTIAL threshold on the speedup (1.10)\n"
@@ -46,11 +51,16 @@ static const char usage_text[] =
 	"  -h, --help                this text\n"
 	"  -V, --version             version and trace format\n"
 	"\n"
+	"With several traces, --fail-on applies to the job verdict; --dump, --sqlite\n"
+	"and --perfetto take one trace.\n"
+	"\n"
 	"Exit status: 0 analysis done, 1 unreadable or damaged trace, 2 usage,\n"
 	"3 --fail-on level reached.  See dlbn-analyze(1), dlbn-trace(5).\n";
 
 struct cli {
-	const char *trace, *output, *sqlite, *perfetto;
+	char **traces; /* one per rank; --dump, --sqlite, --perfetto: one only */
+	size_t ntraces;
+	const char *output, *sqlite, *perfetto;
 	int format, dump, fail_on;
 	struct dlbn_model_opts mo;
 	struct dlbn_verdict_opts vo;
@@ -133,8 +143,11 @@ static int parse_args(int argc, char **argv, struct cli *c)
 				c->mo.force_view = DLBN_VIEW_PYTHON;
 			else if (!strcmp(optarg, "ipc"))
 				c->mo.force_view = DLBN_VIEW_IPC;
+			else if (!strcmp(optarg, "nvtx"))
+				c->mo.force_view = DLBN_VIEW_NVTX;
 			else if (strcmp(optarg, "auto") != 0)
-				return usage_error("--view takes auto, python or ipc", optarg);
+				return usage_error("--view takes auto, python, nvtx or ipc",
+						   optarg);
 			break;
 		case O_WARMUP: {
 			long v = strtol(optarg, &end, 10);
@@ -174,10 +187,12 @@ static int parse_args(int argc, char **argv, struct cli *c)
 			return usage_error("unknown option", argv[optind - 1]);
 		}
 	}
-	if (optind + 1 != argc)
-		return usage_error(optind == argc ? "no trace file given" : "one trace file only",
-				   NULL);
-	c->trace = argv[optind];
+	if (optind == argc)
+		return usage_error("no trace file given", NULL);
+	c->traces = argv + optind;
+	c->ntraces = (size_t)(argc - optind);
+	if (c->ntraces > 1 && (c->dump || c->sqlite || c->perfetto))
+		return usage_error("--dump, --sqlite and --perfetto take one trace", NULL);
 	return -1;
 }
 
@@ -206,7 +221,7 @@ static int damaged(const char *path, const struct dlbn_reader_stats *rs)
 static int run_exports(const struct cli *c, struct dlbn_reader *r, const struct dlbn_model *m,
 		       const struct dlbn_analysis *a, const struct dlbn_gpu *gpu)
 {
-	struct dlbn_export_input in = {c->trace, r, m, a, gpu, DLBN_VERSION_STRING};
+	struct dlbn_export_input in = {c->traces[0], r, m, a, gpu, DLBN_VERSION_STRING};
 	char err[512];
 	int failed = 0;
 	if (c->sqlite && dlbn_export_sqlite(c->sqlite, &in, NULL, err, sizeof(err)) != 0) {
@@ -220,41 +235,114 @@ static int run_exports(const struct cli *c, struct dlbn_reader *r, const struct 
 	return failed;
 }
 
-static int analyze(const struct cli *c, struct dlbn_reader *r, FILE *out)
-{
+/* One trace, read and analysed; kept open until its report is written. */
+struct run {
+	const char *path;
+	struct dlbn_reader *r;
 	struct dlbn_model m;
 	struct dlbn_analysis a;
 	struct dlbn_gpu gpu;
-	memset(&gpu, 0, sizeof(gpu));
-	/* Model (two passes), then the GPU split of the waits (a third pass,
-	 * only when there are CUDA records), then the verdict over the steps. */
-	if (dlbn_model_build(&m, r, &c->mo) != 0 ||
-	    (m.has_cuda && dlbn_gpu_analyze(&m, r, NULL, &gpu) != 0) ||
-	    dlbn_analyze(&m, dlbn_reader_stats(r), &c->vo, &a) != 0) {
-		fprintf(stderr, "dlbn-analyze: out of memory\n");
-		dlbn_gpu_free(&gpu);
-		dlbn_model_free(&m);
+	int built;
+};
+
+/* 0 done, else an exit status (message printed). */
+static int run_analyze(const struct cli *c, struct run *x)
+{
+	char err[512];
+	memset(&x->gpu, 0, sizeof(x->gpu));
+	x->r = dlbn_reader_open(x->path, err, sizeof(err));
+	if (!x->r) {
+		fprintf(stderr, "dlbn-analyze: %s\n", err);
 		return EXIT_INPUT;
 	}
-	if (m.steps)
-		dlbn_gpu_window(&gpu, m.steps, a.window_begin, a.window_end);
-	struct dlbn_report_input in = {c->trace, dlbn_reader_stats(r), &m, &a, &gpu};
-	if (c->format == FORMAT_JSON)
-		dlbn_report_json(out, &in);
-	else if (c->format == FORMAT_MARKDOWN)
-		dlbn_report_markdown(out, &in);
-	else
-		dlbn_report_text(out, &in);
-	int export_failed = run_exports(c, r, &m, &a, &gpu);
-	int verdict = a.verdict;
-	dlbn_analysis_free(&a);
-	dlbn_gpu_free(&gpu);
-	dlbn_model_free(&m);
-	if (damaged(c->trace, dlbn_reader_stats(r)) || export_failed)
+	/* Model (two passes), then the GPU split of the waits (a third pass,
+	 * only when there are CUDA records), its figures over the chosen
+	 * window, then the verdict, which reads them. */
+	if (dlbn_model_build(&x->m, x->r, &c->mo) != 0 ||
+	    (x->m.has_cuda && dlbn_gpu_analyze(&x->m, x->r, NULL, &x->gpu) != 0)) {
+		fprintf(stderr, "dlbn-analyze: out of memory\n");
+		dlbn_gpu_free(&x->gpu);
+		dlbn_model_free(&x->m);
 		return EXIT_INPUT;
-	if (c->fail_on && verdict >= c->fail_on)
-		return EXIT_FAIL_ON;
-	return EXIT_DONE;
+	}
+	if (x->m.steps)
+		dlbn_gpu_window(&x->gpu, x->m.steps, x->m.steps->w.ws, x->m.steps->w.we);
+	if (dlbn_analyze_gpu(&x->m, dlbn_reader_stats(x->r), &c->vo, &x->gpu, &x->a) != 0) {
+		fprintf(stderr, "dlbn-analyze: out of memory\n");
+		dlbn_analysis_free(&x->a);
+		dlbn_gpu_free(&x->gpu);
+		dlbn_model_free(&x->m);
+		return EXIT_INPUT;
+	}
+	/* --baseline (analyzer/baseline.h): compare with the Replay trace
+	 * here, once x->a is final, and hand the result to the report. */
+	x->built = 1;
+	return 0;
+}
+
+static void run_free(struct run *x)
+{
+	if (x->built) {
+		dlbn_analysis_free(&x->a);
+		dlbn_gpu_free(&x->gpu);
+		dlbn_model_free(&x->m);
+	}
+	if (x->r)
+		dlbn_reader_close(x->r);
+	memset(x, 0, sizeof(*x));
+}
+
+static void report(const struct cli *c, FILE *out, const struct dlbn_report_input *in)
+{
+	if (c->format == FORMAT_JSON)
+		dlbn_report_json(out, in);
+	else if (c->format == FORMAT_MARKDOWN)
+		dlbn_report_markdown(out, in);
+	else
+		dlbn_report_text(out, in);
+}
+
+static int analyze(const struct cli *c, FILE *out)
+{
+	size_t n = c->ntraces;
+	struct run *runs = calloc(n, sizeof(*runs));
+	struct dlbn_rank_row *rows = calloc(n, sizeof(*rows));
+	struct dlbn_job job;
+	int rc = EXIT_DONE, export_failed = 0, any_damaged = 0;
+
+	if (!runs || !rows) {
+		fprintf(stderr, "dlbn-analyze: out of memory\n");
+		free(runs);
+		free(rows);
+		return EXIT_INPUT;
+	}
+	for (size_t i = 0; i < n && rc == EXIT_DONE; i++) {
+		runs[i].path = c->traces[i];
+		rc = run_analyze(c, &runs[i]);
+		if (rc == EXIT_DONE)
+			dlbn_rank_row_fill(&rows[i], runs[i].path, (int)i, &runs[i].m, &runs[i].a);
+	}
+	if (rc == EXIT_DONE) {
+		dlbn_job_summarize(&job, rows, n);
+		const struct run *w = &runs[job.worst];
+		struct dlbn_report_input in = {
+			w->path, dlbn_reader_stats(w->r), &w->m, &w->a, &w->gpu, rows, n, &job};
+		report(c, out, &in);
+		if (n == 1)
+			export_failed =
+				run_exports(c, runs[0].r, &runs[0].m, &runs[0].a, &runs[0].gpu);
+		for (size_t i = 0; i < n; i++)
+			any_damaged |= damaged(runs[i].path, dlbn_reader_stats(runs[i].r));
+		if (any_damaged || export_failed)
+			rc = EXIT_INPUT;
+		else if (c->fail_on && job.verdict >= c->fail_on)
+			rc = EXIT_FAIL_ON;
+	}
+	for (size_t i = 0; i < n; i++)
+		run_free(&runs[i]);
+	free(runs);
+	free(rows);
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -267,27 +355,31 @@ int main(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 
-	struct dlbn_reader *r = dlbn_reader_open(c.trace, err, sizeof(err));
-	if (!r) {
-		fprintf(stderr, "dlbn-analyze: %s\n", err);
-		return EXIT_INPUT;
-	}
 	FILE *out = stdout;
-	if (c.output && !(out = fopen(c.output, "w"))) {
-		fprintf(stderr, "dlbn-analyze: %s: %s\n", c.output, strerror(errno));
-		dlbn_reader_close(r);
-		return EXIT_USAGE;
-	}
 	if (c.dump) {
+		struct dlbn_reader *r = dlbn_reader_open(c.traces[0], err, sizeof(err));
+		if (!r) {
+			fprintf(stderr, "dlbn-analyze: %s\n", err);
+			return EXIT_INPUT;
+		}
+		if (c.output && !(out = fopen(c.output, "w"))) {
+			fprintf(stderr, "dlbn-analyze: %s: %s\n", c.output, strerror(errno));
+			dlbn_reader_close(r);
+			return EXIT_USAGE;
+		}
 		dump(r, out);
-		rc = damaged(c.trace, dlbn_reader_stats(r)) ? EXIT_INPUT : EXIT_DONE;
+		rc = damaged(c.traces[0], dlbn_reader_stats(r)) ? EXIT_INPUT : EXIT_DONE;
+		dlbn_reader_close(r);
 	} else {
-		rc = analyze(&c, r, out);
+		if (c.output && !(out = fopen(c.output, "w"))) {
+			fprintf(stderr, "dlbn-analyze: %s: %s\n", c.output, strerror(errno));
+			return EXIT_USAGE;
+		}
+		rc = analyze(&c, out);
 	}
 	if (fflush(out) != 0 || (out != stdout && fclose(out) != 0)) {
 		fprintf(stderr, "dlbn-analyze: writing the report: %s\n", strerror(errno));
 		rc = EXIT_INPUT;
 	}
-	dlbn_reader_close(r);
 	return rc;
 }

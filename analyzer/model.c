@@ -6,7 +6,9 @@
  * Pass 1 (roles): processes, threads, and for every pipe inode the threads
  * that read and write it.  The training process is the one with Python
  * FETCH marks, else the one that reads pipes written by its descendants
- * (pipe identity, not parentage: forkserver workers are grandchildren).
+ * (pipe identity, not parentage: forkserver workers are grandchildren),
+ * else the one whose thread declared NVTX data-loading ranges (ranges.h;
+ * registered strings and domains are learnt here too).
  * Workers: processes that write a pipe the training process reads and
  * read an index pipe (written by the training process, polled by them).
  * Result pipes: read by the training process, written by workers.
@@ -15,8 +17,11 @@
  * view from the hand-off sequence on the thread that reads result pipes
  * (main thread: direct path; pin-memory thread: pin path, where the main
  * thread's exposed waits are its SEM_WAITs that the pin thread posts);
- * worker batch segments, idle intervals and file-read time.  Each step
- * goes to window.c as soon as it is complete.
+ * the NVTX view from the main thread's outermost data-loading ranges;
+ * worker batch segments, idle intervals and file-read time; schedstat
+ * (SCHED) samples of training and worker threads; the training process's
+ * MODULE/STACK records (waitstacks.h).  Each step goes to window.c as soon
+ * as it is complete.  View preference: python > nvtx > ipc.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,6 +255,7 @@ static int setup_procs(struct dlbn_model *m, struct dlbn_reader *r)
 			p->proc_id = si->proc_id;
 			p->pid = (int)si->pid;
 			p->parent_proc_id = -1;
+			p->rank = p->world_size = -1;
 			p->t_first = INT64_MAX;
 			p->t_last = INT64_MIN;
 		}
@@ -259,13 +265,27 @@ static int setup_procs(struct dlbn_model *m, struct dlbn_reader *r)
 		t->tid = (int)si->tid;
 		t->is_main = si->thread_no == 0 && si->tid == si->pid;
 	}
-	m->training = m->main_thread = m->pin_thread = m->mark_thread = -1;
+	m->training = m->main_thread = m->pin_thread = m->mark_thread = m->nvtx_thread = -1;
+	m->range_names = dlbn_range_names_new();
+	if (!m->range_names || dlbn_wait_stacks_init(&m->stacks, ns) != 0)
+		return -1;
 	m->t0 = INT64_MAX;
 	m->t_end = INT64_MIN;
 	return 0;
 }
 
 /* ---- pass 1: structure and pipe identity ------------------------------ */
+
+/* String field i of r into buf (NUL-terminated, truncated); "" when absent. */
+static void copy_str(char *buf, size_t len, const struct dlbn_record *r, int i)
+{
+	size_t n = 0;
+	if (r->kind[i] == DLBN_V_STR)
+		n = (size_t)r->f[i] < len - 1 ? (size_t)r->f[i] : len - 1;
+	if (n)
+		memcpy(buf, r->str[i], n);
+	buf[n] = 0;
+}
 
 static void pass1_record(struct dlbn_model *m, const struct dlbn_record *r)
 {
@@ -287,12 +307,14 @@ static void pass1_record(struct dlbn_model *m, const struct dlbn_record *r)
 		p->ppid = (int)fld(r, 1);
 		p->parent_proc_id = r->kind[2] == DLBN_V_INT ? r->f[2] : -1;
 		p->start = (int)fld(r, 3);
-		if (r->kind[9] == DLBN_V_STR) {
-			size_t n = (size_t)r->f[9] < sizeof(p->argv0) - 1 ? (size_t)r->f[9]
-									  : sizeof(p->argv0) - 1;
-			memcpy(p->argv0, r->str[9], n);
-			p->argv0[n] = 0;
-		}
+		p->rank = r->kind[4] == DLBN_V_INT && r->f[4] >= 0 && r->f[4] < INT32_MAX
+				  ? (int)r->f[4]
+				  : -1;
+		p->world_size = r->kind[6] == DLBN_V_INT && r->f[6] > 0 && r->f[6] < INT32_MAX
+					? (int)r->f[6]
+					: -1;
+		copy_str(p->argv0, sizeof(p->argv0), r, 9);
+		copy_str(p->host, sizeof(p->host), r, 11);
 		break;
 	case DLBN_REC_THREAD:
 		t->tid = (int)fld(r, 0);
@@ -335,6 +357,15 @@ static void pass1_record(struct dlbn_model *m, const struct dlbn_record *r)
 	case DLBN_REC_PROBE:
 	case DLBN_REC_PROBE_DONE:
 		m->has_cuda = 1;
+		break;
+	case DLBN_REC_STRING:
+	case DLBN_REC_DOMAIN:
+		(void)dlbn_range_names_record(m->range_names, r); /* OOM: names unknown */
+		break;
+	case DLBN_REC_RANGE_PUSH:
+	case DLBN_REC_RANGE_START:
+		if (dlbn_range_class_of(m->range_names, r) == DLBN_RANGE_DATA)
+			t->nvtx_data++;
 		break;
 	default:
 		break;
@@ -475,6 +506,23 @@ static void find_workers(struct dlbn_model *m, size_t tp)
 	free(cand);
 }
 
+/*
+ * No fetch marks and no hand-off pipes (num_workers=0 without the Python
+ * bootstrap): the thread that declared the most NVTX data-loading ranges
+ * is the training loop.
+ */
+static void find_training_nvtx(struct dlbn_model *m)
+{
+	uint64_t most = 0;
+	for (size_t ti = 0; ti < m->nthreads; ti++) {
+		if (m->threads[ti].nvtx_data > most) {
+			most = m->threads[ti].nvtx_data;
+			m->training = m->threads[ti].proc_index;
+			m->main_thread = (ssize_t)ti;
+		}
+	}
+}
+
 static void decide_roles(struct dlbn_model *m)
 {
 	/* Training process: FETCH marks first. */
@@ -490,6 +538,8 @@ static void decide_roles(struct dlbn_model *m)
 		m->procs[pi].parent_index = find_parent(m, pi);
 	if (m->training < 0)
 		m->training = find_training_ipc(m);
+	if (m->training < 0)
+		find_training_nvtx(m);
 	if (m->training < 0)
 		return;
 	size_t tp = (size_t)m->training;
@@ -525,6 +575,8 @@ static void decide_roles(struct dlbn_model *m)
 	}
 	if (m->mark_thread >= 0)
 		m->main_thread = m->mark_thread;
+	if (m->main_thread >= 0 && m->threads[m->main_thread].nvtx_data)
+		m->nvtx_thread = m->main_thread;
 	if (reader < 0)
 		m->path = DLBN_PATH_NONE;
 	else if (reader == m->main_thread)
@@ -553,6 +605,21 @@ struct pending_wait {
 
 #define PENDING_MAX 64
 
+/* Open NVTX ranges of the followed thread: push/pop nest per domain,
+ * start/end pair by range id (and may end on another thread). */
+#define NVTX_OPEN_MAX 64
+enum { NVTX_OPEN_OTHER, NVTX_OPEN_DATA, NVTX_OPEN_DATA_INNER, NVTX_OPEN_STEP };
+struct nvtx_open {
+	int64_t key; /* domain (push) or range id (start) */
+	int64_t begin;
+	int what; /* NVTX_OPEN_* */
+};
+struct nvtx_state {
+	struct nvtx_open pushed[NVTX_OPEN_MAX], started[NVTX_OPEN_MAX];
+	size_t npushed, nstarted;
+	int data_open; /* data ranges open (the outermost one makes the step) */
+};
+
 struct pass2 {
 	struct dlbn_model *m;
 	const struct dlbn_model_opts *o;
@@ -568,6 +635,7 @@ struct pass2 {
 	struct dlbn_step pin_held;
 	int has_pin_held;
 	int64_t pin_acc;
+	struct nvtx_state nvtx;
 	int oom;
 };
 
@@ -887,6 +955,77 @@ static void worker_record(struct pass2 *ps, struct dlbn_proc *p, const struct dl
 	}
 }
 
+static void nvtx_open(struct pass2 *ps, struct nvtx_open *v, size_t *n, int64_t key,
+		      const struct dlbn_record *r)
+{
+	struct nvtx_state *ns = &ps->nvtx;
+	int cls = dlbn_range_class_of(ps->m->range_names, r);
+	int what = cls == DLBN_RANGE_STEP ? NVTX_OPEN_STEP : NVTX_OPEN_OTHER;
+	if (cls == DLBN_RANGE_DATA)
+		what = ns->data_open++ ? NVTX_OPEN_DATA_INNER : NVTX_OPEN_DATA;
+	if (*n == NVTX_OPEN_MAX) { /* runaway nesting: forget the oldest */
+		if (v[0].what == NVTX_OPEN_DATA || v[0].what == NVTX_OPEN_DATA_INNER)
+			ns->data_open--;
+		memmove(v, v + 1, (NVTX_OPEN_MAX - 1) * sizeof(*v));
+		(*n)--;
+	}
+	v[(*n)++] = (struct nvtx_open){key, r->t_ns, what};
+	ps->m->nvtx_ranges++;
+}
+
+/* Close entry i of v: an outermost data range is a step of the NVTX view. */
+static void nvtx_close(struct pass2 *ps, struct nvtx_open *v, size_t *n, size_t i, int64_t t)
+{
+	struct dlbn_model *m = ps->m;
+	struct nvtx_open o = v[i];
+	memmove(v + i, v + i + 1, (*n - i - 1) * sizeof(*v));
+	(*n)--;
+	if (o.what == NVTX_OPEN_DATA || o.what == NVTX_OPEN_DATA_INNER)
+		ps->nvtx.data_open--;
+	if (o.what == NVTX_OPEN_STEP) {
+		m->nvtx_step_ranges++;
+		m->nvtx_step_ns += t - o.begin;
+	} else if (o.what == NVTX_OPEN_DATA) {
+		struct dlbn_step s = {.begin = o.begin, .end = t, .wait_ns = t - o.begin};
+		m->nvtx_data_ranges++;
+		number_epoch(&m->nvtx_steps, &s, 0);
+		feed(ps, &m->nvtx_steps, &s);
+	}
+}
+
+static void nvtx_record(struct pass2 *ps, const struct dlbn_record *r, int on_nvtx_thread)
+{
+	struct nvtx_state *ns = &ps->nvtx;
+	switch (r->type) {
+	case DLBN_REC_RANGE_PUSH:
+		if (on_nvtx_thread)
+			nvtx_open(ps, ns->pushed, &ns->npushed, fld(r, 0), r);
+		break;
+	case DLBN_REC_RANGE_POP:
+		for (size_t i = ns->npushed; on_nvtx_thread && i-- > 0;) {
+			if (ns->pushed[i].key == fld(r, 0)) {
+				nvtx_close(ps, ns->pushed, &ns->npushed, i, r->t_ns);
+				break;
+			}
+		}
+		break;
+	case DLBN_REC_RANGE_START:
+		if (on_nvtx_thread)
+			nvtx_open(ps, ns->started, &ns->nstarted, fld(r, 0), r);
+		break;
+	case DLBN_REC_RANGE_END:
+		for (size_t i = 0; i < ns->nstarted; i++) {
+			if (ns->started[i].key == fld(r, 0)) {
+				nvtx_close(ps, ns->started, &ns->nstarted, i, r->t_ns);
+				break;
+			}
+		}
+		break;
+	default:
+		break;
+	}
+}
+
 static void training_record(struct pass2 *ps, const struct dlbn_record *r)
 {
 	struct dlbn_model *m = ps->m;
@@ -899,6 +1038,8 @@ static void training_record(struct pass2 *ps, const struct dlbn_record *r)
 		m->prefetch_writes++;
 	if (ti == m->mark_thread && r->type == DLBN_REC_MARK)
 		python_record(ps, r);
+	if (m->nvtx_thread >= 0 && r->type >= DLBN_REC_RANGE_PUSH && r->type <= DLBN_REC_RANGE_END)
+		nvtx_record(ps, r, ti == m->nvtx_thread);
 	if (m->path == DLBN_PATH_DIRECT && ti == m->main_thread)
 		ipc_record(ps, r);
 	if (m->path == DLBN_PATH_PIN) {
@@ -911,17 +1052,28 @@ static void training_record(struct pass2 *ps, const struct dlbn_record *r)
 	}
 }
 
-/* The view to follow: Python marks when present (and not overridden). */
+/*
+ * The view to follow (unless overridden): Python marks (exact fetches),
+ * else NVTX data ranges (declared by the program: exact if the names are
+ * honest), else the IPC hand-offs (inferred from system calls).
+ */
 static void choose_view(struct dlbn_model *m, const struct dlbn_model_opts *o)
 {
-	int py = m->mark_thread >= 0, ipc = m->path != DLBN_PATH_NONE;
+	int py = m->mark_thread >= 0, ipc = m->path != DLBN_PATH_NONE, nvtx = m->nvtx_thread >= 0;
 	if (o->force_view == DLBN_VIEW_PYTHON)
 		m->view = py ? DLBN_VIEW_PYTHON : DLBN_VIEW_NONE;
 	else if (o->force_view == DLBN_VIEW_IPC)
 		m->view = ipc ? DLBN_VIEW_IPC : DLBN_VIEW_NONE;
+	else if (o->force_view == DLBN_VIEW_NVTX)
+		m->view = nvtx ? DLBN_VIEW_NVTX : DLBN_VIEW_NONE;
 	else
-		m->view = py ? DLBN_VIEW_PYTHON : ipc ? DLBN_VIEW_IPC : DLBN_VIEW_NONE;
-	m->steps = m->view == DLBN_VIEW_PYTHON ? &m->py_steps : &m->ipc_steps;
+		m->view = py	 ? DLBN_VIEW_PYTHON
+			  : nvtx ? DLBN_VIEW_NVTX
+			  : ipc	 ? DLBN_VIEW_IPC
+				 : DLBN_VIEW_NONE;
+	m->steps = m->view == DLBN_VIEW_PYTHON ? &m->py_steps
+		   : m->view == DLBN_VIEW_NVTX ? &m->nvtx_steps
+					       : &m->ipc_steps;
 }
 
 /* Workers' first result pipe: how many processes wrote it. */
@@ -960,6 +1112,27 @@ static void infer_num_workers(struct dlbn_model *m)
 	m->num_workers_inferred = n;
 }
 
+/* A schedstat sample of a training or worker thread (see struct dlbn_thread). */
+static void sched_record(struct pass2 *ps, const struct dlbn_record *r)
+{
+	struct dlbn_model *m = ps->m;
+	uint32_t ti = r->stream->index;
+	struct dlbn_thread *t = &m->threads[ti];
+	if (r->kind[1] != DLBN_V_INT || r->kind[2] != DLBN_V_INT)
+		return;
+	if (!t->sched_samples) {
+		if (PUSH(m->sched_threads, m->nsched_threads, m->capsched_threads, ti)) {
+			ps->oom = 1;
+			return;
+		}
+		t->sched_base[0] = bounded(r->f[1], DLBN_TIME_LIMIT);
+		t->sched_base[1] = bounded(r->f[2], DLBN_TIME_LIMIT);
+	}
+	t->sched_samples++;
+	t->sched_cur[0] = bounded(r->f[1], DLBN_TIME_LIMIT);
+	t->sched_cur[1] = bounded(r->f[2], DLBN_TIME_LIMIT);
+}
+
 static int run_pass2(struct dlbn_model *m, struct dlbn_reader *r, const struct dlbn_model_opts *o)
 {
 	struct pass2 ps = {.m = m, .o = o, .py_open = -1, .first_result_read = -1};
@@ -970,6 +1143,8 @@ static int run_pass2(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 	while ((rec = dlbn_reader_next(r))) {
 		struct dlbn_thread *t = &m->threads[rec->stream->index];
 		struct dlbn_proc *p = &m->procs[t->proc_index];
+		if (rec->type == DLBN_REC_SCHED && p->role != DLBN_ROLE_OTHER)
+			sched_record(&ps, rec);
 		if (p->role == DLBN_ROLE_WORKER) {
 			worker_record(&ps, p, rec);
 		} else if (p->role == DLBN_ROLE_TRAINING) {
@@ -979,6 +1154,9 @@ static int run_pass2(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 				have_config = 1;
 			}
 			training_record(&ps, rec);
+			int in_window = m->steps && m->steps->w.window > 0;
+			if (dlbn_wait_stacks_record(&m->stacks, rec, rec_dur(rec), in_window) != 0)
+				ps.oom = 1;
 		}
 	}
 	ipc_close(&ps);
@@ -1014,6 +1192,7 @@ int dlbn_model_build(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 		return -1;
 	if (!m->prefetch_known)
 		dlbn_prefetch_depth(m);
+	dlbn_wait_stacks_finish(&m->stacks);
 	return 0;
 }
 
@@ -1027,6 +1206,10 @@ void dlbn_model_free(struct dlbn_model *m)
 	free(m->threads);
 	free(m->py_steps.v);
 	free(m->ipc_steps.v);
+	free(m->nvtx_steps.v);
+	free(m->sched_threads);
+	dlbn_range_names_free(m->range_names);
 	pipe_table_free(m->pipes);
+	dlbn_wait_stacks_free(&m->stacks);
 	memset(m, 0, sizeof(*m));
 }

@@ -6,8 +6,10 @@
  * Built in two streaming passes over the reader: pass 1 finds processes,
  * threads and pipe identities (who reads / writes which pipe inode) and
  * decides roles; pass 2 follows the training threads and the workers with
- * roles known.  Memory grows with processes, pipes and steps, never with
- * the number of records.
+ * roles known (steps of the three views, worker evidence, CPU samples,
+ * NVTX ranges, native stacks).  Memory grows with processes, threads,
+ * pipes, steps, registered NVTX strings and loaded modules, never with the
+ * number of records.
  */
 #ifndef DLBN_MODEL_H
 #define DLBN_MODEL_H
@@ -16,11 +18,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ranges.h"
 #include "reader.h"
+#include "waitstacks.h"
 
 enum dlbn_role { DLBN_ROLE_OTHER = 0, DLBN_ROLE_TRAINING = 1, DLBN_ROLE_WORKER = 2 };
 
-enum dlbn_view { DLBN_VIEW_NONE = 0, DLBN_VIEW_PYTHON = 1, DLBN_VIEW_IPC = 2 };
+enum dlbn_view { DLBN_VIEW_NONE = 0, DLBN_VIEW_PYTHON = 1, DLBN_VIEW_IPC = 2, DLBN_VIEW_NVTX = 3 };
 
 enum dlbn_path { DLBN_PATH_NONE = 0, DLBN_PATH_DIRECT = 1, DLBN_PATH_PIN = 2 };
 
@@ -42,6 +46,8 @@ struct dlbn_proc {
 	ssize_t parent_index;	/* parent in procs[], -1 unknown (after pass 1) */
 	int start;		/* DLBN_START_* */
 	char argv0[64];
+	char host[64];
+	int rank, world_size;	 /* PROCESS record; -1 unknown */
 	int64_t t_first, t_last; /* first record, end of the last record */
 	int has_process_rec;
 	int has_exit;
@@ -75,6 +81,15 @@ struct dlbn_thread {
 	int tid, is_main;
 	uint64_t fetch_marks;
 	uint64_t result_reads; /* reads of result pipes (after roles) */
+	uint64_t nvtx_data;    /* NVTX data-loading ranges opened (pass 1) */
+	/* CPU contention (DESIGN 5.5): cumulative /proc schedstat samples
+	 * (SCHED: time on a CPU, time runnable waiting for one).  base: the
+	 * last sample by the end of warm-up (or the thread's first sample);
+	 * end: the last sample by the end of the latest window step; the
+	 * window's figures are end - base. */
+	int sched_samples;
+	int64_t sched_cur[2], sched_base[2], sched_end[2]; /* [run_ns, runq_wait_ns] */
+	int sched_has_end;
 };
 
 /* One step of the training loop: the fetch of one batch. */
@@ -149,6 +164,7 @@ struct dlbn_model {
 	ssize_t main_thread;	  /* thread index, -1 none */
 	ssize_t pin_thread;	  /* thread index, -1 none */
 	ssize_t mark_thread;	  /* thread with FETCH marks, -1 none */
+	ssize_t nvtx_thread;	  /* main thread when it has NVTX data ranges, -1 none */
 	int path;		  /* DLBN_PATH_* */
 	size_t nworkers_total;	  /* worker processes over the whole run */
 	int num_workers_inferred; /* workers of the first result pipe */
@@ -160,6 +176,7 @@ struct dlbn_model {
 
 	struct dlbn_steps py_steps;	/* Python view (FETCH marks) */
 	struct dlbn_steps ipc_steps;	/* IPC view */
+	struct dlbn_steps nvtx_steps;	/* NVTX view (data ranges of the main thread) */
 	int view;			/* DLBN_VIEW_* chosen */
 	const struct dlbn_steps *steps; /* the chosen view's steps */
 
@@ -167,6 +184,22 @@ struct dlbn_model {
 
 	/* Pipes (opaque hash of inode -> readers/writers). */
 	struct pipe_table *pipes;
+
+	/* Threads with SCHED samples (indices into threads[]). */
+	uint32_t *sched_threads;
+	size_t nsched_threads, capsched_threads;
+
+	/* Native stacks at the training process's longest waits (symbolised). */
+	struct dlbn_wait_stacks stacks;
+
+	/* NVTX (ranges.h): names of registered strings and domains, and what
+	 * the followed thread's ranges were (outermost data ranges are the
+	 * NVTX view's steps; step ranges are counted). */
+	struct dlbn_range_names *range_names;
+	uint64_t nvtx_ranges;	   /* ranges opened by the training process */
+	uint64_t nvtx_data_ranges; /* outermost data ranges closed on nvtx_thread */
+	uint64_t nvtx_step_ranges; /* step ranges closed on nvtx_thread */
+	int64_t nvtx_step_ns;	   /* their total duration */
 };
 
 void dlbn_model_default_opts(struct dlbn_model_opts *o);
@@ -193,6 +226,9 @@ void dlbn_worker_window_stats(const struct dlbn_model *m, size_t proc_index,
 
 /* window.c: the prefetch depth P (config, index writes, or 2 x workers). */
 void dlbn_prefetch_depth(struct dlbn_model *m);
+/* window.c: a thread's time on a CPU and runnable-waiting inside the window. */
+void dlbn_sched_window(const struct dlbn_model *m, size_t thread_index, int64_t *run_ns,
+		       int64_t *wait_ns);
 /* window.c: account one step of view st (the chosen one folds workers). */
 int dlbn_window_feed(struct dlbn_model *m, struct dlbn_steps *st, const struct dlbn_step *s);
 

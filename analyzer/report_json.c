@@ -153,14 +153,87 @@ static void json_trace(FILE *out, const struct dlbn_report_input *in)
 	fputs("]}", out);
 }
 
+/* "cpu": contention over the window from schedstat samples (null: none). */
+static void json_cpu(FILE *out, const struct dlbn_analysis *a)
+{
+	if (!a->sched_threads) {
+		fputs("null", out);
+		return;
+	}
+	fprintf(out, "{\"threads_sampled\":%zu,\"main_runq_fraction\":", a->sched_threads);
+	if (a->main_runq_fraction >= 0)
+		jnum(out, a->main_runq_fraction);
+	else
+		fputs("null", out);
+	fputs(",\"workers_runq_share\":", out);
+	if (a->workers_runq_share >= 0)
+		jnum(out, a->workers_runq_share);
+	else
+		fputs("null", out);
+	fputs(",\"cpus_used\":", out);
+	jnum(out, a->cpus_used);
+	fprintf(out, ",\"contended\":%s}", a->cpu_contended ? "true" : "false");
+}
+
+/* "nvtx": the ranges the training process declared (null: none). */
+static void json_nvtx(FILE *out, const struct dlbn_model *m)
+{
+	if (!m->nvtx_ranges) {
+		fputs("null", out);
+		return;
+	}
+	fprintf(out, "{\"ranges\":%llu,\"data_ranges\":%llu,\"step_ranges\":%llu,\"mean_step_ms\":",
+		(unsigned long long)m->nvtx_ranges, (unsigned long long)m->nvtx_data_ranges,
+		(unsigned long long)m->nvtx_step_ranges);
+	if (m->nvtx_step_ranges)
+		jnum(out, (double)m->nvtx_step_ns / 1e6 / (double)m->nvtx_step_ranges);
+	else
+		fputs("null", out);
+	fputc('}', out);
+}
+
+/* "stacks": the longest waits of the training process with their frames. */
+static void json_stacks(FILE *out, const struct dlbn_model *m)
+{
+	const struct dlbn_wait_stacks *ws = &m->stacks;
+	fputc('[', out);
+	for (size_t k = 0; k < ws->nkept; k++) {
+		const struct dlbn_wait_stack *s = &ws->kept[k];
+		const struct dlbn_window *w = m->steps ? &m->steps->w : NULL;
+		int in_window = w && w->window && s->wait_begin >= w->ws && s->wait_begin < w->we;
+		fprintf(out, "%s{\"wait_ms\":", k ? "," : "");
+		jnum(out, (double)s->wait_ns / 1e6);
+		fputs(",\"at_s\":", out);
+		jnum(out, (double)(s->wait_begin - m->t0) / 1e9);
+		fprintf(out, ",\"in_window\":%s,\"call\":", in_window ? "true" : "false");
+		jstr(out, dlbn_wait_call_name(s->wait_type));
+		fprintf(out, ",\"tid\":%d,\"frames\":[", s->tid);
+		for (int i = 0; i < s->nframes; i++) {
+			if (i)
+				fputc(',', out);
+			jstr(out, s->frame[i]);
+		}
+		fputs("]}", out);
+	}
+	fputc(']', out);
+}
+
 void dlbn_report_json(FILE *out, const struct dlbn_report_input *in)
 {
 	const struct dlbn_analysis *a = in->a;
+	/* Several ranks: the top-level verdict is the job's; the rest is the
+	 * worst rank's analysis ("ranks" and "job" say which). */
+	int verdict = in->job && in->nranks > 1 ? in->job->verdict : a->verdict;
 	fputs("{\"verdict\":", out);
-	jstr(out, dlbn_verdict_name(a->verdict));
+	jstr(out, dlbn_verdict_name(verdict));
 	fputs(",\"predicted_speedup\":", out);
 	if (a->predicted_speedup > 0)
 		jnum(out, a->predicted_speedup);
+	else
+		fputs("null", out);
+	fputs(",\"predicted_speedup_low\":", out);
+	if (a->predicted_speedup_low > 0)
+		jnum(out, a->predicted_speedup_low);
 	else
 		fputs("null", out);
 	fputs(",\"view\":", out);
@@ -217,7 +290,14 @@ void dlbn_report_json(FILE *out, const struct dlbn_report_input *in)
 	jlines(out, a->reasons, a->nreasons);
 	fputs(",\"warnings\":", out);
 	jlines(out, a->warnings, a->nwarnings);
+	fputs(",\"cpu\":", out);
+	json_cpu(out, a);
+	fputs(",\"nvtx\":", out);
+	json_nvtx(out, in->m);
+	fputs(",\"stacks\":", out);
+	json_stacks(out, in->m);
 	fputs(",\"trace\":", out);
 	json_trace(out, in);
+	dlbn_ranks_json(out, in);
 	fputs("}\n", out);
 }

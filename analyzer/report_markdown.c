@@ -62,13 +62,36 @@ static void md_list(FILE *out, const char (*lines)[DLBN_LINE], size_t n)
 	}
 }
 
+/* The longest waits with their native stacks, as code blocks. */
+static void md_stacks(FILE *out, const struct dlbn_model *m)
+{
+	const struct dlbn_wait_stacks *ws = &m->stacks;
+	if (!ws->nkept)
+		return;
+	fputs("\n### Where the loop waits (native stacks of the longest waits)\n\n", out);
+	for (size_t k = 0; k < ws->nkept && k < 3; k++) {
+		const struct dlbn_wait_stack *s = &ws->kept[k];
+		fprintf(out, "%.2f ms at t = %.3f s:\n\n```\n", (double)s->wait_ns / 1e6,
+			(double)(s->wait_begin - m->t0) / 1e9);
+		for (int i = 0; i < s->nframes && i < 12; i++) {
+			fprintf(out, "#%-2d ", i);
+			for (const char *c = s->frame[i]; *c; c++)
+				fputc(*c == '`' ? '\'' : *c, out);
+			fputc('\n', out);
+		}
+		fputs("```\n\n", out);
+	}
+}
+
 void dlbn_report_markdown(FILE *out, const struct dlbn_report_input *in)
 {
 	const struct dlbn_analysis *a = in->a;
 	const struct dlbn_model *m = in->m;
 	const struct dlbn_reader_stats *rs = in->rs;
 
-	fputs("# dlbn: data-loading bottleneck report\n\n## Decision\n\n", out);
+	fputs("# dlbn: data-loading bottleneck report\n\n", out);
+	dlbn_ranks_markdown(out, in);
+	fputs("## Decision\n\n", out);
 	md_decision(out, a);
 
 	fputs("\n## Detection\n\n", out);
@@ -100,9 +123,12 @@ void dlbn_report_markdown(FILE *out, const struct dlbn_report_input *in)
 		md_list(out, a->recs, a->nrecs);
 	}
 
+	md_stacks(out, m);
+
 	fputs("\n## Confidence and scope\n\n", out);
 	fprintf(out, "- view: %s (%s)\n", dlbn_view_name(a->view),
 		a->view == DLBN_VIEW_PYTHON ? "exact DataLoader fetch marks"
+		: a->view == DLBN_VIEW_NVTX ? "data-loading ranges declared with NVTX"
 		: a->view == DLBN_VIEW_IPC  ? "batch hand-offs inferred from system calls"
 					    : "no steps");
 	fprintf(out, "- GPU: %s\n",

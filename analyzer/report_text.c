@@ -39,6 +39,35 @@ static void text_workers(FILE *out, const struct dlbn_analysis *a)
 	}
 }
 
+static void text_cpu(FILE *out, const struct dlbn_analysis *a)
+{
+	if (!a->sched_threads)
+		return;
+	fprintf(out, "  cpu              %.1f CPUs in use by %zu sampled thread(s)", a->cpus_used,
+		a->sched_threads);
+	if (a->main_runq_fraction >= 0)
+		fprintf(out, "; loop thread waits for a CPU %.1f%% of the window",
+			a->main_runq_fraction * 100);
+	if (a->workers_runq_share >= 0)
+		fprintf(out, "; workers %.1f%% of their busy time", a->workers_runq_share * 100);
+	fputc('\n', out);
+}
+
+static void text_nvtx(FILE *out, const struct dlbn_model *m, const struct dlbn_analysis *a)
+{
+	if (!m->nvtx_ranges)
+		return;
+	fprintf(out, "  nvtx             %llu range(s) in the training process: %llu data-loading",
+		(unsigned long long)m->nvtx_ranges, (unsigned long long)m->nvtx_data_ranges);
+	if (m->nvtx_step_ranges)
+		fprintf(out, ", %llu step range(s) of %.2f ms on average",
+			(unsigned long long)m->nvtx_step_ranges,
+			(double)m->nvtx_step_ns / 1e6 / (double)m->nvtx_step_ranges);
+	if (m->nvtx_data_ranges && a->view != DLBN_VIEW_NVTX)
+		fputs(" (not the view: python > nvtx > ipc)", out);
+	fputc('\n', out);
+}
+
 static void text_config(FILE *out, const struct dlbn_model *m, const struct dlbn_analysis *a)
 {
 	if (m->config.present) {
@@ -51,12 +80,45 @@ static void text_config(FILE *out, const struct dlbn_model *m, const struct dlbn
 		m->prefetch_writes ? " (index messages before the first batch)" : " (assumed)");
 }
 
+#define TEXT_STACKS 3  /* longest waits shown with their stacks */
+#define TEXT_FRAMES 12 /* innermost frames shown per stack */
+
+static int in_window(const struct dlbn_model *m, const struct dlbn_wait_stack *s)
+{
+	const struct dlbn_window *w = m->steps ? &m->steps->w : NULL;
+	return w && w->window && s->wait_begin >= w->ws && s->wait_begin < w->we;
+}
+
+static void text_stacks(FILE *out, const struct dlbn_model *m)
+{
+	const struct dlbn_wait_stacks *ws = &m->stacks;
+	if (!ws->nkept)
+		return;
+	fprintf(out, "\nLongest waits (native stacks, innermost first; %llu captured)\n",
+		(unsigned long long)ws->stacks_seen);
+	for (size_t k = 0; k < ws->nkept && k < TEXT_STACKS; k++) {
+		const struct dlbn_wait_stack *s = &ws->kept[k];
+		fprintf(out, "  %.2f ms at t=%.3f s in %s (tid %d)%s\n", (double)s->wait_ns / 1e6,
+			(double)(s->wait_begin - m->t0) / 1e9, dlbn_wait_call_name(s->wait_type),
+			s->tid, in_window(m, s) ? "" : " (outside the window: warm-up or drain)");
+		for (int i = 0; i < s->nframes && i < TEXT_FRAMES; i++)
+			fprintf(out, "      #%-2d %s\n", i, s->frame[i]);
+		if (s->nframes > TEXT_FRAMES)
+			fprintf(out, "      ... %d more frame(s) (--format json has them all)\n",
+				s->nframes - TEXT_FRAMES);
+	}
+}
+
 void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
 {
 	const struct dlbn_analysis *a = in->a;
 	const struct dlbn_model *m = in->m;
 
-	fprintf(out, "dlbn-analyze: %s\n\n", in->path);
+	if (in->nranks > 1)
+		fprintf(out, "dlbn-analyze: %zu traces (one per rank)\n\n", in->nranks);
+	else
+		fprintf(out, "dlbn-analyze: %s\n\n", in->path);
+	dlbn_ranks_text(out, in);
 	fprintf(out, "VERDICT: %s - %s", dlbn_verdict_name(a->verdict), verdict_line(a->verdict));
 	if (a->predicted_speedup > 0)
 		fprintf(out, "; predicted speedup %.2fx", a->predicted_speedup);
@@ -69,6 +131,7 @@ void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
 
 	fprintf(out, "\nEvidence (%s view%s%s)\n", dlbn_view_name(a->view),
 		a->view == DLBN_VIEW_PYTHON ? ": exact DataLoader fetch marks"
+		: a->view == DLBN_VIEW_NVTX ? ": data-loading ranges the program declared with NVTX"
 		: a->view == DLBN_VIEW_IPC  ? ": batch hand-offs seen in system calls"
 					    : "",
 		a->path == DLBN_PATH_PIN ? ", pin-memory thread" : "");
@@ -90,21 +153,28 @@ void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
 			"loop without waiting %.2f ms\n",
 			a->mean_ms, a->p50_ms, a->p95_ms, a->max_ms, a->loop_ms);
 	}
+	text_nvtx(out, m, a);
+	text_cpu(out, a);
 	text_config(out, m, a);
 	text_workers(out, a);
-	if (in->gpu && in->gpu->present) {
+	/* The GPU section lists its evidence lines; the cause list then
+	 * leaves out their "GPU: " copies. */
+	int gpu_shown = in->gpu && in->gpu->present;
+	if (gpu_shown) {
 		fputs("\n", out);
 		dlbn_gpu_text(out, in->gpu);
 	}
 
 	fprintf(out, "\nCause: %s\n", a->cause);
 	for (size_t i = 0; i < a->nreasons; i++)
-		fprintf(out, "  - %s\n", a->reasons[i]);
+		if (!gpu_shown || strncmp(a->reasons[i], "GPU: ", 5) != 0)
+			fprintf(out, "  - %s\n", a->reasons[i]);
 	if (a->nrecs) {
 		fputs("\nRecommendations\n", out);
 		for (size_t i = 0; i < a->nrecs; i++)
 			fprintf(out, "  - %s\n", a->recs[i]);
 	}
+	text_stacks(out, m);
 
 	const struct dlbn_reader_stats *rs = in->rs;
 	fprintf(out, "\nTrace: format %u.%u, %zu process(es), %llu records%s\n", rs->version_major,

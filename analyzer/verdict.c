@@ -9,6 +9,14 @@
  *   stall = sum of the GPU-idle part of the exposed waits of steps k0..N-1
  *   predicted_speedup = wall / (wall - stall)
  * Every claim in the reasons is computed from the window's data.
+ *
+ * With GPU figures (gpu.h, same window): the GPU rule follows gpu.present;
+ * unprobed waits bound the stall from above, and a verdict they decide is
+ * lowered (INCONCLUSIVE, or POTENTIAL with the range); when loading is not
+ * the problem, host blocked in syncs names a compute-bound cause and a GPU
+ * drained at every wait a host-bound one; pageable H2D copies always get a
+ * pin_memory recommendation.  CPU contention (SCHED samples) replaces a
+ * num_workers increase by "cores are the limit".
  */
 #include <math.h>
 #include <stdarg.h>
@@ -41,7 +49,10 @@ const char *dlbn_verdict_name(int v)
 
 const char *dlbn_view_name(int v)
 {
-	return v == DLBN_VIEW_PYTHON ? "python" : v == DLBN_VIEW_IPC ? "ipc" : "none";
+	return v == DLBN_VIEW_PYTHON ? "python"
+	       : v == DLBN_VIEW_IPC  ? "ipc"
+	       : v == DLBN_VIEW_NVTX ? "nvtx"
+				     : "none";
 }
 
 const char *dlbn_path_name(int p)
@@ -189,6 +200,70 @@ static int collect_workers(const struct dlbn_model *m, struct dlbn_analysis *a)
 	return 0;
 }
 
+/* CPU contention figures over the window (DESIGN 5.5). */
+static void cpu_contention(const struct dlbn_model *m, struct dlbn_analysis *a)
+{
+	int64_t wrun = 0, wwait = 0, run_all = 0, mrun = 0, mwait = 0;
+	a->main_runq_fraction = a->workers_runq_share = a->cpus_used = -1;
+	for (size_t k = 0; k < m->nsched_threads; k++) {
+		size_t ti = m->sched_threads[k];
+		int64_t run, wait;
+		dlbn_sched_window(m, ti, &run, &wait);
+		if (run + wait <= 0)
+			continue;
+		a->sched_threads++;
+		run_all += run;
+		const struct dlbn_proc *p = &m->procs[m->threads[ti].proc_index];
+		if (p->role == DLBN_ROLE_WORKER) {
+			wrun += run;
+			wwait += wait;
+		} else if ((ssize_t)ti == m->main_thread) {
+			mrun = run;
+			mwait = wait;
+		}
+	}
+	if (!a->sched_threads || a->wall_s <= 0)
+		return;
+	a->cpus_used = (double)run_all / 1e9 / a->wall_s;
+	if (mrun + mwait > 0)
+		a->main_runq_fraction = (double)mwait / 1e9 / a->wall_s;
+	/* Share of the workers' busy wall time (index received .. result
+	 * written), not of their CPU time: a worker that mostly sleeps or
+	 * reads files is not short of cores because its little CPU time
+	 * queued. */
+	double busy_s = 0;
+	for (size_t i = 0; i < a->nworkers; i++)
+		busy_s += a->workers[i].busy_s;
+	if (wrun + wwait > 0 && busy_s > 0) {
+		a->workers_runq_share = (double)wwait / 1e9 / busy_s;
+		if (a->workers_runq_share > 1)
+			a->workers_runq_share = 1;
+	}
+	a->cpu_contended = a->workers_runq_share >= DLBN_WORKER_RUNQ_SHARE ||
+			   a->main_runq_fraction >= DLBN_MAIN_RUNQ_SHARE;
+}
+
+static void contention_reasons(struct dlbn_analysis *a)
+{
+	if (a->workers_runq_share >= DLBN_WORKER_RUNQ_SHARE)
+		REASON("CPU contention: the workers wait for a CPU %.0f%% of their busy time (%zu "
+		       "worker process%s; the traced threads themselves use %.1f CPUs on average): "
+		       "the CPUs are saturated, more workers will not help",
+		       a->workers_runq_share * 100, a->nworkers, a->nworkers == 1 ? "" : "es",
+		       a->cpus_used);
+	if (a->main_runq_fraction >= DLBN_MAIN_RUNQ_SHARE) {
+		REASON("CPU contention: the training loop's thread waits for a CPU %.0f%% of the "
+		       "window (runnable but not running)",
+		       a->main_runq_fraction * 100);
+		if (a->nworkers)
+			REC("the training loop's thread waits for a CPU %.0f%% of the window while "
+			    "%zu workers share the cores: fewer workers, or fewer threads per "
+			    "worker (torch.set_num_threads(1) in worker_init_fn), give it its core "
+			    "back",
+			    a->main_runq_fraction * 100, a->nworkers);
+	}
+}
+
 /* Mean per-batch worker time and the file-read share of worker busy time. */
 static void worker_totals(const struct dlbn_analysis *a, double *batch_ms, double *file_share)
 {
@@ -249,6 +324,7 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 	if (a->nworkers && a->mean_busy >= 0)
 		REASON("workers busy %.0f%% of the window on average (%zu worker process%s)",
 		       a->mean_busy * 100, a->nworkers, a->nworkers == 1 ? "" : "es");
+	contention_reasons(a);
 	if (!detected) {
 		if (a->verdict == DLBN_VERDICT_NOT_DETECTED)
 			REASON("the loop waits %.2f ms per step for data (%.1f%% of the window): "
@@ -257,13 +333,17 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 		snprintf(a->cause, sizeof(a->cause), "none");
 		return;
 	}
-	if (nw == 0 && a->view == DLBN_VIEW_PYTHON) {
+	/* The loader runs in the loop's thread: num_workers=0, or (NVTX view,
+	 * no bootstrap) no worker process in the trace at all. */
+	int in_loop = nw == 0 || (nw < 0 && m->nworkers_total == 0 && a->view == DLBN_VIEW_NVTX);
+	if (in_loop && (a->view == DLBN_VIEW_PYTHON || a->view == DLBN_VIEW_NVTX)) {
 		int need = a->loop_ms > 0 ? ceil_ratio(a->mean_ms, a->loop_ms) : 1;
 		if (need < 1)
 			need = 1;
 		snprintf(a->cause, sizeof(a->cause), "main_thread_loading");
-		REASON("the dataset runs in the training loop's thread (num_workers=0): loading "
-		       "costs %.1f ms per step, %.0f%% of the window",
+		REASON("the dataset runs in the training loop's thread (%s): loading costs %.1f ms "
+		       "per step, %.0f%% of the window",
+		       nw == 0 ? "num_workers=0" : "no DataLoader worker process in the trace",
 		       a->mean_ms, a->stall_fraction * 100);
 		REC("num_workers 0 -> %d: loading a batch takes %.1f ms, the loop consumes one "
 		    "every %.1f ms",
@@ -302,15 +382,29 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 			    "larger sequential reads; more workers help only while storage has "
 			    "spare bandwidth");
 		}
-		if (nw > 0)
+		if (a->cpu_contended) {
+			/* More processes on saturated cores only queue longer. */
+			double wq = a->workers_runq_share > 0 ? a->workers_runq_share : 0;
+			if (!strcmp(a->cause, "workers_saturated"))
+				snprintf(a->cause, sizeof(a->cause), "cpu_contention");
+			REC("cores are the limit, not num_workers: the %zu worker%s wait%s for a "
+			    "CPU %.0f%% of their busy time and the loop's thread %.0f%% of the "
+			    "window (%.1f CPUs in use); %d workers would keep up only with about "
+			    "%d "
+			    "free cores: make __getitem__/transforms cheaper, or run on more cores",
+			    a->nworkers, a->nworkers == 1 ? "" : "s", a->nworkers == 1 ? "s" : "",
+			    wq * 100, a->main_runq_fraction > 0 ? a->main_runq_fraction * 100 : 0,
+			    a->cpus_used, need, (int)ceil(batch_ms * (1 - wq) / a->loop_ms));
+		} else if (nw > 0) {
 			REC("num_workers %d -> %d: each worker needs %.1f ms per batch, the loop "
 			    "consumes one every %.1f ms (if the machine has the cores; otherwise "
 			    "make __getitem__/transforms cheaper)",
 			    nw, need, batch_ms, a->loop_ms);
-		else
+		} else {
 			REC("about %d workers would keep up: each needs %.1f ms per batch, the "
 			    "loop consumes one every %.1f ms",
 			    need, batch_ms, a->loop_ms);
+		}
 	}
 	if (a->path == DLBN_PATH_PIN && a->mean_busy >= 0 && a->mean_busy < 0.7) {
 		if (!a->cause[0])
@@ -343,14 +437,115 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 	}
 }
 
-static void basis_reason(const struct dlbn_model *m, struct dlbn_analysis *a)
+/* The stall wording follows the rule actually applied: gpu.present, not
+ * m->has_cuda (another process's CUDA records set that one). */
+static void basis_reason(struct dlbn_analysis *a)
 {
 	if (a->predicted_speedup > 0)
 		REASON("predicted speedup %.2f = window %.3f s / (%.3f s - stall %.3f s) over "
 		       "%zu steps%s",
 		       a->predicted_speedup, a->wall_s, a->wall_s, a->stall_s, a->steps_window,
-		       m->has_cuda ? " (stall: the GPU-idle part of the loop's waits)"
-				   : " (no GPU activity recorded: the exposed wait is the stall)");
+		       a->gpu ? " (stall: the GPU-idle part of the loop's waits)"
+			      : " (no GPU activity recorded: the exposed wait is the stall)");
+}
+
+/* ---- GPU evidence (gpu.c figures over the same window) ----------------- */
+
+#define GPU_COMPUTE_BOUND_SHARE 0.20 /* host blocked in syncs: GPU sets the pace */
+#define GPU_HOST_BOUND_SYNC_MAX 0.05 /* ... below this the host does not wait on it */
+#define GPU_HOST_BOUND_BUSY_MAX 0.20 /* GPU-busy share of the waits: it had drained */
+
+static double speedup_of(double wall, double stall)
+{
+	double rest = wall - stall;
+	return wall > 0 ? (rest > 1e-9 ? wall / rest : 1e9) : 0;
+}
+
+static void gpu_figures(const struct dlbn_gpu *g, struct dlbn_analysis *a)
+{
+	const struct dlbn_gpu_win *w = &g->win;
+	int64_t sync = 0;
+	for (int k = 0; k < DLBN_GPU_SYNC_KINDS; k++)
+		sync += w->host.sync_ns[k];
+	a->sync_fraction = a->wall_s > 0 ? (double)sync / 1e9 / a->wall_s : 0;
+	a->pageable_ms = w->steps ? (double)w->host.pageable_h2d_ns / 1e6 / (double)w->steps : 0;
+	for (size_t i = 0; i < g->nreasons; i++)
+		REASON("GPU: %s", g->reasons[i]);
+}
+
+/*
+ * Unprobed waits count as GPU-idle (an upper bound of the stall).  When
+ * taking their GPU-idle part out moves the speedup into a lower class, the
+ * missing probes decide the answer: NOT_DETECTED at the low end makes the
+ * verdict INCONCLUSIVE; POTENTIAL at the low end of a DETECTED one is
+ * reported as POTENTIAL (data loading costs time either way) with the range.
+ * Returns 1 when the verdict became INCONCLUSIVE.
+ */
+static int gpu_range(const struct dlbn_gpu *g, const struct dlbn_verdict_opts *o,
+		     struct dlbn_analysis *a, int prefetch_depth)
+{
+	double unknown = g->win.wait_unknown_idle_s;
+	if (a->verdict < DLBN_VERDICT_POTENTIAL || !(unknown > 0))
+		return 0;
+	double low_stall = a->stall_s > unknown ? a->stall_s - unknown : 0;
+	a->predicted_speedup_low = speedup_of(a->wall_s, low_stall);
+	int low = dlbn_classify(a->predicted_speedup_low, a->steps_window, prefetch_depth, o);
+	if (low >= a->verdict)
+		return 0;
+	REASON("%.3f s of the %.3f s stall falls in waits without usable GPU probes: the "
+	       "predicted speedup lies between %.2f and %.2f (%s .. %s)",
+	       unknown, a->stall_s, a->predicted_speedup_low, a->predicted_speedup,
+	       dlbn_verdict_name(low), dlbn_verdict_name(a->verdict));
+	if (low >= DLBN_VERDICT_POTENTIAL) {
+		a->verdict = low;
+		return 0;
+	}
+	a->verdict = DLBN_VERDICT_INCONCLUSIVE;
+	snprintf(a->cause, sizeof(a->cause), "gpu_evidence_missing");
+	REASON("the verdict depends on GPU work the probes did not cover (see the GPU lines "
+	       "above for why they are missing)");
+	return 1;
+}
+
+/* Causes that are not data loading, named only when loading is not the answer. */
+static void gpu_causes(const struct dlbn_gpu *g, struct dlbn_analysis *a)
+{
+	const struct dlbn_gpu_win *w = &g->win;
+	if (a->sync_fraction >= GPU_COMPUTE_BOUND_SHARE) {
+		REASON("host blocked on the GPU %.0f%% of the window: compute-bound; faster input "
+		       "would not help",
+		       a->sync_fraction * 100);
+		snprintf(a->cause, sizeof(a->cause), "compute_bound");
+		return;
+	}
+	/* The GPU had drained by the time the loop came back for data, the host
+	 * did not wait on it, and the waits are short: the host's own work
+	 * between batches (Python, logging, launches) sets the pace. */
+	if (w->waits_with_probe == 0 || w->wait_s <= 0 || w->host.launches == 0 ||
+	    a->sync_fraction >= GPU_HOST_BOUND_SYNC_MAX ||
+	    w->wait_gpu_busy_s / w->wait_s > GPU_HOST_BOUND_BUSY_MAX)
+		return;
+	REASON("host-bound: the GPU had no queued work at the loop's waits (%.0f%% of the wait "
+	       "time GPU-idle) while the host spends %.1f ms per step between batches and is "
+	       "blocked on the GPU only %.0f%% of the window: host-side work (Python, logging, "
+	       "launch overhead), not data loading, leaves the GPU idle",
+	       (1 - w->wait_gpu_busy_s / w->wait_s) * 100, a->loop_ms, a->sync_fraction * 100);
+	snprintf(a->cause, sizeof(a->cause), "host_bound");
+	REC("host-bound: profile the loop between batches (torch.profiler, py-spy); CUDA graphs "
+	    "or fewer synchronous calls cut launch overhead");
+}
+
+/* Pageable H2D copies: a recommendation whatever the verdict (Replay keeps them). */
+static void gpu_pageable(const struct dlbn_gpu *g, struct dlbn_analysis *a)
+{
+	const struct dlbn_gpu_host *h = &g->win.host;
+	if (h->pageable_h2d == 0)
+		return;
+	REC("pin_memory=True with .to(device, non_blocking=True): the host is blocked %.2f ms per "
+	    "step (%.1f%% of the window) in %lld H2D copies from pageable memory; Replay keeps "
+	    "these copies, so they are not part of the predicted speedup",
+	    a->pageable_ms, a->wall_s > 0 ? (double)h->pageable_h2d_ns / 1e9 / a->wall_s * 100 : 0,
+	    (long long)h->pageable_h2d);
 }
 
 static int inconclusive_without_steps(const struct dlbn_model *m, struct dlbn_analysis *a)
@@ -379,7 +574,18 @@ static int inconclusive_without_steps(const struct dlbn_model *m, struct dlbn_an
 int dlbn_analyze(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
 		 const struct dlbn_verdict_opts *o, struct dlbn_analysis *a)
 {
+	return dlbn_analyze_gpu(m, rs, o, NULL, a);
+}
+
+int dlbn_analyze_gpu(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
+		     const struct dlbn_verdict_opts *o, const struct dlbn_gpu *gpu,
+		     struct dlbn_analysis *a)
+{
 	memset(a, 0, sizeof(*a));
+	if (gpu && !gpu->present)
+		gpu = NULL;
+	a->main_runq_fraction = a->workers_runq_share = a->cpus_used = -1;
+	a->gpu = gpu != NULL;
 	a->view = m->view;
 	a->path = m->path;
 	a->prefetch_depth = m->prefetch_depth;
@@ -409,20 +615,33 @@ int dlbn_analyze(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
 		if (a->wall_s > 0)
 			a->predicted_speedup = rest > 1e-9 ? a->wall_s / rest : 1e9;
 	}
+	a->predicted_speedup_low = a->predicted_speedup;
 	if (collect_workers(m, a) != 0)
 		return -1;
+	cpu_contention(m, a);
 	a->verdict = dlbn_classify(a->predicted_speedup, a->steps_window, m->prefetch_depth, o);
+	if (gpu)
+		gpu_figures(gpu, a);
 	if (a->verdict == DLBN_VERDICT_INCONCLUSIVE) {
 		snprintf(a->cause, sizeof(a->cause), "too_few_steps");
 		REASON("only %zu step(s) after the %zu warm-up step(s); at least %d are needed "
 		       "(prefetch depth %d + %d)",
 		       a->steps_window, a->steps_warmup, m->prefetch_depth + o->min_margin,
 		       m->prefetch_depth, o->min_margin);
-		basis_reason(m, a);
+		basis_reason(a);
 		return 0;
 	}
-	basis_reason(m, a);
+	basis_reason(a);
+	if (gpu && gpu_range(gpu, o, a, m->prefetch_depth)) {
+		gpu_pageable(gpu, a);
+		return 0;
+	}
 	localise(m, a);
+	if (gpu) {
+		if (a->verdict == DLBN_VERDICT_NOT_DETECTED)
+			gpu_causes(gpu, a);
+		gpu_pageable(gpu, a);
+	}
 	return 0;
 }
 

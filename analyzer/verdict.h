@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpu.h"
 #include "model.h"
 #include "reader.h"
 
@@ -20,9 +21,11 @@ enum dlbn_verdict {
 	DLBN_VERDICT_DETECTED = 3,
 };
 
-#define DLBN_DETECTED_ABOVE   1.50
-#define DLBN_POTENTIAL_ABOVE  1.10
-#define DLBN_MIN_STEPS_MARGIN 8 /* window steps needed beyond the prefetch depth */
+#define DLBN_DETECTED_ABOVE    1.50
+#define DLBN_POTENTIAL_ABOVE   1.10
+#define DLBN_MIN_STEPS_MARGIN  8    /* window steps needed beyond the prefetch depth */
+#define DLBN_WORKER_RUNQ_SHARE 0.20 /* workers runnable-not-running: contention */
+#define DLBN_MAIN_RUNQ_SHARE   0.10 /* the loop's thread likewise, share of the window */
 
 struct dlbn_verdict_opts {
 	double detected_above;	/* speedup > this: DETECTED */
@@ -30,12 +33,19 @@ struct dlbn_verdict_opts {
 	int min_margin;		/* window needs prefetch depth + this many steps */
 };
 
-#define DLBN_MAX_LINES 16
+#define DLBN_MAX_LINES 24
 #define DLBN_LINE      320
 
 struct dlbn_analysis {
 	int verdict;
 	double predicted_speedup; /* 0 when it could not be computed */
+	/* The speedup with the GPU-idle part of the unprobed waits taken out
+	 * of the stall (gpu.h, "missing evidence"): the low end of the range.
+	 * Equals predicted_speedup when every wait had usable probes. */
+	double predicted_speedup_low;
+	int gpu;	      /* the GPU rule applied (gpu.present) */
+	double sync_fraction; /* host blocked in GPU syncs / window wall */
+	double pageable_ms;   /* per step: host blocked in pageable H2D copies */
 	int view, path;
 	size_t steps_total, steps_warmup, steps_window;
 	int64_t window_begin, window_end; /* absolute ns */
@@ -51,6 +61,12 @@ struct dlbn_analysis {
 	size_t nworkers;
 	struct dlbn_worker_stats *workers; /* workers alive in the window */
 	double mean_busy;		   /* -1: no workers */
+	/* CPU contention over the window (SCHED samples; -1: no samples). */
+	double main_runq_fraction; /* loop thread runnable-not-running / window */
+	double workers_runq_share; /* workers' runq wait / their busy wall time */
+	double cpus_used;	   /* CPU time of sampled threads / window wall */
+	size_t sched_threads;	   /* threads with samples in the window */
+	int cpu_contended;	   /* workers or the loop wait for a CPU (thresholds below) */
 	char cause[32];
 	size_t nreasons, nrecs, nwarnings;
 	char reasons[DLBN_MAX_LINES][DLBN_LINE];
@@ -64,7 +80,18 @@ void dlbn_verdict_default_opts(struct dlbn_verdict_opts *o);
 int dlbn_classify(double speedup, size_t window_steps, int prefetch_depth,
 		  const struct dlbn_verdict_opts *o);
 
-/* Full analysis; 0 on success, -1 out of memory.  Free with dlbn_analysis_free. */
+/*
+ * Full analysis; 0 on success, -1 out of memory.  Free with
+ * dlbn_analysis_free.  gpu: the GPU figures of the model's chosen window
+ * (dlbn_gpu_analyze, then dlbn_gpu_window over m->steps->w.ws .. we, both
+ * before this call), or NULL / !present for the CPU-only rule.  The verdict
+ * copies the GPU evidence lines into its reasons, applies the stall's
+ * uncertainty range, and names compute-bound and host-bound causes.
+ */
+int dlbn_analyze_gpu(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
+		     const struct dlbn_verdict_opts *o, const struct dlbn_gpu *gpu,
+		     struct dlbn_analysis *a);
+/* The same without GPU figures (CPU-only rule; tests, baseline). */
 int dlbn_analyze(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
 		 const struct dlbn_verdict_opts *o, struct dlbn_analysis *a);
 void dlbn_analysis_free(struct dlbn_analysis *a);

@@ -72,6 +72,37 @@ static void fold_workers(struct dlbn_model *m, int64_t ws, int64_t e, int accumu
 			fold_worker(&m->procs[i], ws, e, accumulate);
 }
 
+/*
+ * The chosen view's step just ended: its schedstat samples so far are the
+ * window's start (warm-up) or its latest end.  Samples come at most every
+ * 50 ms per thread, so the window's figures are exact to about that.
+ */
+static void sched_mark(struct dlbn_model *m, int in_window)
+{
+	for (size_t k = 0; k < m->nsched_threads; k++) {
+		struct dlbn_thread *t = &m->threads[m->sched_threads[k]];
+		if (!in_window) {
+			t->sched_base[0] = t->sched_cur[0];
+			t->sched_base[1] = t->sched_cur[1];
+		} else {
+			t->sched_end[0] = t->sched_cur[0];
+			t->sched_end[1] = t->sched_cur[1];
+			t->sched_has_end = 1;
+		}
+	}
+}
+
+void dlbn_sched_window(const struct dlbn_model *m, size_t ti, int64_t *run_ns, int64_t *wait_ns)
+{
+	const struct dlbn_thread *t = &m->threads[ti];
+	*run_ns = *wait_ns = 0;
+	if (!t->sched_samples || !t->sched_has_end)
+		return;
+	int64_t run = t->sched_end[0] - t->sched_base[0], wait = t->sched_end[1] - t->sched_base[1];
+	*run_ns = run > 0 ? run : 0; /* counters only grow; a reset reads as nothing */
+	*wait_ns = wait > 0 ? wait : 0;
+}
+
 static int is_warmup(const struct dlbn_model *m, size_t i, const struct dlbn_step *s)
 {
 	if (i == 0)
@@ -111,14 +142,18 @@ int dlbn_window_feed(struct dlbn_model *m, struct dlbn_steps *st, const struct d
 	if (is_warmup(m, i, s)) {
 		w->warmup++;
 		w->ws = s->end;
-		if (chosen)
+		if (chosen) {
 			fold_workers(m, 0, s->end, 0);
+			sched_mark(m, 0);
+		}
 		return 0;
 	}
 	w->window++;
 	w->we = s->end;
-	if (chosen)
+	if (chosen) {
 		fold_workers(m, w->ws, s->end, 1);
+		sched_mark(m, 1);
+	}
 	return 0;
 }
 

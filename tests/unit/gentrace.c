@@ -24,7 +24,9 @@ static int usage(void)
 		"usage: dlbn-gentrace -o FILE [--records N | --steps N] [--workers W]\n"
 		"  [--prefetch F] [--batch-ms X] [--loop-ms Y] [--file-ms Z] [--handoff-ms H]\n"
 		"  [--tensors T] [--epochs E] [--persistent] [--pin] [--no-marks]\n"
-		"  [--kill-at STEP] [--extent-size BYTES] [--seed S]\n");
+		"  [--kill-at STEP] [--extent-size BYTES] [--seed S]\n"
+		"  [--rank R] [--world-size N] [--sched] [--worker-runq SHARE] [--main-runq "
+		"SHARE]\n");
 	return 2;
 }
 
@@ -48,6 +50,11 @@ int main(int argc, char **argv)
 		{"kill-at", required_argument, NULL, 'k'},
 		{"extent-size", required_argument, NULL, 'x'},
 		{"seed", required_argument, NULL, 'S'},
+		{"rank", required_argument, NULL, 'R'},
+		{"world-size", required_argument, NULL, 'W'},
+		{"sched", no_argument, NULL, 'c'},
+		{"worker-runq", required_argument, NULL, 'q'},
+		{"main-runq", required_argument, NULL, 'Q'},
 		{NULL, 0, NULL, 0},
 	};
 	struct tgsim_params p;
@@ -108,6 +115,23 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			p.seed = (unsigned)atoi(optarg);
+			break;
+		case 'R':
+			p.rank = atoi(optarg);
+			break;
+		case 'W':
+			p.world_size = atoi(optarg);
+			break;
+		case 'c':
+			p.sched = 1;
+			break;
+		case 'q':
+			p.worker_runq = atof(optarg);
+			p.sched = 1;
+			break;
+		case 'Q':
+			p.main_runq = atof(optarg);
+			p.sched = 1;
 			break;
 		default:
 			return usage();

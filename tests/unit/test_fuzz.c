@@ -94,7 +94,8 @@ static int run_one(const char *path, const uint8_t *b, size_t len, FILE *devnull
 	    dlbn_analyze(&m, dlbn_reader_stats(r), &vo, &a) == 0) {
 		if (m.steps)
 			dlbn_gpu_window(&gpu, m.steps, a.window_begin, a.window_end);
-		struct dlbn_report_input in = {path, dlbn_reader_stats(r), &m, &a, &gpu};
+		struct dlbn_report_input in = {
+			.path = path, .rs = dlbn_reader_stats(r), .m = &m, .a = &a, .gpu = &gpu};
 		dlbn_report_text(devnull, &in);
 		dlbn_report_json(devnull, &in);
 		dlbn_report_markdown(devnull, &in);

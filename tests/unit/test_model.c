@@ -116,8 +116,10 @@ static void direct_path(void)
 	char json[300];
 	snprintf(json, sizeof(json), "%s.json", path);
 	FILE *f = fopen(json, "w");
-	struct dlbn_report_input in = {"/tmp/with \"quote\"\\.bin", dlbn_reader_stats(x.r), m, &x.a,
-				       NULL};
+	struct dlbn_report_input in = {.path = "/tmp/with \"quote\"\\.bin",
+				       .rs = dlbn_reader_stats(x.r),
+				       .m = m,
+				       .a = &x.a};
 	dlbn_report_json(f, &in);
 	fclose(f);
 	char *md = NULL;

@@ -28,8 +28,9 @@
 struct worker {
 	struct tg_stream *main, *feeder;
 	int pid;
-	int64_t free_at;   /* when it finished its last batch */
-	int64_t idle_from; /* when it started waiting for an index */
+	int64_t free_at;	 /* when it finished its last batch */
+	int64_t idle_from;	 /* when it started waiting for an index */
+	int64_t run_ns, runq_ns; /* cumulative schedstat figures */
 	int alive;
 };
 
@@ -44,7 +45,17 @@ struct sim {
 	int64_t *idx_sent; /* per step of the epoch: when its index was sent */
 	int64_t *ready;	   /* per step: result written by the worker */
 	int64_t pin_free;
+	int64_t main_run_ns, main_runq_ns;
 };
+
+/* A cumulative schedstat sample, as the recorder takes at IPC calls. */
+static void sched_sample(struct tg_stream *st, int64_t t, int tid, int64_t *run, int64_t *runq,
+			 int64_t busy, double share)
+{
+	*run += (int64_t)((double)busy * (1 - share));
+	*runq += (int64_t)((double)busy * share);
+	tg_rec(st, DLBN_REC_SCHED, t, "iii", (int64_t)tid, *run, *runq);
+}
 
 static double jitter(struct sim *s)
 {
@@ -118,6 +129,8 @@ static int64_t produce(struct sim *s, int k, int64_t step, int64_t t_idx, int ep
 		tg_pread(w->main, t, file / 4, 9, 777, 65536, (step * 4 + c) * 65536);
 		t += file / 4 + cpu / 4;
 	}
+	if (s->p.sched)
+		sched_sample(w->main, t, w->pid, &w->run_ns, &w->runq_ns, work, s->p.worker_runq);
 	tg_write(w->feeder, t + 20000, 50000, 7, DLBN_FD_PIPE, result_ino(epoch), 300);
 	w->free_at = t + 70000;
 	w->idle_from = t + 30000;
@@ -156,7 +169,8 @@ static void run(struct sim *s)
 
 	s->main = tg_stream(s->g, 0, 0, 1000, 1000);
 	s->feeder = tg_stream(s->g, 0, 1, 1000, 1001);
-	tg_process(s->main, t, 1000, 999, -1, DLBN_START_ROOT, "python3");
+	tg_process_rank(s->main, t, 1000, 999, -1, DLBN_START_ROOT, "python3", p->rank,
+			p->world_size);
 	tg_thread(s->main, t, 1000, 1);
 	tg_thread(s->feeder, t, 1001, 0);
 	if (p->pin) {
@@ -233,6 +247,10 @@ static void run(struct sim *s)
 					fe = fb + 30000;
 				}
 			}
+			if (p->sched)
+				sched_sample(s->main, fe + 1000, 1000, &s->main_run_ns,
+					     &s->main_runq_ns, (int64_t)(p->loop_ms * MS),
+					     p->main_runq);
 			if (p->marks)
 				tg_mark(s->main, fe + 5000, DLBN_MARK_FETCH_END, e + 1, i);
 			/* The loop consumed batch i: send the index of batch i + P. */
@@ -269,6 +287,7 @@ void tgsim_default(struct tgsim_params *p)
 	p->loop_ms = 10;
 	p->handoff_ms = 1;
 	p->seed = 1;
+	p->rank = p->world_size = -1;
 }
 
 int tgsim_write(const char *path, const struct tgsim_params *p, uint64_t *records)

@@ -25,6 +25,10 @@ struct tgsim_params {
 	double loop_ms;	      /* training loop time per step */
 	double file_ms;	      /* part of batch_ms spent in file preads */
 	double handoff_ms;    /* main-thread receive time per batch */
+	int rank, world_size; /* PROCESS rank variables of the training process (-1 unset) */
+	int sched;	      /* SCHED (schedstat) samples of the workers and main thread */
+	double worker_runq;   /* share of a worker's busy time spent waiting for a CPU */
+	double main_runq;     /* share of the loop's compute time spent waiting for a CPU */
 	uint32_t extent_size; /* 0: the format's default */
 	unsigned seed;
 };

@@ -253,13 +253,19 @@ uint64_t tg_records(const struct tg *g)
 
 /* ---- shorthands ------------------------------------------------------- */
 
+void tg_process_rank(struct tg_stream *s, int64_t t, int pid, int ppid, int64_t parent_proc_id,
+		     int start, const char *argv0, int rank, int world_size)
+{
+	tg_rec(s, DLBN_REC_PROCESS, t, "iiiiiiiiisssss", (int64_t)pid, (int64_t)ppid,
+	       parent_proc_id, (int64_t)start, (int64_t)rank, (int64_t)rank, (int64_t)world_size,
+	       (int64_t)1700000000000000000 + t, t, argv0, "/usr/bin/python3", "tracegen", "",
+	       "monotonic");
+}
+
 void tg_process(struct tg_stream *s, int64_t t, int pid, int ppid, int64_t parent_proc_id,
 		int start, const char *argv0)
 {
-	tg_rec(s, DLBN_REC_PROCESS, t, "iiiiiiiiisssss", (int64_t)pid, (int64_t)ppid,
-	       parent_proc_id, (int64_t)start, (int64_t)-1, (int64_t)-1, (int64_t)-1,
-	       (int64_t)1700000000000000000 + t, t, argv0, "/usr/bin/python3", "tracegen", "",
-	       "monotonic");
+	tg_process_rank(s, t, pid, ppid, parent_proc_id, start, argv0, -1, -1);
 }
 
 void tg_thread(struct tg_stream *s, int64_t t, int tid, int is_main)
