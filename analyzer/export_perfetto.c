@@ -221,17 +221,6 @@ static const char *evidence_name(int ev)
 					   : "none";
 }
 
-static const struct dlbn_gpu_step *gpu_steps_of(const struct dlbn_gpu *g,
-						const struct dlbn_steps *st)
-{
-	if (!g || !g->present)
-		return NULL;
-	for (int k = 0; k < 2; k++)
-		if (g->view_steps[k] == st && g->view_step[k])
-			return g->view_step[k];
-	return NULL;
-}
-
 static int slice(struct pf *p, int pid, int tid, int64_t b, int64_t e, const char *cat,
 		 const char *name)
 {
@@ -288,7 +277,7 @@ static int write_analysis(struct pf *p)
 	if (m->training < 0 || !st || !st->n)
 		return 0;
 	int pid = p->jpid[m->training];
-	const struct dlbn_gpu_step *gs = gpu_steps_of(p->in->gpu, st);
+	const struct dlbn_gpu_step *gs = dlbn_gpu_steps_of(p->in->gpu, st);
 	char name[48];
 	for (size_t i = 0; i < st->n; i++) {
 		const struct dlbn_step *x = &st->v[i];

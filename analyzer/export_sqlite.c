@@ -357,17 +357,6 @@ static const char *evidence_name(int ev)
 }
 
 /* The GPU module's per-step records for the chosen view, or NULL. */
-static const struct dlbn_gpu_step *gpu_steps_of(const struct dlbn_gpu *g,
-						const struct dlbn_steps *st)
-{
-	if (!g || !g->present)
-		return NULL;
-	for (int k = 0; k < 2; k++)
-		if (g->view_steps[k] == st && g->view_step[k])
-			return g->view_step[k];
-	return NULL;
-}
-
 static int insert_steps(struct sq *s)
 {
 	const struct dlbn_model *m = s->m;
@@ -375,7 +364,7 @@ static int insert_steps(struct sq *s)
 	const struct dlbn_steps *steps = m->steps;
 	if (!steps)
 		return 0;
-	const struct dlbn_gpu_step *gs = gpu_steps_of(s->in->gpu, steps);
+	const struct dlbn_gpu_step *gs = dlbn_gpu_steps_of(s->in->gpu, steps);
 	sqlite3_stmt *st;
 	if (sq_prepare(s, "INSERT INTO steps VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
 		return -1;

@@ -1076,3 +1076,14 @@ void dlbn_gpu_text(FILE *out, const struct dlbn_gpu *g)
 	for (size_t i = 0; i < g->nreasons; i++)
 		fprintf(out, "  - %s\n", g->reasons[i]);
 }
+
+const struct dlbn_gpu_step *dlbn_gpu_steps_of(const struct dlbn_gpu *g,
+					      const struct dlbn_steps *st)
+{
+	if (!g || !g->present)
+		return NULL;
+	for (int k = 0; k < DLBN_GPU_VIEWS; k++)
+		if (g->view_steps[k] == st && g->view_step[k])
+			return g->view_step[k];
+	return NULL;
+}

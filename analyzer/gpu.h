@@ -150,8 +150,9 @@ struct dlbn_gpu {
 	char reasons[DLBN_GPU_MAX_REASONS][DLBN_GPU_LINE];
 	/* Per-step records of the model's views (python, ipc, nvtx), parallel
 	 * to their steps. */
-	const struct dlbn_steps *view_steps[3];
-	struct dlbn_gpu_step *view_step[3];
+#define DLBN_GPU_VIEWS 3
+	const struct dlbn_steps *view_steps[DLBN_GPU_VIEWS];
+	struct dlbn_gpu_step *view_step[DLBN_GPU_VIEWS];
 };
 
 void dlbn_gpu_default_opts(struct dlbn_gpu_opts *o);
@@ -173,6 +174,11 @@ int dlbn_gpu_analyze(struct dlbn_model *m, struct dlbn_reader *r, const struct d
  * window; safe when !g->present (gives the "no GPU activity" line).
  */
 void dlbn_gpu_window(struct dlbn_gpu *g, const struct dlbn_steps *st, int64_t ws, int64_t we);
+
+/* The per-step GPU records parallel to st (one of the model's views), or
+ * NULL when g has none for it. */
+const struct dlbn_gpu_step *dlbn_gpu_steps_of(const struct dlbn_gpu *g,
+					      const struct dlbn_steps *st);
 
 /* The "gpu" value of the JSON report: one object, stable keys. */
 void dlbn_gpu_json(FILE *out, const struct dlbn_gpu *g);

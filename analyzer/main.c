@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "baseline.h"
 #include "export.h"
 #include "gpu.h"
 #include "model.h"
@@ -39,6 +40,8 @@ static const char usage_text[] =
 	"  -o, --output FILE         write the report to FILE instead of stdout\n"
 	"      --sqlite FILE         also export the whole model as a SQLite database\n"
 	"      --perfetto FILE       also export a Chrome/Perfetto trace-event timeline\n"
+	"      --baseline REPLAY     measured speedup: compare with a Replay run of the\n"
+	"                            same training (dlbn-run --replay N)\n"
 	"      --dump                print every record as one line and exit\n"
 	"      --fail-on LEVEL       exit 3 when the verdict is LEVEL or worse:\n"
 	"                            detected | potential\n"
@@ -58,9 +61,9 @@ static const char usage_text[] =
 	"3 --fail-on level reached.  See dlbn-analyze(1), dlbn-trace(5).\n";
 
 struct cli {
-	char **traces; /* one per rank; --dump, --sqlite, --perfetto: one only */
+	char **traces; /* one per rank; --dump, --sqlite, --perfetto, --baseline: one only */
 	size_t ntraces;
-	const char *output, *sqlite, *perfetto;
+	const char *output, *sqlite, *perfetto, *baseline;
 	int format, dump, fail_on;
 	struct dlbn_model_opts mo;
 	struct dlbn_verdict_opts vo;
@@ -84,13 +87,25 @@ static int parse_double(const char *s, double *out)
 /* Returns -1 to continue, else an exit status. */
 static int parse_args(int argc, char **argv, struct cli *c)
 {
-	enum { O_DUMP = 256, O_FAIL, O_VIEW, O_WARMUP, O_DET, O_POT, O_GAP, O_SQLITE, O_PERFETTO };
+	enum {
+		O_DUMP = 256,
+		O_FAIL,
+		O_VIEW,
+		O_WARMUP,
+		O_DET,
+		O_POT,
+		O_GAP,
+		O_SQLITE,
+		O_PERFETTO,
+		O_BASELINE
+	};
 	static const struct option opts[] = {
 		{"format", required_argument, NULL, 'f'},
 		{"output", required_argument, NULL, 'o'},
 		{"dump", no_argument, NULL, O_DUMP},
 		{"sqlite", required_argument, NULL, O_SQLITE},
 		{"perfetto", required_argument, NULL, O_PERFETTO},
+		{"baseline", required_argument, NULL, O_BASELINE},
 		{"fail-on", required_argument, NULL, O_FAIL},
 		{"view", required_argument, NULL, O_VIEW},
 		{"warmup", required_argument, NULL, O_WARMUP},
@@ -129,6 +144,9 @@ static int parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case O_PERFETTO:
 			c->perfetto = optarg;
+			break;
+		case O_BASELINE:
+			c->baseline = optarg;
 			break;
 		case O_FAIL:
 			if (!strcmp(optarg, "detected"))
@@ -191,8 +209,9 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		return usage_error("no trace file given", NULL);
 	c->traces = argv + optind;
 	c->ntraces = (size_t)(argc - optind);
-	if (c->ntraces > 1 && (c->dump || c->sqlite || c->perfetto))
-		return usage_error("--dump, --sqlite and --perfetto take one trace", NULL);
+	if (c->ntraces > 1 && (c->dump || c->sqlite || c->perfetto || c->baseline))
+		return usage_error("--dump, --sqlite, --perfetto and --baseline take one trace",
+				   NULL);
 	return -1;
 }
 
@@ -243,6 +262,8 @@ struct run {
 	struct dlbn_analysis a;
 	struct dlbn_gpu gpu;
 	int built;
+	struct dlbn_baseline baseline; /* --baseline: valid iff has_baseline */
+	int has_baseline;
 };
 
 /* 0 done, else an exit status (message printed). */
@@ -274,9 +295,19 @@ static int run_analyze(const struct cli *c, struct run *x)
 		dlbn_model_free(&x->m);
 		return EXIT_INPUT;
 	}
-	/* --baseline (analyzer/baseline.h): compare with the Replay trace
-	 * here, once x->a is final, and hand the result to the report. */
 	x->built = 1;
+	/* --baseline (analyzer/baseline.h): the Replay trace through the same
+	 * path, compared once x->a is final. */
+	if (c->baseline) {
+		int brc = dlbn_baseline_load(&x->baseline, c->baseline, &c->mo, &c->vo, &x->m,
+					     &x->a, err, sizeof(err));
+		if (brc != 0) {
+			fprintf(stderr, "dlbn-analyze: --baseline %s\n",
+				brc == -1 ? err : "out of memory");
+			return EXIT_INPUT;
+		}
+		x->has_baseline = 1;
+	}
 	return 0;
 }
 
@@ -326,7 +357,16 @@ static int analyze(const struct cli *c, FILE *out)
 		dlbn_job_summarize(&job, rows, n);
 		const struct run *w = &runs[job.worst];
 		struct dlbn_report_input in = {
-			w->path, dlbn_reader_stats(w->r), &w->m, &w->a, &w->gpu, rows, n, &job};
+			.path = w->path,
+			.rs = dlbn_reader_stats(w->r),
+			.m = &w->m,
+			.a = &w->a,
+			.gpu = &w->gpu,
+			.ranks = rows,
+			.nranks = n,
+			.job = &job,
+			.baseline = w->has_baseline ? &w->baseline : NULL,
+		};
 		report(c, out, &in);
 		if (n == 1)
 			export_failed =

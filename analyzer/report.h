@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 
+#include "baseline.h"
 #include "gpu.h"
 #include "model.h"
 #include "reader.h"
@@ -59,6 +60,7 @@ struct dlbn_report_input {
 	const struct dlbn_rank_row *ranks;
 	size_t nranks;
 	const struct dlbn_job *job;
+	const struct dlbn_baseline *baseline; /* NULL: no --baseline ("baseline": null) */
 };
 
 /* ranks.c: the job section (text / Markdown) and the "ranks" / "job" JSON values. */

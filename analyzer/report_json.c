@@ -298,6 +298,11 @@ void dlbn_report_json(FILE *out, const struct dlbn_report_input *in)
 	json_stacks(out, in->m);
 	fputs(",\"trace\":", out);
 	json_trace(out, in);
+	fputs(",\"baseline\":", out);
+	if (in->baseline)
+		dlbn_baseline_json(out, in->baseline);
+	else
+		fputs("null", out);
 	dlbn_ranks_json(out, in);
 	fputs("}\n", out);
 }

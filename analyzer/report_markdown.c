@@ -94,6 +94,12 @@ void dlbn_report_markdown(FILE *out, const struct dlbn_report_input *in)
 	fputs("## Decision\n\n", out);
 	md_decision(out, a);
 
+	if (in->baseline) {
+		fputs("\n## Measured confirmation (Replay)\n\n```\n", out);
+		dlbn_baseline_text(out, in->baseline);
+		fputs("```\n", out);
+	}
+
 	fputs("\n## Detection\n\n", out);
 	if (a->steps_total) {
 		fprintf(out,

@@ -128,6 +128,8 @@ void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
 			"  (a run without the loader wait is predicted to take %.0f%% of the "
 			"time)\n",
 			100.0 / a->predicted_speedup);
+	if (in->baseline)
+		dlbn_baseline_text(out, in->baseline);
 
 	fprintf(out, "\nEvidence (%s view%s%s)\n", dlbn_view_name(a->view),
 		a->view == DLBN_VIEW_PYTHON ? ": exact DataLoader fetch marks"
