@@ -152,7 +152,7 @@ void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
 			    : "(no GPU recorded: stall = exposed wait)");
 		fprintf(out,
 			"  per step         mean %.2f ms, p50 %.2f ms, p95 %.2f ms, max %.2f ms; "
-			"loop without waiting %.2f ms\n",
+			"per step without the stall %.2f ms\n",
 			a->mean_ms, a->p50_ms, a->p95_ms, a->max_ms, a->loop_ms);
 	}
 	text_nvtx(out, m, a);

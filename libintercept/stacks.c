@@ -252,6 +252,11 @@ void stacks_wait_finished(uint8_t rec_type, uint64_t t0_ns, uint64_t dur_ns)
 	uint64_t now;
 	pid_t pid;
 
+	/* A fetch mark ends inside the Python bootstrap's ctypes call: its
+	 * native stack is libffi's, not the wait's.  The poll/read/semaphore
+	 * waits inside the fetch are captured on their own. */
+	if (rec_type == DLBN_REC_MARK)
+		return;
 	if (dur_ns < STACK_MIN_NS || policy == POLICY_OFF || !recorder_on())
 		return;
 	if (policy == POLICY_UNDECIDED && !stacks_init())
