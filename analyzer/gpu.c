@@ -212,6 +212,11 @@ static void wait_interval(const struct dlbn_model *m, const struct dlbn_steps *s
 	} else {
 		*wb = s->begin;
 		*we = s->begin + w;
+		/* A Python-view step can carry loader time from between epochs
+		 * (worker shutdown and start-up) beyond its fetch; that part
+		 * lies outside [begin, end] and is split_track's `outside`. */
+		if (s->end > s->begin && *we > s->end)
+			*we = s->end;
 	}
 }
 
@@ -629,8 +634,11 @@ static void split_track(struct track *tr)
 					       ? DLBN_GPU_EV_UNKNOWN
 					       : DLBN_GPU_EV_PROBE;
 		}
+		/* Wait outside the probed interval (see wait_interval) has no
+		 * GPU evidence of its own: counted idle, like Replay removes it. */
+		int64_t outside = s->wait_ns > wait ? s->wait_ns - wait : 0;
 		s->gpu_busy_ns = busy;
-		s->gpu_idle_ns = wait - busy;
+		s->gpu_idle_ns = wait - busy + outside;
 	}
 }
 

@@ -626,6 +626,12 @@ struct pass2 {
 	struct ipc_fsm fsm;
 	int64_t py_open; /* FETCH_BEGIN time, -1 none */
 	int py_new_epoch;
+	/* Loader time between epochs that no fetch returns a batch for: the
+	 * fetch that ended the epoch (it shuts non-persistent workers down)
+	 * and iter() up to the next fetch (it starts them).  Replay has
+	 * neither, so it is charged to the next step's wait. */
+	int64_t py_carry_ns;
+	int64_t py_iter_begin; /* ITER_BEGIN time, -1 none */
 	int64_t first_result_read; /* -1 until seen */
 	struct pending_wait pend[PENDING_MAX];
 	size_t npend;
@@ -814,22 +820,30 @@ static void python_record(struct pass2 *ps, const struct dlbn_record *r)
 	case DLBN_MARK_ITER_BEGIN:
 		ps->py_new_epoch = 1;
 		ps->py_open = -1;
+		ps->py_iter_begin = r->t_ns;
 		break;
 	case DLBN_MARK_FETCH_BEGIN:
 		ps->py_open = r->t_ns;
+		/* Only epochs after the first: the first iter() is warm-up. */
+		if (ps->py_iter_begin >= 0 && st->n > 0)
+			ps->py_carry_ns += r->t_ns - ps->py_iter_begin;
+		ps->py_iter_begin = -1;
 		break;
 	case DLBN_MARK_FETCH_END:
 		if (ps->py_open >= 0) {
 			struct dlbn_step s = {.begin = ps->py_open,
 					      .end = r->t_ns,
-					      .wait_ns = r->t_ns - ps->py_open};
+					      .wait_ns = r->t_ns - ps->py_open + ps->py_carry_ns};
 			number_epoch(st, &s, ps->py_new_epoch);
 			ps->py_new_epoch = 0;
+			ps->py_carry_ns = 0;
 			feed(ps, st, &s);
 		}
 		ps->py_open = -1;
 		break;
 	case DLBN_MARK_FETCH_STOP:
+		if (ps->py_open >= 0)
+			ps->py_carry_ns += r->t_ns - ps->py_open;
 		ps->py_open = -1;
 		break;
 	default:
@@ -1135,7 +1149,8 @@ static void sched_record(struct pass2 *ps, const struct dlbn_record *r)
 
 static int run_pass2(struct dlbn_model *m, struct dlbn_reader *r, const struct dlbn_model_opts *o)
 {
-	struct pass2 ps = {.m = m, .o = o, .py_open = -1, .first_result_read = -1};
+	struct pass2 ps = {
+		.m = m, .o = o, .py_open = -1, .py_iter_begin = -1, .first_result_read = -1};
 	const struct dlbn_record *rec;
 	int have_config = 0;
 

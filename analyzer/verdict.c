@@ -243,6 +243,30 @@ static void cpu_contention(const struct dlbn_model *m, struct dlbn_analysis *a)
 			   a->main_runq_fraction >= DLBN_MAIN_RUNQ_SHARE;
 }
 
+/*
+ * While workers run, the loop's thread can be runnable but queued behind
+ * them for a CPU; Replay has no busy workers and gives it the core back, so
+ * that time is a loading cost too.  The part of it inside the stall is
+ * already counted: add the share that falls outside, assuming the queueing
+ * is spread like the loop's runnable time.
+ */
+static void add_contention_stall(struct dlbn_analysis *a)
+{
+	/* Below the contention threshold the queueing is background noise
+	 * (other processes, the loop's own threads), not the workers. */
+	if (!a->nworkers || a->main_runq_fraction < DLBN_MAIN_RUNQ_SHARE || a->wall_s <= 0)
+		return;
+	double extra = a->main_runq_fraction * a->wall_s * (1 - a->stall_fraction);
+	if (extra <= 0)
+		return;
+	a->contention_stall_s = extra;
+	a->stall_s += extra;
+	a->stall_fraction = a->stall_s / a->wall_s;
+	double rest = a->wall_s - a->stall_s;
+	a->predicted_speedup = rest > 1e-9 ? a->wall_s / rest : 1e9;
+	a->predicted_speedup_low = a->predicted_speedup;
+}
+
 static void contention_reasons(struct dlbn_analysis *a)
 {
 	if (a->workers_runq_share >= DLBN_WORKER_RUNQ_SHARE)
@@ -255,6 +279,10 @@ static void contention_reasons(struct dlbn_analysis *a)
 		REASON("CPU contention: the training loop's thread waits for a CPU %.0f%% of the "
 		       "window (runnable but not running)",
 		       a->main_runq_fraction * 100);
+		if (a->contention_stall_s > 0)
+			REASON("%.3f s of the stall is that queueing outside the loader waits: "
+			       "without busy workers (Replay) the loop gets its core back",
+			       a->contention_stall_s);
 		if (a->nworkers)
 			REC("the training loop's thread waits for a CPU %.0f%% of the window while "
 			    "%zu workers share the cores: fewer workers, or fewer threads per "
@@ -625,6 +653,7 @@ int dlbn_analyze_gpu(const struct dlbn_model *m, const struct dlbn_reader_stats 
 	if (collect_workers(m, a) != 0)
 		return -1;
 	cpu_contention(m, a);
+	add_contention_stall(a);
 	a->verdict = dlbn_classify(a->predicted_speedup, a->steps_window, m->prefetch_depth, o);
 	if (gpu)
 		gpu_figures(gpu, a);

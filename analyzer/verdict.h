@@ -63,6 +63,9 @@ struct dlbn_analysis {
 	double mean_busy;		   /* -1: no workers */
 	/* CPU contention over the window (SCHED samples; -1: no samples). */
 	double main_runq_fraction; /* loop thread runnable-not-running / window */
+	/* Part of the stall that is the loop thread queued for a CPU the
+	 * loader's workers hold (included in stall_s; 0 without SCHED). */
+	double contention_stall_s;
 	double workers_runq_share; /* workers' runq wait / their busy wall time */
 	double cpus_used;	   /* CPU time of sampled threads / window wall */
 	size_t sched_threads;	   /* threads with samples in the window */

@@ -127,6 +127,33 @@ static void test_main_thread(void)
 	      "loop thread contended: more workers are not recommended");
 }
 
+/* Queueing of the loop behind the workers is a loading cost Replay removes:
+ * it joins the stall above the contention threshold, and only there. */
+static void test_contention_stall(void)
+{
+	struct tgsim_params p;
+	struct res base, queued, noise;
+	saturated(&p);
+	run(&p, &base);
+	p.main_runq = 0.5;
+	run(&p, &queued);
+	saturated(&p);
+	p.main_runq = 0.1;
+	run(&p, &noise);
+	double expect = queued.a.main_runq_fraction * queued.a.wall_s *
+			(1 - (queued.a.stall_s - queued.a.contention_stall_s) / queued.a.wall_s);
+	CHECK(queued.a.contention_stall_s > 0 && fabs(queued.a.contention_stall_s - expect) < 1e-6,
+	      "contention stall = loop runq share x wall x (1 - other stall share) (%.4f vs %.4f)",
+	      queued.a.contention_stall_s, expect);
+	CHECK(queued.a.predicted_speedup > base.a.predicted_speedup + 0.1,
+	      "contention stall raises the prediction (%.2f -> %.2f)", base.a.predicted_speedup,
+	      queued.a.predicted_speedup);
+	CHECK(base.a.contention_stall_s == 0 && noise.a.main_runq_fraction < 0.1 &&
+		      noise.a.contention_stall_s == 0,
+	      "below the 10%% threshold no contention stall (runq %.3f)",
+	      noise.a.main_runq_fraction);
+}
+
 static void test_no_samples(void)
 {
 	struct tgsim_params p;
@@ -146,6 +173,7 @@ int main(void)
 	test_contended_workers();
 	test_uncontended_workers();
 	test_main_thread();
+	test_contention_stall();
 	test_no_samples();
 	unlink(path);
 	CHECK_EXIT();
