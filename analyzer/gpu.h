@@ -56,15 +56,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "dlbn_trace.h"
+
 struct dlbn_model;
 struct dlbn_steps;
 struct dlbn_reader;
 
-/* CUDA_INFO api codes of the recorder (libintercept/cuda_hooks.h). */
-#define DLBN_CUDA_INFO_DRIVER		100
-#define DLBN_CUDA_INFO_PROBE_OFF	101
-#define DLBN_CUDA_INFO_UNWRAPPED	102
-#define DLBN_CUDA_INFO_STREAMS_OVERFLOW 103
 
 enum dlbn_gpu_sync_kind {
 	DLBN_GPU_SYNC_STREAM = 0, /* cuStreamSynchronize */

@@ -56,7 +56,7 @@ static void note_unwrapped(int v)
 	static int reported[CUV_COUNT];
 
 	if (!__atomic_exchange_n(&reported[v], 1, __ATOMIC_RELAXED))
-		cu_info(CUDA_INFO_UNWRAPPED, v, cu_variants[v].name);
+		cu_info(DLBN_CUDA_INFO_UNWRAPPED, v, cu_variants[v].name);
 }
 
 static void note_driver_found(void);
@@ -166,7 +166,7 @@ static void note_driver_found(void)
 	if (get_version && get_version(&version) != CUDA_SUCCESS)
 		version = 0;
 	snprintf(text, sizeof(text), "driver %d", version);
-	cu_info(CUDA_INFO_DRIVER, version, text);
+	cu_info(DLBN_CUDA_INFO_DRIVER, version, text);
 }
 
 /* ---- cuGetProcAddress --------------------------------------------------- */

@@ -141,13 +141,5 @@ void gpu_probe_poll(void) DLBN_HIDDEN;
 /* One CUDA_INFO record: api (a DLBN_CU_* or CUDA_INFO_* code), ret, text. */
 void cu_info(int64_t api, int64_t ret, const char *text) DLBN_HIDDEN;
 
-/* CUDA_INFO api codes (beyond DLBN_CU_*) */
-enum cu_info_code {
-	CUDA_INFO_DRIVER = 100,      /* driver reached: ret = driver version */
-	CUDA_INFO_PROBE_OFF = 101,   /* probing stopped: ret = CUresult */
-	CUDA_INFO_UNWRAPPED = 102,   /* a resolved pointer was left unwrapped */
-	CUDA_INFO_STREAMS_OVERFLOW = 103, /* more streams than the probe table holds */
-	CUDA_INFO_STREAM_SKIPPED = 104,   /* a probe's stream was gone (first time) */
-};
 
 #endif /* DLBN_CUDA_HOOKS_H */

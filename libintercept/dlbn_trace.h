@@ -117,6 +117,7 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *  OPEN     fd (or -errno), fd_kind, ino, flags, path (str)
  *           regular files, FIFOs and /dev/shm objects
  *  MMAP     fd, fd_kind, ino, length, prot_flags     MAP_SHARED of an fd only
+ *           (prot_flags = mmap flags << 8 | prot)
  *  SEM_WAIT dur_ns, sem (address), ret, call (DLBN_SEM_*)
  *           only waits that blocked (dur_ns >= DLBN_SEM_MIN_NS)
  *  SEM_POST sem (address)
@@ -145,7 +146,7 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *           the probe's event completed at complete_ns (from
  *           cuEventElapsedTime against a reference); status 0 = ok,
  *           1 = lost (not resolvable)
- *  CUDA_INFO api, ret, text (str)                 driver found, version, ...
+ *  CUDA_INFO api (dlbn_cu_api or dlbn_cuda_info), ret, text (str)
  *
  * Ranges (NVTX)
  *  RANGE_PUSH domain_id, msg_id, msg (str or nil when msg_id is set)
@@ -265,6 +266,16 @@ enum dlbn_cu_api {
 	DLBN_CU_EVENT_SYNC = 22,
 	DLBN_CU_STREAM_QUERY = 23,
 	DLBN_CU_EVENT_QUERY = 24,
+};
+
+/* CUDA_INFO api codes beyond dlbn_cu_api: what the recorder found out
+ * about the driver and its own probing. */
+enum dlbn_cuda_info {
+	DLBN_CUDA_INFO_DRIVER = 100,           /* driver reached: ret = driver version */
+	DLBN_CUDA_INFO_PROBE_OFF = 101,        /* probing stopped: ret = CUresult */
+	DLBN_CUDA_INFO_UNWRAPPED = 102,        /* a resolved entry point left unwrapped */
+	DLBN_CUDA_INFO_STREAMS_OVERFLOW = 103, /* more streams than the probe table holds */
+	DLBN_CUDA_INFO_STREAM_SKIPPED = 104,   /* a probe's stream was gone (first time) */
 };
 
 enum dlbn_copy_dir {

@@ -163,7 +163,7 @@ static void emit_info(int64_t code, int64_t ret, const char *text)
 static void stop_probing(CUresult r, const char *what)
 {
 	state = PROBE_OFF;
-	emit_info(CUDA_INFO_PROBE_OFF, r, what);
+	emit_info(DLBN_CUDA_INFO_PROBE_OFF, r, what);
 }
 
 static void child_after_fork(void)
@@ -321,7 +321,7 @@ static void note_skipped_stream(CUresult r, uintptr_t stream)
 	reported = true;
 	snprintf(text, sizeof(text), "probe: stream %#lx skipped (destroyed or other context)",
 		 (unsigned long)stream);
-	emit_info(CUDA_INFO_STREAM_SKIPPED, r, text);
+	emit_info(DLBN_CUDA_INFO_STREAM_SKIPPED, r, text);
 }
 
 static void probe_dirty_streams(uint64_t t_ns)
@@ -330,7 +330,7 @@ static void probe_dirty_streams(uint64_t t_ns)
 
 	if (!overflow_reported && __atomic_load_n(&streams_overflowed, __ATOMIC_RELAXED)) {
 		overflow_reported = true;
-		emit_info(CUDA_INFO_STREAMS_OVERFLOW, STREAM_SLOTS,
+		emit_info(DLBN_CUDA_INFO_STREAMS_OVERFLOW, STREAM_SLOTS,
 			  "probe: more streams than tracked; some are not probed");
 	}
 	for (int i = 0; i < STREAM_SLOTS; i++) {
