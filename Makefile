@@ -111,11 +111,17 @@ sanitize:
 	@for t in $(UNIT_SRCS:tests/unit/%.c=build/san/tests/%); do $$t || exit 1; done
 	@echo "sanitize: unit tests clean under ASan/UBSan"
 
+# Layout (.clang-format), cppcheck, and clang-tidy (.clang-tidy) over the
+# library, the analyzer and the C unit tests.
+LINT_SRCS := libintercept/*.[ch] analyzer/*.[ch] tests/unit/*.[ch]
 lint:
-	clang-format --dry-run --Werror libintercept/*.[ch] analyzer/*.[ch] tests/unit/*.[ch]
+	clang-format --dry-run --Werror $(LINT_SRCS)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-		--suppress=missingIncludeSystem -Ilibintercept -Ianalyzer libintercept analyzer
-	clang-tidy --quiet $(LIB_SRCS) $(ANA_SRCS) -- $(ANA_CFLAGS)
+		--suppress=missingIncludeSystem -D_GNU_SOURCE -Ilibintercept -Ianalyzer \
+		libintercept analyzer
+	clang-tidy --quiet $(LIB_SRCS) $(ANA_SRCS) -- $(CSTD) -Ilibintercept -Ianalyzer \
+		-I$(CUDA_HOME)/include
+	@echo "lint: clean"
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/dlbn/dlbn-python \

@@ -1085,8 +1085,7 @@ void dlbn_gpu_text(FILE *out, const struct dlbn_gpu *g)
 		fprintf(out, "  - %s\n", g->reasons[i]);
 }
 
-const struct dlbn_gpu_step *dlbn_gpu_steps_of(const struct dlbn_gpu *g,
-					      const struct dlbn_steps *st)
+const struct dlbn_gpu_step *dlbn_gpu_steps_of(const struct dlbn_gpu *g, const struct dlbn_steps *st)
 {
 	if (!g || !g->present)
 		return NULL;

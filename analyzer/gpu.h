@@ -62,7 +62,6 @@ struct dlbn_model;
 struct dlbn_steps;
 struct dlbn_reader;
 
-
 enum dlbn_gpu_sync_kind {
 	DLBN_GPU_SYNC_STREAM = 0, /* cuStreamSynchronize */
 	DLBN_GPU_SYNC_CTX = 1,	  /* cuCtxSynchronize */

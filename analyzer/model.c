@@ -631,7 +631,7 @@ struct pass2 {
 	 * and iter() up to the next fetch (it starts them).  Replay has
 	 * neither, so it is charged to the next step's wait. */
 	int64_t py_carry_ns;
-	int64_t py_iter_begin; /* ITER_BEGIN time, -1 none */
+	int64_t py_iter_begin;	   /* ITER_BEGIN time, -1 none */
 	int64_t first_result_read; /* -1 until seen */
 	struct pending_wait pend[PENDING_MAX];
 	size_t npend;

@@ -23,7 +23,7 @@ struct func_sym {
 	uint64_t addr;
 	uint64_t size; /* 0: unknown (assembly); covers up to the next symbol */
 	const char *name;
-	int rank;      /* among aliases, lower wins: global, weak, local */
+	int rank; /* among aliases, lower wins: global, weak, local */
 };
 
 struct module_syms {
@@ -60,8 +60,9 @@ static bool elf_open_view(struct elf_view *v, const void *base, size_t len)
 	if (len < sizeof(Elf64_Ehdr))
 		return false;
 	v->eh = base;
-	if (memcmp(v->eh->e_ident, ELFMAG, SELFMAG) != 0 || v->eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    v->eh->e_ident[EI_DATA] != ELFDATA2LSB || v->eh->e_shentsize != sizeof(Elf64_Shdr))
+	if (memcmp(v->eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+	    v->eh->e_ident[EI_CLASS] != ELFCLASS64 || v->eh->e_ident[EI_DATA] != ELFDATA2LSB ||
+	    v->eh->e_shentsize != sizeof(Elf64_Shdr))
 		return false;
 	if (!in_file(v, v->eh->e_shoff, (uint64_t)v->eh->e_shnum * sizeof(Elf64_Shdr)))
 		return false;
@@ -152,15 +153,17 @@ static bool debug_file_path(const struct elf_view *v, char *out, size_t len)
 		uint64_t off = 0;
 		while (off + sizeof(Elf64_Nhdr) <= s->sh_size) {
 			const Elf64_Nhdr *nh = (const void *)(v->base + s->sh_offset + off);
-			uint64_t name_sz = (nh->n_namesz + 3u) & ~3u, desc_sz = (nh->n_descsz + 3u) & ~3u;
+			uint64_t name_sz = (nh->n_namesz + 3u) & ~3u,
+				 desc_sz = (nh->n_descsz + 3u) & ~3u;
 			const uint8_t *name = (const uint8_t *)(nh + 1);
 			const uint8_t *desc = name + name_sz;
 			if (off + sizeof(*nh) + name_sz + desc_sz > s->sh_size)
 				break;
 			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-			    memcmp(name, "GNU", 4) == 0 && nh->n_descsz >= 2 && nh->n_descsz <= 64) {
-				size_t k = (size_t)snprintf(out, len, "/usr/lib/debug/.build-id/%02x/",
-							    desc[0]);
+			    memcmp(name, "GNU", 4) == 0 && nh->n_descsz >= 2 &&
+			    nh->n_descsz <= 64) {
+				size_t k = (size_t)snprintf(
+					out, len, "/usr/lib/debug/.build-id/%02x/", desc[0]);
 				for (unsigned j = 1; j < nh->n_descsz && k + 3 < len; j++)
 					k += (size_t)snprintf(out + k, len - k, "%02x", desc[j]);
 				snprintf(out + k, len - k, ".debug");
@@ -223,7 +226,7 @@ static void load_module(struct module_syms *m, const char *path, int depth)
 	if (tab && collect_functions(&v, tab, m))
 		return;
 	if (depth == 0 && debug_file_path(&v, debug_path, sizeof(debug_path))) {
-		struct module_syms dbg = { 0 };
+		struct module_syms dbg = {0};
 		load_module(&dbg, debug_path, 1);
 		if (dbg.n_syms) {
 			unmap_module(m);
@@ -286,8 +289,8 @@ void symbolizer_free(struct symbolizer *s)
 	free(s);
 }
 
-bool symbolize_lookup(struct symbolizer *s, const char *path, uint64_t offset,
-		      const char **func, uint64_t *func_off)
+bool symbolize_lookup(struct symbolizer *s, const char *path, uint64_t offset, const char **func,
+		      uint64_t *func_off)
 {
 	struct module_syms *m;
 	size_t lo = 0, hi;

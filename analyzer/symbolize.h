@@ -32,8 +32,8 @@ void symbolizer_free(struct symbolizer *s);
  * minus the function's start.  False when the module or a covering
  * function symbol is not found (or on allocation failure).
  */
-bool symbolize_lookup(struct symbolizer *s, const char *path, uint64_t offset,
-		      const char **func, uint64_t *func_off);
+bool symbolize_lookup(struct symbolizer *s, const char *path, uint64_t offset, const char **func,
+		      uint64_t *func_off);
 
 /*
  * "function+0x1a (libfoo.so)" or, without a symbol, "0x1a2b (libfoo.so)"

@@ -357,7 +357,8 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 		/* With GPU evidence the exposed wait can be large and harmless:
 		 * say both, so a long wait is not read as a missed bottleneck. */
 		if (a->verdict == DLBN_VERDICT_NOT_DETECTED && a->stall_s < 0.99 * a->exposed_s)
-			REASON("the loop waits %.2f ms per step for data (%.1f%% of the window), but the "
+			REASON("the loop waits %.2f ms per step for data (%.1f%% of the window), "
+			       "but the "
 			       "GPU still had work during most of it: stall %.1f%% of the window",
 			       a->mean_ms, a->exposed_fraction * 100, a->stall_fraction * 100);
 		else if (a->verdict == DLBN_VERDICT_NOT_DETECTED)

@@ -87,36 +87,35 @@ void *dlbn_dlsym_filter(void *handle, const char *name)
  * same version.  The stack is 16-byte aligned at the call (entry rsp is
  * 8 mod 16; two pushes and 8 bytes make it 0 mod 16).
  */
-#define DLBN_DLSYM_STUB(stub, real)                                  \
-	".globl " stub "\n"                                          \
-	".type " stub ",@function\n"                                 \
-	".p2align 4\n" stub ":\n"                                    \
-	"\t.cfi_startproc\n"                                         \
-	"\tpushq %rdi\n"                                             \
-	"\t.cfi_adjust_cfa_offset 8\n"                               \
-	"\tpushq %rsi\n"                                             \
-	"\t.cfi_adjust_cfa_offset 8\n"                               \
-	"\tsubq $8, %rsp\n"                                          \
-	"\t.cfi_adjust_cfa_offset 8\n"                               \
-	"\tcall dlbn_dlsym_filter\n"                                 \
-	"\taddq $8, %rsp\n"                                          \
-	"\t.cfi_adjust_cfa_offset -8\n"                              \
-	"\tpopq %rsi\n"                                              \
-	"\t.cfi_adjust_cfa_offset -8\n"                              \
-	"\tpopq %rdi\n"                                              \
-	"\t.cfi_adjust_cfa_offset -8\n"                              \
-	"\ttestq %rax, %rax\n"                                       \
-	"\tjz 1f\n"                                                  \
-	"\tret\n"                                                    \
-	"1:\tjmp *" real "(%rip)\n"                                  \
-	"\t.cfi_endproc\n"                                           \
+#define DLBN_DLSYM_STUB(stub, real)                                                                \
+	".globl " stub "\n"                                                                        \
+	".type " stub ",@function\n"                                                               \
+	".p2align 4\n" stub ":\n"                                                                  \
+	"\t.cfi_startproc\n"                                                                       \
+	"\tpushq %rdi\n"                                                                           \
+	"\t.cfi_adjust_cfa_offset 8\n"                                                             \
+	"\tpushq %rsi\n"                                                                           \
+	"\t.cfi_adjust_cfa_offset 8\n"                                                             \
+	"\tsubq $8, %rsp\n"                                                                        \
+	"\t.cfi_adjust_cfa_offset 8\n"                                                             \
+	"\tcall dlbn_dlsym_filter\n"                                                               \
+	"\taddq $8, %rsp\n"                                                                        \
+	"\t.cfi_adjust_cfa_offset -8\n"                                                            \
+	"\tpopq %rsi\n"                                                                            \
+	"\t.cfi_adjust_cfa_offset -8\n"                                                            \
+	"\tpopq %rdi\n"                                                                            \
+	"\t.cfi_adjust_cfa_offset -8\n"                                                            \
+	"\ttestq %rax, %rax\n"                                                                     \
+	"\tjz 1f\n"                                                                                \
+	"\tret\n"                                                                                  \
+	"1:\tjmp *" real "(%rip)\n"                                                                \
+	"\t.cfi_endproc\n"                                                                         \
 	".size " stub ", .-" stub "\n"
 
-__asm__(".text\n"
-	DLBN_DLSYM_STUB("__dlbn_dlsym_v34", "dlbn_real_dlsym_v34")
-	DLBN_DLSYM_STUB("__dlbn_dlsym_v225", "dlbn_real_dlsym_v225")
-	".symver __dlbn_dlsym_v34, dlsym@@GLIBC_2.34\n"
-	".symver __dlbn_dlsym_v225, dlsym@GLIBC_2.2.5\n");
+__asm__(".text\n" DLBN_DLSYM_STUB("__dlbn_dlsym_v34", "dlbn_real_dlsym_v34") DLBN_DLSYM_STUB(
+	"__dlbn_dlsym_v225",
+	"dlbn_real_dlsym_v225") ".symver __dlbn_dlsym_v34, dlsym@@GLIBC_2.34\n"
+				".symver __dlbn_dlsym_v225, dlsym@GLIBC_2.2.5\n");
 
 #else
 /*

@@ -141,7 +141,7 @@ void *cu_driver_sym(const char *name)
 
 void cu_info(int64_t api, int64_t ret, const char *text)
 {
-	int64_t f[2] = { api, ret };
+	int64_t f[2] = {api, ret};
 
 	int saved_errno = errno;
 
@@ -255,7 +255,7 @@ static inline uint64_t cu_t0(void)
 
 static inline void note_launch(CUstream stream, int api, uint64_t t_ns)
 {
-	int64_t f[2] = { (int64_t)(uintptr_t)stream, api };
+	int64_t f[2] = {(int64_t)(uintptr_t)stream, api};
 
 	int saved_errno = errno;
 
@@ -272,7 +272,7 @@ static inline void note_launch(CUstream stream, int api, uint64_t t_ns)
  * work did, and no later wait would resolve it). */
 static inline void note_sync(int api, const void *handle, uint64_t t0)
 {
-	int64_t f[3] = { (int64_t)(clock_now_ns() - t0), api, (int64_t)(uintptr_t)handle };
+	int64_t f[3] = {(int64_t)(clock_now_ns() - t0), api, (int64_t)(uintptr_t)handle};
 
 	int saved_errno = errno;
 
@@ -321,8 +321,8 @@ static int host_mem_kind(const void *host)
 {
 	int type = mem_type((CUdeviceptr)(uintptr_t)host);
 
-	return type < 0 ? DLBN_HOSTMEM_UNKNOWN
-	       : type == 0 ? DLBN_HOSTMEM_PAGEABLE
+	return type < 0			    ? DLBN_HOSTMEM_UNKNOWN
+	       : type == 0		    ? DLBN_HOSTMEM_PAGEABLE
 	       : type == CU_MEMORYTYPE_HOST ? DLBN_HOSTMEM_PINNED
 					    : DLBN_HOSTMEM_UNKNOWN;
 }
@@ -378,14 +378,14 @@ static void note_unified_copy(uint64_t t0, CUstream stream, CUdeviceptr dst, CUd
  * CUDA_ERROR_NOT_INITIALIZED if the driver cannot be reached (only possible
  * for a caller that found our export before loading libcuda).
  */
-#define CU_REAL(v, fn, real)                                  \
-	__typeof__(&fn) real = (__typeof__(&fn))cu_load_real(v); \
-	if (DLBN_UNLIKELY(!real))                             \
-		return CUDA_ERROR_NOT_INITIALIZED
+#define CU_REAL(v, fn, real)                                                                       \
+	__typeof__(&fn) real = (__typeof__(&fn))cu_load_real(v);                                   \
+	if (DLBN_UNLIKELY(!real))                                                                  \
+	return CUDA_ERROR_NOT_INITIALIZED
 
-#define LAUNCH_ARGS                                                                           \
-	CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,      \
-		unsigned int by, unsigned int bz, unsigned int shmem, CUstream hStream,        \
+#define LAUNCH_ARGS                                                                                \
+	CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,          \
+		unsigned int by, unsigned int bz, unsigned int shmem, CUstream hStream,            \
 		void **kernelParams, void **extra
 #define LAUNCH_PASS f, gx, gy, gz, bx, by, bz, shmem, hStream, kernelParams, extra
 
@@ -462,23 +462,23 @@ DLBN_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraph, CUstream hStream)
  * stream recorded (the legacy or per-thread default stream for sync ones),
  * `host_expr` the host side (NULL for device-to-device).
  */
-#define COPY_WRAPPER(v, name, params, pass, api, dir, async, stream_expr, host_expr) \
-	DLBN_EXPORT CUresult name params                                               \
-	{                                                                              \
-		CU_REAL(v, name, real);                                                \
-		uint64_t t = cu_t0();                                                  \
-		CUresult r = real pass;                                                \
-		if (t && r == CUDA_SUCCESS)                                            \
-			note_copy(t, api, stream_expr, ByteCount, dir, async, host_expr); \
-		return r;                                                              \
+#define COPY_WRAPPER(v, name, params, pass, api, dir, async, stream_expr, host_expr)               \
+	DLBN_EXPORT CUresult name params                                                           \
+	{                                                                                          \
+		CU_REAL(v, name, real);                                                            \
+		uint64_t t = cu_t0();                                                              \
+		CUresult r = real pass;                                                            \
+		if (t && r == CUDA_SUCCESS)                                                        \
+			note_copy(t, api, stream_expr, ByteCount, dir, async, host_expr);          \
+		return r;                                                                          \
 	}
 
-#define HTOD_P (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
-#define HTOD_A (dstDevice, srcHost, ByteCount)
-#define DTOH_P (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
-#define DTOH_A (dstHost, srcDevice, ByteCount)
-#define DTOD_P (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
-#define DTOD_A (dstDevice, srcDevice, ByteCount)
+#define HTOD_P	(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+#define HTOD_A	(dstDevice, srcHost, ByteCount)
+#define DTOH_P	(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+#define DTOH_A	(dstHost, srcDevice, ByteCount)
+#define DTOD_P	(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
+#define DTOD_A	(dstDevice, srcDevice, ByteCount)
 #define HTODA_P (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream)
 #define HTODA_A (dstDevice, srcHost, ByteCount, hStream)
 #define DTOHA_P (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
@@ -487,51 +487,51 @@ DLBN_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraph, CUstream hStream)
 #define DTODA_A (dstDevice, srcDevice, ByteCount, hStream)
 
 #define LEGACY_STREAM ((CUstream)0)
-COPY_WRAPPER(CUV_MEMCPY_HTOD, cuMemcpyHtoD_v2, HTOD_P, HTOD_A, DLBN_CU_MEMCPY_HTOD,
-	     DLBN_COPY_HTOD, false, LEGACY_STREAM, srcHost)
+COPY_WRAPPER(CUV_MEMCPY_HTOD, cuMemcpyHtoD_v2, HTOD_P, HTOD_A, DLBN_CU_MEMCPY_HTOD, DLBN_COPY_HTOD,
+	     false, LEGACY_STREAM, srcHost)
 COPY_WRAPPER(CUV_MEMCPY_HTOD_PTDS, cuMemcpyHtoD_v2_ptds, HTOD_P, HTOD_A, DLBN_CU_MEMCPY_HTOD,
 	     DLBN_COPY_HTOD, false, CU_STREAM_PER_THREAD, srcHost)
-COPY_WRAPPER(CUV_MEMCPY_DTOH, cuMemcpyDtoH_v2, DTOH_P, DTOH_A, DLBN_CU_MEMCPY_DTOH,
-	     DLBN_COPY_DTOH, false, LEGACY_STREAM, dstHost)
+COPY_WRAPPER(CUV_MEMCPY_DTOH, cuMemcpyDtoH_v2, DTOH_P, DTOH_A, DLBN_CU_MEMCPY_DTOH, DLBN_COPY_DTOH,
+	     false, LEGACY_STREAM, dstHost)
 COPY_WRAPPER(CUV_MEMCPY_DTOH_PTDS, cuMemcpyDtoH_v2_ptds, DTOH_P, DTOH_A, DLBN_CU_MEMCPY_DTOH,
 	     DLBN_COPY_DTOH, false, CU_STREAM_PER_THREAD, dstHost)
-COPY_WRAPPER(CUV_MEMCPY_DTOD, cuMemcpyDtoD_v2, DTOD_P, DTOD_A, DLBN_CU_MEMCPY_DTOD,
-	     DLBN_COPY_DTOD, false, LEGACY_STREAM, NULL)
+COPY_WRAPPER(CUV_MEMCPY_DTOD, cuMemcpyDtoD_v2, DTOD_P, DTOD_A, DLBN_CU_MEMCPY_DTOD, DLBN_COPY_DTOD,
+	     false, LEGACY_STREAM, NULL)
 COPY_WRAPPER(CUV_MEMCPY_DTOD_PTDS, cuMemcpyDtoD_v2_ptds, DTOD_P, DTOD_A, DLBN_CU_MEMCPY_DTOD,
 	     DLBN_COPY_DTOD, false, CU_STREAM_PER_THREAD, NULL)
-COPY_WRAPPER(CUV_MEMCPY_HTOD_ASYNC, cuMemcpyHtoDAsync_v2, HTODA_P, HTODA_A,
-	     DLBN_CU_MEMCPY_HTOD, DLBN_COPY_HTOD, true, cu_stream_id(hStream), srcHost)
+COPY_WRAPPER(CUV_MEMCPY_HTOD_ASYNC, cuMemcpyHtoDAsync_v2, HTODA_P, HTODA_A, DLBN_CU_MEMCPY_HTOD,
+	     DLBN_COPY_HTOD, true, cu_stream_id(hStream), srcHost)
 COPY_WRAPPER(CUV_MEMCPY_HTOD_ASYNC_PTSZ, cuMemcpyHtoDAsync_v2_ptsz, HTODA_P, HTODA_A,
 	     DLBN_CU_MEMCPY_HTOD, DLBN_COPY_HTOD, true, cu_ptsz_stream(hStream), srcHost)
-COPY_WRAPPER(CUV_MEMCPY_DTOH_ASYNC, cuMemcpyDtoHAsync_v2, DTOHA_P, DTOHA_A,
-	     DLBN_CU_MEMCPY_DTOH, DLBN_COPY_DTOH, true, cu_stream_id(hStream), dstHost)
+COPY_WRAPPER(CUV_MEMCPY_DTOH_ASYNC, cuMemcpyDtoHAsync_v2, DTOHA_P, DTOHA_A, DLBN_CU_MEMCPY_DTOH,
+	     DLBN_COPY_DTOH, true, cu_stream_id(hStream), dstHost)
 COPY_WRAPPER(CUV_MEMCPY_DTOH_ASYNC_PTSZ, cuMemcpyDtoHAsync_v2_ptsz, DTOHA_P, DTOHA_A,
 	     DLBN_CU_MEMCPY_DTOH, DLBN_COPY_DTOH, true, cu_ptsz_stream(hStream), dstHost)
-COPY_WRAPPER(CUV_MEMCPY_DTOD_ASYNC, cuMemcpyDtoDAsync_v2, DTODA_P, DTODA_A,
-	     DLBN_CU_MEMCPY_DTOD, DLBN_COPY_DTOD, true, cu_stream_id(hStream), NULL)
+COPY_WRAPPER(CUV_MEMCPY_DTOD_ASYNC, cuMemcpyDtoDAsync_v2, DTODA_P, DTODA_A, DLBN_CU_MEMCPY_DTOD,
+	     DLBN_COPY_DTOD, true, cu_stream_id(hStream), NULL)
 COPY_WRAPPER(CUV_MEMCPY_DTOD_ASYNC_PTSZ, cuMemcpyDtoDAsync_v2_ptsz, DTODA_P, DTODA_A,
 	     DLBN_CU_MEMCPY_DTOD, DLBN_COPY_DTOD, true, cu_ptsz_stream(hStream), NULL)
 
-#define UNIFIED_COPY(v, name, stream_expr, async)                                            \
-	DLBN_EXPORT CUresult name(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)          \
-	{                                                                                      \
-		CU_REAL(v, name, real);                                                        \
-		uint64_t t = cu_t0();                                                          \
-		CUresult r = real(dst, src, ByteCount);                                        \
-		if (t && r == CUDA_SUCCESS)                                                    \
-			note_unified_copy(t, stream_expr, dst, src, ByteCount, async);         \
-		return r;                                                                      \
+#define UNIFIED_COPY(v, name, stream_expr, async)                                                  \
+	DLBN_EXPORT CUresult name(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)              \
+	{                                                                                          \
+		CU_REAL(v, name, real);                                                            \
+		uint64_t t = cu_t0();                                                              \
+		CUresult r = real(dst, src, ByteCount);                                            \
+		if (t && r == CUDA_SUCCESS)                                                        \
+			note_unified_copy(t, stream_expr, dst, src, ByteCount, async);             \
+		return r;                                                                          \
 	}
-#define UNIFIED_COPY_ASYNC(v, name, stream_expr)                                             \
-	DLBN_EXPORT CUresult name(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,          \
-				  CUstream hStream)                                            \
-	{                                                                                      \
-		CU_REAL(v, name, real);                                                        \
-		uint64_t t = cu_t0();                                                          \
-		CUresult r = real(dst, src, ByteCount, hStream);                               \
-		if (t && r == CUDA_SUCCESS)                                                    \
-			note_unified_copy(t, stream_expr, dst, src, ByteCount, true);          \
-		return r;                                                                      \
+#define UNIFIED_COPY_ASYNC(v, name, stream_expr)                                                   \
+	DLBN_EXPORT CUresult name(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,              \
+				  CUstream hStream)                                                \
+	{                                                                                          \
+		CU_REAL(v, name, real);                                                            \
+		uint64_t t = cu_t0();                                                              \
+		CUresult r = real(dst, src, ByteCount, hStream);                                   \
+		if (t && r == CUDA_SUCCESS)                                                        \
+			note_unified_copy(t, stream_expr, dst, src, ByteCount, true);              \
+		return r;                                                                          \
 	}
 
 UNIFIED_COPY(CUV_MEMCPY, cuMemcpy, LEGACY_STREAM, false)
@@ -586,7 +586,7 @@ DLBN_EXPORT CUresult cuEventSynchronize(CUevent hEvent)
 
 static void note_wait_event(CUstream stream, CUevent event, uint64_t t)
 {
-	int64_t f[2] = { (int64_t)(uintptr_t)stream, (int64_t)(uintptr_t)event };
+	int64_t f[2] = {(int64_t)(uintptr_t)stream, (int64_t)(uintptr_t)event};
 	int saved_errno = errno;
 
 	if (hook_enter()) {
@@ -620,7 +620,10 @@ DLBN_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, un
 
 /* ---- the variant table ---------------------------------------------------- */
 
-#define V(name, base, ptd, abi) { #name, base, ptd, abi, (void *)name }
+#define V(name, base, ptd, abi)                                                                    \
+	{                                                                                          \
+#name, base, ptd, abi, (void *)name                                                \
+	}
 const struct cu_variant_info cu_variants[CUV_COUNT] = {
 	[CUV_GET_PROC_ADDRESS] = V(cuGetProcAddress, "cuGetProcAddress", false, 11030),
 	[CUV_GET_PROC_ADDRESS_V2] = V(cuGetProcAddress_v2, "cuGetProcAddress", false, 12000),
@@ -654,7 +657,6 @@ const struct cu_variant_info cu_variants[CUV_COUNT] = {
 	[CUV_CTX_SYNC] = V(cuCtxSynchronize, "cuCtxSynchronize", false, 12000),
 	[CUV_EVENT_SYNC] = V(cuEventSynchronize, "cuEventSynchronize", false, 12000),
 	[CUV_STREAM_WAIT_EVENT] = V(cuStreamWaitEvent, "cuStreamWaitEvent", false, 12000),
-	[CUV_STREAM_WAIT_EVENT_PTSZ] =
-		V(cuStreamWaitEvent_ptsz, "cuStreamWaitEvent", true, 12000),
+	[CUV_STREAM_WAIT_EVENT_PTSZ] = V(cuStreamWaitEvent_ptsz, "cuStreamWaitEvent", true, 12000),
 };
 #undef V

@@ -33,8 +33,8 @@
 
 /* The hooked driver entry points.  Order matches cu_variants[]. */
 enum cu_variant {
-	CUV_GET_PROC_ADDRESS,        /* 4 args, CUDA 11.3 */
-	CUV_GET_PROC_ADDRESS_V2,     /* 5 args, CUDA 12.0 */
+	CUV_GET_PROC_ADDRESS,	 /* 4 args, CUDA 11.3 */
+	CUV_GET_PROC_ADDRESS_V2, /* 5 args, CUDA 12.0 */
 	CUV_LAUNCH_KERNEL,
 	CUV_LAUNCH_KERNEL_PTSZ,
 	CUV_LAUNCH_KERNEL_EX,
@@ -67,11 +67,11 @@ enum cu_variant {
 };
 
 struct cu_variant_info {
-	const char *name;    /* exact exported driver symbol */
-	const char *base;    /* the name a cuGetProcAddress caller passes */
-	bool per_thread;     /* the _ptsz/_ptds variant of `base` */
-	int abi_version;     /* a cudaVersion for which the driver hands out this ABI */
-	void *wrapper;       /* our function with this ABI (also exported as `name`) */
+	const char *name; /* exact exported driver symbol */
+	const char *base; /* the name a cuGetProcAddress caller passes */
+	bool per_thread;  /* the _ptsz/_ptds variant of `base` */
+	int abi_version;  /* a cudaVersion for which the driver hands out this ABI */
+	void *wrapper;	  /* our function with this ABI (also exported as `name`) */
 };
 
 extern const struct cu_variant_info cu_variants[CUV_COUNT] DLBN_HIDDEN;
@@ -140,6 +140,5 @@ void gpu_probe_poll(void) DLBN_HIDDEN;
 
 /* One CUDA_INFO record: api (a DLBN_CU_* or CUDA_INFO_* code), ret, text. */
 void cu_info(int64_t api, int64_t ret, const char *text) DLBN_HIDDEN;
-
 
 #endif /* DLBN_CUDA_HOOKS_H */

@@ -43,45 +43,45 @@
 
 #include <stdint.h>
 
-#define DLBN_FILE_MAGIC "DLBNTRC1" /* 8 bytes, no terminator in the file */
-#define DLBN_VERSION_MAJOR 1
-#define DLBN_VERSION_MINOR 0
-#define DLBN_FILE_HEADER_SIZE 4096u
-#define DLBN_EXTENT_MAGIC 0x58424c44u /* "DLBX" little-endian */
-#define DLBN_EXTENT_HEADER_SIZE 64u
+#define DLBN_FILE_MAGIC		 "DLBNTRC1" /* 8 bytes, no terminator in the file */
+#define DLBN_VERSION_MAJOR	 1
+#define DLBN_VERSION_MINOR	 0
+#define DLBN_FILE_HEADER_SIZE	 4096u
+#define DLBN_EXTENT_MAGIC	 0x58424c44u /* "DLBX" little-endian */
+#define DLBN_EXTENT_HEADER_SIZE	 64u
 #define DLBN_DEFAULT_EXTENT_SIZE (256u * 1024u)
 
 /* File header flags. */
 #define DLBN_FILE_PASSIVE 0x1u /* some process went passive (see its stderr) */
 
 struct dlbn_file_header {
-	char magic[8];          /* DLBN_FILE_MAGIC */
+	char magic[8];		/* DLBN_FILE_MAGIC */
 	uint16_t version_major; /* reader rejects a major it does not know */
 	uint16_t version_minor;
-	uint32_t header_size;   /* DLBN_FILE_HEADER_SIZE */
-	uint32_t extent_size;   /* bytes per extent, header included */
-	uint32_t flags;         /* DLBN_FILE_* (atomic OR) */
-	uint64_t next_extent;   /* atomic: extents handed out so far */
-	uint64_t next_proc_id;  /* atomic: process instances that joined */
+	uint32_t header_size;	      /* DLBN_FILE_HEADER_SIZE */
+	uint32_t extent_size;	      /* bytes per extent, header included */
+	uint32_t flags;		      /* DLBN_FILE_* (atomic OR) */
+	uint64_t next_extent;	      /* atomic: extents handed out so far */
+	uint64_t next_proc_id;	      /* atomic: process instances that joined */
 	uint64_t created_realtime_ns; /* a CLOCK_REALTIME/CLOCK_MONOTONIC pair */
 	uint64_t created_monotonic_ns;
-	char host[64];          /* gethostname() of the creator, NUL padded */
-	/* zero up to header_size */
+	char host[64]; /* gethostname() of the creator, NUL padded */
+		       /* zero up to header_size */
 };
 
 /* Extent header flags. */
 #define DLBN_EXTENT_FINAL 0x1u /* the stream ended cleanly in this extent */
 
 struct dlbn_extent_header {
-	uint32_t magic;      /* DLBN_EXTENT_MAGIC once initialised */
+	uint32_t magic;	     /* DLBN_EXTENT_MAGIC once initialised */
 	uint32_t committed;  /* atomic: bytes of complete records after header */
 	uint32_t proc_id;    /* process instance (file-unique; new after exec) */
 	uint32_t thread_no;  /* 0 = the thread that started the process instance */
 	uint32_t extent_seq; /* 0, 1, 2 ... within the stream */
 	uint32_t pid;
 	uint32_t tid;
-	uint32_t flags;      /* DLBN_EXTENT_* */
-	uint64_t base_ns;    /* time origin for the first record's delta */
+	uint32_t flags;	  /* DLBN_EXTENT_* */
+	uint64_t base_ns; /* time origin for the first record's delta */
 	uint8_t reserved[24];
 };
 
@@ -207,15 +207,15 @@ enum dlbn_record_type {
 };
 
 enum dlbn_start_kind {
-	DLBN_START_ROOT = 0,  /* created the trace file */
-	DLBN_START_FORK = 1,  /* child of fork(); parent_proc_id is set */
-	DLBN_START_JOIN = 2,  /* exec'd/spawned process that joined the trace */
+	DLBN_START_ROOT = 0, /* created the trace file */
+	DLBN_START_FORK = 1, /* child of fork(); parent_proc_id is set */
+	DLBN_START_JOIN = 2, /* exec'd/spawned process that joined the trace */
 };
 
 enum dlbn_exit_how {
-	DLBN_EXIT_EXIT = 0,   /* exit() */
-	DLBN_EXIT__EXIT = 1,  /* _exit() / _Exit() (os._exit in Python) */
-	DLBN_EXIT_DTOR = 2,   /* library destructor (normal return from main) */
+	DLBN_EXIT_EXIT = 0,  /* exit() */
+	DLBN_EXIT__EXIT = 1, /* _exit() / _Exit() (os._exit in Python) */
+	DLBN_EXIT_DTOR = 2,  /* library destructor (normal return from main) */
 };
 
 enum dlbn_fd_kind {
@@ -250,14 +250,14 @@ enum dlbn_mark_kind {
 	DLBN_MARK_FETCH_END = 2,   /* __next__ returned a batch (arg = index) */
 	DLBN_MARK_FETCH_STOP = 3,  /* __next__ raised StopIteration (epoch end) */
 	DLBN_MARK_ITER_BEGIN = 4,  /* iter(loader): a new epoch's iterator */
-	DLBN_MARK_STEP = 5,        /* optional user step mark (arg = step) */
+	DLBN_MARK_STEP = 5,	   /* optional user step mark (arg = step) */
 };
 
 enum dlbn_cu_api {
 	DLBN_CU_LAUNCH_KERNEL = 1,
 	DLBN_CU_LAUNCH_KERNEL_EX = 2,
 	DLBN_CU_GRAPH_LAUNCH = 3,
-	DLBN_CU_MEMCPY = 10,       /* cuMemcpy / cuMemcpyAsync (unified) */
+	DLBN_CU_MEMCPY = 10, /* cuMemcpy / cuMemcpyAsync (unified) */
 	DLBN_CU_MEMCPY_HTOD = 11,
 	DLBN_CU_MEMCPY_DTOH = 12,
 	DLBN_CU_MEMCPY_DTOD = 13,
@@ -271,9 +271,9 @@ enum dlbn_cu_api {
 /* CUDA_INFO api codes beyond dlbn_cu_api: what the recorder found out
  * about the driver and its own probing. */
 enum dlbn_cuda_info {
-	DLBN_CUDA_INFO_DRIVER = 100,           /* driver reached: ret = driver version */
-	DLBN_CUDA_INFO_PROBE_OFF = 101,        /* probing stopped: ret = CUresult */
-	DLBN_CUDA_INFO_UNWRAPPED = 102,        /* a resolved entry point left unwrapped */
+	DLBN_CUDA_INFO_DRIVER = 100,	       /* driver reached: ret = driver version */
+	DLBN_CUDA_INFO_PROBE_OFF = 101,	       /* probing stopped: ret = CUresult */
+	DLBN_CUDA_INFO_UNWRAPPED = 102,	       /* a resolved entry point left unwrapped */
 	DLBN_CUDA_INFO_STREAMS_OVERFLOW = 103, /* more streams than the probe table holds */
 	DLBN_CUDA_INFO_STREAM_SKIPPED = 104,   /* a probe's stream was gone (first time) */
 };
@@ -286,7 +286,7 @@ enum dlbn_copy_dir {
 };
 
 enum dlbn_host_mem {
-	DLBN_HOSTMEM_NA = 0,       /* no host side */
+	DLBN_HOSTMEM_NA = 0, /* no host side */
 	DLBN_HOSTMEM_PAGEABLE = 1,
 	DLBN_HOSTMEM_PINNED = 2,
 	DLBN_HOSTMEM_UNKNOWN = 3,

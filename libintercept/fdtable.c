@@ -22,9 +22,9 @@ void fdtable_init(void)
 {
 	if (fdtable_words)
 		return;
-	long p = syscall(SYS_mmap, NULL, (size_t)FDTABLE_SIZE * sizeof(uint64_t),
-			 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-			 -1, 0);
+	long p =
+		syscall(SYS_mmap, NULL, (size_t)FDTABLE_SIZE * sizeof(uint64_t),
+			PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == -1 || p == 0)
 		return; /* fds are then simply never recorded */
 	struct stat st;
@@ -43,8 +43,7 @@ static unsigned kind_of(int fd, const struct stat *st)
 	case S_IFSOCK: {
 		int domain = -1;
 		socklen_t len = sizeof(domain);
-		if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
-		    domain == AF_UNIX)
+		if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_UNIX)
 			return DLBN_FD_UNIX;
 		return DLBN_FD_SOCKET;
 	}

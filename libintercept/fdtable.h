@@ -18,7 +18,7 @@
 
 #include "recorder.h"
 
-#define FDW_VALID 0x10u
+#define FDW_VALID     0x10u
 #define FDW_KIND_MASK 0x0fu
 
 /* Entries of the table; fds at or above this are never recorded. */

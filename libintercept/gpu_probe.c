@@ -37,8 +37,8 @@
 
 #include "cuda_hooks.h"
 
-#define STREAM_SLOTS 64          /* distinct streams tracked (power of two) */
-#define PROBE_POOL 64            /* probes pending at once */
+#define STREAM_SLOTS	64 /* distinct streams tracked (power of two) */
+#define PROBE_POOL	64 /* probes pending at once */
 #define ANCHOR_RENEW_NS 1000000000ull
 
 /* ---- stream activity (any thread, lock-free) ---------------------------- */
@@ -46,10 +46,10 @@
 /* key = stream value + 1 (0 = empty); dirty = launched since last probe. */
 static uintptr_t stream_key[STREAM_SLOTS];
 static uint8_t stream_dirty[STREAM_SLOTS];
-static int cuda_active;          /* some GPU work was ever submitted */
-static int streams_overflowed;   /* more streams than STREAM_SLOTS */
+static int cuda_active;	       /* some GPU work was ever submitted */
+static int streams_overflowed; /* more streams than STREAM_SLOTS */
 
-static int state;                /* enum probe_state (below) */
+static int state; /* enum probe_state (below) */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void child_after_fork(void);
@@ -140,22 +140,22 @@ struct probe {
 
 struct anchor {
 	CUevent event;
-	uint64_t host_ns;  /* host time of the record call */
-	bool recorded;     /* recorded, maybe not complete yet */
+	uint64_t host_ns; /* host time of the record call */
+	bool recorded;	  /* recorded, maybe not complete yet */
 };
 
-static CUcontext probe_ctx;      /* context the pool belongs to */
-static CUstream anchor_stream;   /* private, never given work */
+static CUcontext probe_ctx;    /* context the pool belongs to */
+static CUstream anchor_stream; /* private, never given work */
 static struct probe pool[PROBE_POOL];
 static struct anchor anchors[2];
-static int anchor_cur = -1;      /* complete anchor in use, -1 none */
-static int anchor_next = -1;     /* recorded, waiting to complete, -1 none */
+static int anchor_cur = -1;  /* complete anchor in use, -1 none */
+static int anchor_next = -1; /* recorded, waiting to complete, -1 none */
 static uint64_t next_probe_id = 1;
 
 /* Emit without hook_enter: the fan-out calls us from inside a hook. */
 static void emit_info(int64_t code, int64_t ret, const char *text)
 {
-	int64_t f[2] = { code, ret };
+	int64_t f[2] = {code, ret};
 
 	rec_emit_str(DLBN_REC_CUDA_INFO, clock_now_ns(), f, 2, text, strlen(text));
 }
@@ -178,7 +178,7 @@ static void child_after_fork(void)
  * thread was preempted inside it) is simply recorded again.
  */
 #define ANCHOR_MAX_CALL_NS 50000
-#define ANCHOR_TRIES 4
+#define ANCHOR_TRIES	   4
 
 static bool record_anchor(int slot)
 {
@@ -252,7 +252,7 @@ static bool maintain_anchor(uint64_t now)
 
 static void emit_done(struct probe *p, uint64_t complete_ns, int status)
 {
-	int64_t f[3] = { (int64_t)p->id, (int64_t)complete_ns, status };
+	int64_t f[3] = {(int64_t)p->id, (int64_t)complete_ns, status};
 
 	rec_emit(DLBN_REC_PROBE_DONE, clock_now_ns(), f, 3);
 	p->pending = false;

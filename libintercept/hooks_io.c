@@ -53,7 +53,7 @@ static void transfer_done(uint8_t type, int fd, uint64_t w, uint64_t t0, ssize_t
 			  bool main_wait)
 {
 	uint64_t t1 = clock_now_ns();
-	int64_t f[5] = { (int64_t)(t1 - t0), fd, fdw_kind(w), fdw_ino(w), ret < 0 ? -err : ret };
+	int64_t f[5] = {(int64_t)(t1 - t0), fd, fdw_kind(w), fdw_ino(w), ret < 0 ? -err : ret};
 	rec_emit(type, t0, f, 5);
 	/* SCHED (time t1) before what loader_wait_finished may add (stacks, probes). */
 	if (fdw_is_ipc(w))
@@ -66,19 +66,19 @@ static void transfer_done(uint8_t type, int fd, uint64_t w, uint64_t t0, ssize_t
  * Body of a read/write-like hook.  `wanted` filters the fd kind; `is_read`
  * says whether the main thread may be waiting for a batch here.
  */
-#define TRANSFER_HOOK(type, wanted, is_read, call, real_call)                     \
-	do {                                                                      \
-		uint64_t w_;                                                      \
-		if (!recorder_on() || !wanted(w_ = fdtable_get(fd)) || !hook_enter()) \
-			return real_call;                                         \
-		uint64_t t0_ = clock_now_ns();                                    \
-		bool main_ = (is_read) && wait_begins(w_, t0_);                   \
-		ssize_t ret_ = call;                                              \
-		int err_ = errno;                                                 \
-		transfer_done(type, fd, w_, t0_, ret_, err_, main_);              \
-		hook_leave();                                                     \
-		errno = err_;                                                     \
-		return ret_;                                                      \
+#define TRANSFER_HOOK(type, wanted, is_read, call, real_call)                                      \
+	do {                                                                                       \
+		uint64_t w_;                                                                       \
+		if (!recorder_on() || !wanted(w_ = fdtable_get(fd)) || !hook_enter())              \
+			return real_call;                                                          \
+		uint64_t t0_ = clock_now_ns();                                                     \
+		bool main_ = (is_read) && wait_begins(w_, t0_);                                    \
+		ssize_t ret_ = call;                                                               \
+		int err_ = errno;                                                                  \
+		transfer_done(type, fd, w_, t0_, ret_, err_, main_);                               \
+		hook_leave();                                                                      \
+		errno = err_;                                                                      \
+		return ret_;                                                                       \
 	} while (0)
 
 DLBN_EXPORT ssize_t read(int fd, void *buf, size_t n)
@@ -102,8 +102,7 @@ DLBN_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 DLBN_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr,
 			     socklen_t *alen)
 {
-	TRANSFER_HOOK(DLBN_REC_READ, fdw_is_ipc, true,
-		      real_recvfrom(fd, buf, n, flags, addr, alen),
+	TRANSFER_HOOK(DLBN_REC_READ, fdw_is_ipc, true, real_recvfrom(fd, buf, n, flags, addr, alen),
 		      REAL(recvfrom)(fd, buf, n, flags, addr, alen));
 }
 
@@ -128,8 +127,7 @@ DLBN_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 DLBN_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
 			   const struct sockaddr *addr, socklen_t alen)
 {
-	TRANSFER_HOOK(DLBN_REC_WRITE, fdw_is_ipc, false,
-		      real_sendto(fd, buf, n, flags, addr, alen),
+	TRANSFER_HOOK(DLBN_REC_WRITE, fdw_is_ipc, false, real_sendto(fd, buf, n, flags, addr, alen),
 		      REAL(sendto)(fd, buf, n, flags, addr, alen));
 }
 
@@ -160,8 +158,8 @@ static void msg_done(uint8_t type, int fd, uint64_t w, uint64_t t0, ssize_t ret,
 		     unsigned nfds, bool main_wait)
 {
 	uint64_t t1 = clock_now_ns();
-	int64_t f[6] = { (int64_t)(t1 - t0), fd, fdw_kind(w), fdw_ino(w), ret < 0 ? -err : ret,
-			 nfds };
+	int64_t f[6] = {(int64_t)(t1 - t0),   fd,  fdw_kind(w), fdw_ino(w),
+			ret < 0 ? -err : ret, nfds};
 	rec_emit(type, t0, f, 6);
 	if (main_wait)
 		loader_wait_finished(type, t0, t1 - t0);
@@ -208,23 +206,22 @@ DLBN_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 
 static void pread_done(int fd, uint64_t w, uint64_t t0, ssize_t ret, int err, int64_t off)
 {
-	int64_t f[5] = { (int64_t)(clock_now_ns() - t0), fd, fdw_ino(w), ret < 0 ? -err : ret,
-			 off };
+	int64_t f[5] = {(int64_t)(clock_now_ns() - t0), fd, fdw_ino(w), ret < 0 ? -err : ret, off};
 	rec_emit(DLBN_REC_PREAD, t0, f, 5);
 }
 
-#define PREAD_HOOK(call, real_call, off)                                              \
-	do {                                                                          \
-		uint64_t w_;                                                          \
-		if (!recorder_on() || !fdw_is_file(w_ = fdtable_get(fd)) || !hook_enter()) \
-			return real_call;                                             \
-		uint64_t t0_ = clock_now_ns();                                        \
-		ssize_t ret_ = call;                                                  \
-		int err_ = errno;                                                     \
-		pread_done(fd, w_, t0_, ret_, err_, (int64_t)(off));                  \
-		hook_leave();                                                         \
-		errno = err_;                                                         \
-		return ret_;                                                          \
+#define PREAD_HOOK(call, real_call, off)                                                           \
+	do {                                                                                       \
+		uint64_t w_;                                                                       \
+		if (!recorder_on() || !fdw_is_file(w_ = fdtable_get(fd)) || !hook_enter())         \
+			return real_call;                                                          \
+		uint64_t t0_ = clock_now_ns();                                                     \
+		ssize_t ret_ = call;                                                               \
+		int err_ = errno;                                                                  \
+		pread_done(fd, w_, t0_, ret_, err_, (int64_t)(off));                               \
+		hook_leave();                                                                      \
+		errno = err_;                                                                      \
+		return ret_;                                                                       \
 	} while (0)
 
 DLBN_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
@@ -277,7 +274,7 @@ static int open_done(int fd, int flags, const char *path)
 		uint64_t w = fdtable_get(fd);
 		unsigned kind = fdw_kind(w);
 		if (kind == DLBN_FD_FILE || kind == DLBN_FD_SHM || kind == DLBN_FD_PIPE) {
-			int64_t f[4] = { fd, kind, fdw_ino(w), flags };
+			int64_t f[4] = {fd, kind, fdw_ino(w), flags};
 			rec_emit_str(DLBN_REC_OPEN, clock_now_ns(), f, 4, path,
 				     path ? strnlen(path, 4096) : 0);
 		}
@@ -287,13 +284,13 @@ static int open_done(int fd, int flags, const char *path)
 	return fd;
 }
 
-#define OPEN_MODE(flags)                             \
-	mode_t mode = 0;                             \
-	if (mode_needed(flags)) {                    \
-		va_list ap;                          \
-		va_start(ap, flags);                 \
-		mode = (mode_t)va_arg(ap, unsigned); \
-		va_end(ap);                          \
+#define OPEN_MODE(flags)                                                                           \
+	mode_t mode = 0;                                                                           \
+	if (mode_needed(flags)) {                                                                  \
+		va_list ap;                                                                        \
+		va_start(ap, flags);                                                               \
+		mode = (mode_t)va_arg(ap, unsigned);                                               \
+		va_end(ap);                                                                        \
 	}
 
 DLBN_EXPORT int open(const char *path, int flags, ...)
@@ -399,14 +396,14 @@ DLBN_EXPORT int dup3(int fd, int newfd, int flags)
 }
 
 /* fcntl's third argument is an int or a pointer: pass it on as a word. */
-#define FCNTL_HOOK(name)                                             \
-	va_list ap;                                                  \
-	va_start(ap, cmd);                                           \
-	void *arg = va_arg(ap, void *);                              \
-	va_end(ap);                                                  \
-	int rc = REAL(name)(fd, cmd, arg);                           \
-	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)                \
-		forget_result(rc);                                   \
+#define FCNTL_HOOK(name)                                                                           \
+	va_list ap;                                                                                \
+	va_start(ap, cmd);                                                                         \
+	void *arg = va_arg(ap, void *);                                                            \
+	va_end(ap);                                                                                \
+	int rc = REAL(name)(fd, cmd, arg);                                                         \
+	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)                                              \
+		forget_result(rc);                                                                 \
 	return rc;
 
 DLBN_EXPORT int fcntl(int fd, int cmd, ...)
@@ -443,23 +440,23 @@ DLBN_EXPORT int socketpair(int domain, int type, int protocol, int fds[2])
 
 static void conn_done(uint8_t type, int fd, uint64_t t0, int rc, int err)
 {
-	int64_t f[3] = { (int64_t)(clock_now_ns() - t0), fd, rc < 0 ? -err : rc };
+	int64_t f[3] = {(int64_t)(clock_now_ns() - t0), fd, rc < 0 ? -err : rc};
 	rec_emit(type, t0, f, 3);
 }
 
-#define CONN_HOOK(type, call, real_call, is_accept)                                         \
-	do {                                                                                \
-		if (!recorder_on() || fdw_kind(fdtable_get(fd)) != DLBN_FD_UNIX || !hook_enter()) \
-			return (is_accept) ? forget_result(real_call) : real_call;          \
-		uint64_t t0_ = clock_now_ns();                                              \
-		int rc_ = call;                                                             \
-		int err_ = errno;                                                           \
-		if (is_accept)                                                              \
-			forget_result(rc_);                                                 \
-		conn_done(type, fd, t0_, rc_, err_);                                        \
-		hook_leave();                                                               \
-		errno = err_;                                                               \
-		return rc_;                                                                 \
+#define CONN_HOOK(type, call, real_call, is_accept)                                                \
+	do {                                                                                       \
+		if (!recorder_on() || fdw_kind(fdtable_get(fd)) != DLBN_FD_UNIX || !hook_enter())  \
+			return (is_accept) ? forget_result(real_call) : real_call;                 \
+		uint64_t t0_ = clock_now_ns();                                                     \
+		int rc_ = call;                                                                    \
+		int err_ = errno;                                                                  \
+		if (is_accept)                                                                     \
+			forget_result(rc_);                                                        \
+		conn_done(type, fd, t0_, rc_, err_);                                               \
+		hook_leave();                                                                      \
+		errno = err_;                                                                      \
+		return rc_;                                                                        \
 	} while (0)
 
 DLBN_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
@@ -500,8 +497,8 @@ static void *mmap_hook(void *addr, size_t len, int prot, int flags, int fd, off_
 	int err = errno;
 	uint64_t w;
 	if (p != MAP_FAILED && fdw_is_file(w = fdtable_get(fd)) && hook_enter()) {
-		int64_t f[5] = { fd, fdw_kind(w), fdw_ino(w), (int64_t)len,
-				 (int64_t)((unsigned)flags << 8 | ((unsigned)prot & 0xff)) };
+		int64_t f[5] = {fd, fdw_kind(w), fdw_ino(w), (int64_t)len,
+				(int64_t)((unsigned)flags << 8 | ((unsigned)prot & 0xff))};
 		rec_emit(DLBN_REC_MMAP, clock_now_ns(), f, 5);
 		hook_leave();
 	}

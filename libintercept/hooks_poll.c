@@ -87,36 +87,36 @@ static void poll_done(const struct poll_set *s, int call, int timeout_ms, uint64
 		      int err, bool main_wait)
 {
 	uint64_t t1 = clock_now_ns();
-	int64_t f[4] = { (int64_t)(t1 - t0), call, rc < 0 ? -err : rc, timeout_ms };
+	int64_t f[4] = {(int64_t)(t1 - t0), call, rc < 0 ? -err : rc, timeout_ms};
 	rec_emit_list(DLBN_REC_POLL, t0, f, 4, s->ino, s->n);
 	recorder_sched_sample(t1);
 	if (main_wait)
 		loader_wait_finished(DLBN_REC_POLL, t0, t1 - t0);
 }
 
-#define POLL_HOOK(collect, call_kind, timeout_ms, call, real_call)                \
-	do {                                                                      \
-		struct poll_set s_;                                               \
-		if (!recorder_on())                                               \
-			return real_call;                                         \
-		collect;                                                          \
-		if (!s_.any || !hook_enter())                                     \
-			return real_call;                                         \
-		int tmo_ = (timeout_ms);                                          \
-		uint64_t t0_ = clock_now_ns();                                    \
-		bool main_ = poll_begins(tmo_, t0_);                              \
-		int rc_ = call;                                                   \
-		int err_ = errno;                                                 \
-		poll_done(&s_, call_kind, tmo_, t0_, rc_, err_, main_);           \
-		hook_leave();                                                     \
-		errno = err_;                                                     \
-		return rc_;                                                       \
+#define POLL_HOOK(collect, call_kind, timeout_ms, call, real_call)                                 \
+	do {                                                                                       \
+		struct poll_set s_;                                                                \
+		if (!recorder_on())                                                                \
+			return real_call;                                                          \
+		collect;                                                                           \
+		if (!s_.any || !hook_enter())                                                      \
+			return real_call;                                                          \
+		int tmo_ = (timeout_ms);                                                           \
+		uint64_t t0_ = clock_now_ns();                                                     \
+		bool main_ = poll_begins(tmo_, t0_);                                               \
+		int rc_ = call;                                                                    \
+		int err_ = errno;                                                                  \
+		poll_done(&s_, call_kind, tmo_, t0_, rc_, err_, main_);                            \
+		hook_leave();                                                                      \
+		errno = err_;                                                                      \
+		return rc_;                                                                        \
 	} while (0)
 
 DLBN_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
-	POLL_HOOK(pollfds_collect(&s_, fds, n), DLBN_POLL_POLL, timeout,
-		  real_poll(fds, n, timeout), REAL(poll)(fds, n, timeout));
+	POLL_HOOK(pollfds_collect(&s_, fds, n), DLBN_POLL_POLL, timeout, real_poll(fds, n, timeout),
+		  REAL(poll)(fds, n, timeout));
 }
 
 DLBN_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
@@ -126,8 +126,7 @@ DLBN_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fds
 		  REAL(__poll_chk)(fds, n, timeout, fdslen));
 }
 
-DLBN_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
-		      const sigset_t *mask)
+DLBN_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
 {
 	POLL_HOOK(pollfds_collect(&s_, fds, n), DLBN_POLL_PPOLL, ts_to_ms(ts),
 		  real_ppoll(fds, n, ts, mask), REAL(ppoll)(fds, n, ts, mask));
@@ -156,20 +155,20 @@ DLBN_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct 
 
 /* ---- epoll: main thread only, blocked waits only ------------------------- */
 
-#define EPOLL_HOOK(timeout_ms, call, real_call)                                   \
-	do {                                                                      \
-		if (!recorder_on() || !on_main_thread() || !hook_enter())         \
-			return real_call;                                         \
-		struct poll_set s_ = { .n = 0 };                                  \
-		int tmo_ = (timeout_ms);                                          \
-		uint64_t t0_ = clock_now_ns();                                    \
-		int rc_ = call;                                                   \
-		int err_ = errno;                                                 \
-		if (clock_now_ns() - t0_ >= DLBN_SEM_MIN_NS)                      \
-			poll_done(&s_, DLBN_POLL_EPOLL, tmo_, t0_, rc_, err_, false); \
-		hook_leave();                                                     \
-		errno = err_;                                                     \
-		return rc_;                                                       \
+#define EPOLL_HOOK(timeout_ms, call, real_call)                                                    \
+	do {                                                                                       \
+		if (!recorder_on() || !on_main_thread() || !hook_enter())                          \
+			return real_call;                                                          \
+		struct poll_set s_ = {.n = 0};                                                     \
+		int tmo_ = (timeout_ms);                                                           \
+		uint64_t t0_ = clock_now_ns();                                                     \
+		int rc_ = call;                                                                    \
+		int err_ = errno;                                                                  \
+		if (clock_now_ns() - t0_ >= DLBN_SEM_MIN_NS)                                       \
+			poll_done(&s_, DLBN_POLL_EPOLL, tmo_, t0_, rc_, err_, false);              \
+		hook_leave();                                                                      \
+		errno = err_;                                                                      \
+		return rc_;                                                                        \
 	} while (0)
 
 DLBN_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
@@ -185,8 +184,8 @@ DLBN_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeo
 		   REAL(epoll_pwait)(epfd, ev, max, timeout, mask));
 }
 
-DLBN_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
-			     const struct timespec *ts, const sigset_t *mask)
+DLBN_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *ts,
+			     const sigset_t *mask)
 {
 	EPOLL_HOOK(ts_to_ms(ts), real_epoll_pwait2(epfd, ev, max, ts, mask),
 		   REAL(epoll_pwait2)(epfd, ev, max, ts, mask));

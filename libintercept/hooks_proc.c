@@ -32,7 +32,7 @@ DLBN_EXPORT pid_t fork(void)
 	pid_t pid = real_fork();
 	int err = errno;
 	if (pid != 0 && hook_enter()) {
-		int64_t f[2] = { (int64_t)(clock_now_ns() - t0), pid > 0 ? pid : -err };
+		int64_t f[2] = {(int64_t)(clock_now_ns() - t0), pid > 0 ? pid : -err};
 		rec_emit(DLBN_REC_FORK, t0, f, 2);
 		hook_leave();
 	}
@@ -103,10 +103,10 @@ static char *const *env_with_parent(char *const envp[], char **out, size_t n, ch
 }
 
 /* Declares `newenv`: envp with the parent link (see env_with_parent). */
-#define PARENT_ENV(envp, newenv)                        \
-	size_t n_ = env_count(envp);                    \
-	char *env_[n_ + 2];                             \
-	char var_[sizeof(SESSION_PARENT_VAR) + 48];     \
+#define PARENT_ENV(envp, newenv)                                                                   \
+	size_t n_ = env_count(envp);                                                               \
+	char *env_[n_ + 2];                                                                        \
+	char var_[sizeof(SESSION_PARENT_VAR) + 48];                                                \
 	char *const *newenv = env_with_parent(envp, env_, n_, var_)
 
 DLBN_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
@@ -147,17 +147,17 @@ DLBN_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 }
 
 /* Collect execl-style arguments (arg0, ..., NULL) into argv. */
-#define COLLECT_ARGS(arg0, last_named, argv)                 \
-	size_t argc_ = 1;                                    \
-	va_list ap_;                                         \
-	va_start(ap_, last_named);                           \
-	while (va_arg(ap_, const char *) != NULL)            \
-		argc_++;                                     \
-	va_end(ap_);                                         \
-	const char *argv[argc_ + 1];                         \
-	argv[0] = arg0;                                      \
-	va_start(ap_, last_named);                           \
-	for (size_t i_ = 1; i_ <= argc_; i_++)               \
+#define COLLECT_ARGS(arg0, last_named, argv)                                                       \
+	size_t argc_ = 1;                                                                          \
+	va_list ap_;                                                                               \
+	va_start(ap_, last_named);                                                                 \
+	while (va_arg(ap_, const char *) != NULL)                                                  \
+		argc_++;                                                                           \
+	va_end(ap_);                                                                               \
+	const char *argv[argc_ + 1];                                                               \
+	argv[0] = arg0;                                                                            \
+	va_start(ap_, last_named);                                                                 \
+	for (size_t i_ = 1; i_ <= argc_; i_++)                                                     \
 		argv[i_] = va_arg(ap_, const char *);
 
 DLBN_EXPORT int execl(const char *path, const char *arg, ...)

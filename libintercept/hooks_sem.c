@@ -20,7 +20,7 @@
 #include "real.h"
 #include "session.h"
 
-#define WAITER_SLOTS 4096u /* power of two */
+#define WAITER_SLOTS  4096u /* power of two */
 #define WAITER_PROBES 8u
 
 static uintptr_t waiter_set[WAITER_SLOTS];
@@ -77,32 +77,32 @@ static void sem_wait_done(sem_t *sem, int call, uint64_t t0, int rc, int err, bo
 	uint64_t t1 = clock_now_ns();
 	if (t1 - t0 < DLBN_SEM_MIN_NS)
 		return;
-	int64_t f[4] = { (int64_t)(t1 - t0), (int64_t)(uintptr_t)sem, rc < 0 ? -err : rc, call };
+	int64_t f[4] = {(int64_t)(t1 - t0), (int64_t)(uintptr_t)sem, rc < 0 ? -err : rc, call};
 	rec_emit(DLBN_REC_SEM_WAIT, t0, f, 4);
 	recorder_sched_sample(t1);
 	if (main_wait)
 		loader_wait_finished(DLBN_REC_SEM_WAIT, t0, t1 - t0);
 }
 
-#define SEM_WAIT_HOOK(call_kind, call, real_call)                          \
-	do {                                                               \
-		if (!recorder_on())                                        \
-			return real_call;                                  \
-		waiter_insert(sem);                                        \
-		if (acquired_at_once(sem))                                 \
-			return 0;                                          \
-		if (!hook_enter())                                         \
-			return real_call;                                  \
-		uint64_t t0_ = clock_now_ns();                             \
-		bool main_ = on_main_thread();                             \
-		if (main_)                                                 \
-			loader_wait_begins(t0_);                              \
-		int rc_ = call;                                            \
-		int err_ = errno;                                          \
-		sem_wait_done(sem, call_kind, t0_, rc_, err_, main_);      \
-		hook_leave();                                              \
-		errno = err_;                                              \
-		return rc_;                                                \
+#define SEM_WAIT_HOOK(call_kind, call, real_call)                                                  \
+	do {                                                                                       \
+		if (!recorder_on())                                                                \
+			return real_call;                                                          \
+		waiter_insert(sem);                                                                \
+		if (acquired_at_once(sem))                                                         \
+			return 0;                                                                  \
+		if (!hook_enter())                                                                 \
+			return real_call;                                                          \
+		uint64_t t0_ = clock_now_ns();                                                     \
+		bool main_ = on_main_thread();                                                     \
+		if (main_)                                                                         \
+			loader_wait_begins(t0_);                                                   \
+		int rc_ = call;                                                                    \
+		int err_ = errno;                                                                  \
+		sem_wait_done(sem, call_kind, t0_, rc_, err_, main_);                              \
+		hook_leave();                                                                      \
+		errno = err_;                                                                      \
+		return rc_;                                                                        \
 	} while (0)
 
 DLBN_EXPORT int sem_wait(sem_t *sem)
@@ -129,7 +129,7 @@ DLBN_EXPORT int sem_post(sem_t *sem)
 	uint64_t t = clock_now_ns();
 	int rc = real_sem_post(sem);
 	int err = errno;
-	int64_t f[1] = { (int64_t)(uintptr_t)sem };
+	int64_t f[1] = {(int64_t)(uintptr_t)sem};
 	rec_emit(DLBN_REC_SEM_POST, t, f, 1);
 	hook_leave();
 	errno = err;

@@ -33,7 +33,7 @@ int dlbn_mark(int kind, long long iter_id, long long arg)
 	if (!recorder_on() || !hook_enter())
 		return -1;
 	uint64_t now = clock_now_ns();
-	int64_t f[3] = { kind, iter_id, arg };
+	int64_t f[3] = {kind, iter_id, arg};
 	rec_emit(DLBN_REC_MARK, now, f, 3);
 	if (on_main_thread()) {
 		if (kind == DLBN_MARK_FETCH_BEGIN) {
@@ -54,7 +54,7 @@ int dlbn_config(long long iter_id, const char *text)
 {
 	if (!recorder_on() || !text || !hook_enter())
 		return -1;
-	int64_t f[1] = { iter_id };
+	int64_t f[1] = {iter_id};
 	rec_emit_str(DLBN_REC_CONFIG, clock_now_ns(), f, 1, text, strnlen(text, 4096));
 	hook_leave();
 	return recorder_on() ? 0 : -1;

@@ -49,8 +49,8 @@
 #include "nvtx_inject.h"
 #include "recorder.h"
 
-#define NVTX_MAX_DOMAINS 256u
-#define NVTX_MAX_STRINGS 4096u
+#define NVTX_MAX_DOMAINS     256u
+#define NVTX_MAX_STRINGS     4096u
 #define NVTX_DOMAIN_NAME_MAX 64u
 /* Push depth is tracked per thread for the default domain and the first
  * NVTX_DEPTH_SLOTS-1 domains; later domains share the last slot. */
@@ -86,7 +86,7 @@ static struct nvtx_domain domains[NVTX_MAX_DOMAINS];
 static uint32_t n_domains = 1; /* next free id; atomic */
 static pthread_mutex_t domain_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nvtx_string strings[NVTX_MAX_STRINGS];
-static uint32_t n_strings = 1; /* next free id; atomic */
+static uint32_t n_strings = 1;	   /* next free id; atomic */
 static uint64_t next_range_id = 1; /* atomic */
 
 static __thread int32_t push_depth[NVTX_DEPTH_SLOTS];
@@ -114,7 +114,7 @@ static void announce_domain(uint64_t t, uint32_t id)
 		return;
 	/* Two threads may both announce after a fork: a duplicate is harmless. */
 	__atomic_store_n(&d->emitted_gen, gen, __ATOMIC_RELAXED);
-	int64_t f[1] = { id };
+	int64_t f[1] = {id};
 	rec_emit_str(DLBN_REC_DOMAIN, t, f, 1, d->name, d->len);
 }
 
@@ -126,7 +126,7 @@ static void announce_string(uint64_t t, uint32_t id)
 	if (DLBN_LIKELY(__atomic_load_n(&s->emitted_gen, __ATOMIC_RELAXED) == gen))
 		return;
 	__atomic_store_n(&s->emitted_gen, gen, __ATOMIC_RELAXED);
-	int64_t f[1] = { id };
+	int64_t f[1] = {id};
 	rec_emit_str(DLBN_REC_STRING, t, f, 1, s->text, s->len);
 }
 
@@ -256,7 +256,7 @@ static int range_pop(uint32_t domain_id)
 	if (*depth <= 0)
 		return -1; /* unbalanced pop: NVTX's error value, nothing recorded */
 	if (recorder_on() && hook_enter()) {
-		int64_t f[1] = { domain_id };
+		int64_t f[1] = {domain_id};
 		rec_emit(DLBN_REC_RANGE_POP, clock_now_ns(), f, 1);
 		hook_leave();
 	}
@@ -268,7 +268,7 @@ static nvtxRangeId_t range_start(uint32_t domain_id, const struct nvtx_msg *m)
 	nvtxRangeId_t id = __atomic_fetch_add(&next_range_id, 1, __ATOMIC_RELAXED);
 
 	if (recorder_on() && hook_enter()) {
-		int64_t f[3] = { (int64_t)id };
+		int64_t f[3] = {(int64_t)id};
 		emit_with_msg(DLBN_REC_RANGE_START, clock_now_ns(), f, 1, domain_id, m);
 		hook_leave();
 	}
@@ -278,7 +278,7 @@ static nvtxRangeId_t range_start(uint32_t domain_id, const struct nvtx_msg *m)
 static void range_end(nvtxRangeId_t id)
 {
 	if (recorder_on() && hook_enter()) {
-		int64_t f[1] = { (int64_t)id };
+		int64_t f[1] = {(int64_t)id};
 		rec_emit(DLBN_REC_RANGE_END, clock_now_ns(), f, 1);
 		hook_leave();
 	}
@@ -440,8 +440,8 @@ static nvtxStringHandle_t cb_domain_register_string_w(nvtxDomainHandle_t d, cons
 	(void)d;
 	if (!s)
 		return NULL;
-	return (nvtxStringHandle_t)(uintptr_t)register_string(
-		utf8, wide_to_utf8(s, utf8, sizeof(utf8)));
+	return (nvtxStringHandle_t)(uintptr_t)register_string(utf8,
+							      wide_to_utf8(s, utf8, sizeof(utf8)));
 }
 
 /* Domains with the same name (e.g. created by two libraries) share an id. */
@@ -477,7 +477,8 @@ static nvtxDomainHandle_t cb_domain_create_a(const char *name)
 {
 	if (!name)
 		return NULL;
-	return (nvtxDomainHandle_t)(uintptr_t)create_domain(name, strnlen(name, NVTX_DOMAIN_NAME_MAX));
+	return (nvtxDomainHandle_t)(uintptr_t)create_domain(name,
+							    strnlen(name, NVTX_DOMAIN_NAME_MAX));
 }
 
 static nvtxDomainHandle_t cb_domain_create_w(const wchar_t *name)
@@ -500,10 +501,10 @@ static void cb_domain_destroy(nvtxDomainHandle_t d)
 
 typedef int (*get_module_table_fn)(NvtxCallbackModule, NvtxFunctionTable *, unsigned int *);
 
-#define SET_CB(table, size, cbid, fn)                                            \
-	do {                                                                     \
-		if ((size) > (unsigned)(cbid) && (table)[cbid])                  \
-			*(table)[cbid] = (NvtxFunctionPointer)(fn);              \
+#define SET_CB(table, size, cbid, fn)                                                              \
+	do {                                                                                       \
+		if ((size) > (unsigned)(cbid) && (table)[cbid])                                    \
+			*(table)[cbid] = (NvtxFunctionPointer)(fn);                                \
 	} while (0)
 
 static bool fill_core(get_module_table_fn get_table)

@@ -58,8 +58,8 @@ void *real_lazy(void **slot, const char *name)
 
 void real_resolve_all(void)
 {
-#define DLBN_REAL_RESOLVE(name, ret, params) \
-	if (!real_##name)                    \
+#define DLBN_REAL_RESOLVE(name, ret, params)                                                       \
+	if (!real_##name)                                                                          \
 		real_##name = (real_##name##_fn)real_next(#name);
 	DLBN_REAL_FUNCS(DLBN_REAL_RESOLVE)
 #undef DLBN_REAL_RESOLVE

@@ -68,7 +68,7 @@ void recorder_info(const char *line)
 {
 	if (log_quiet)
 		return;
-	const char *parts[] = { "dlbn: ", line };
+	const char *parts[] = {"dlbn: ", line};
 	write_stderr(parts, 2);
 }
 
@@ -80,8 +80,8 @@ void recorder_fail(const char *what, int err)
 	if (__atomic_exchange_n(&fail_reported, 1, __ATOMIC_RELAXED))
 		return;
 	const char *desc = err ? strerrordesc_np(err) : NULL;
-	const char *parts[] = { "dlbn: ", what, desc ? ": " : "", desc ? desc : "",
-				"; recording disabled, the program continues" };
+	const char *parts[] = {"dlbn: ", what, desc ? ": " : "", desc ? desc : "",
+			       "; recording disabled, the program continues"};
 	write_stderr(parts, 5);
 }
 
@@ -155,8 +155,7 @@ static void gather_process_info(void)
 	proc_info.rank = first_env_long("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK");
 	proc_info.local_rank =
 		first_env_long("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK");
-	proc_info.world_size =
-		first_env_long("WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE");
+	proc_info.world_size = first_env_long("WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE");
 }
 
 void recorder_emit_process(uint64_t t_ns)
@@ -164,8 +163,8 @@ void recorder_emit_process(uint64_t t_ns)
 	struct timespec rt, mono;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	clock_gettime(CLOCK_MONOTONIC, &mono);
-	const char *strs[] = { proc_info.argv0, proc_info.exe, proc_info.host, proc_info.job_id,
-			       proc_info.clock_source };
+	const char *strs[] = {proc_info.argv0, proc_info.exe, proc_info.host, proc_info.job_id,
+			      proc_info.clock_source};
 	size_t bound = 9 * MP_INT_MAX;
 	for (unsigned i = 0; i < 5; i++)
 		bound += MP_STR_HDR_MAX + strlen(strs[i]);
@@ -197,7 +196,7 @@ void recorder_record_exit(int status, int how)
 		return;
 	if (!hook_enter())
 		return;
-	int64_t f[2] = { status, how };
+	int64_t f[2] = {status, how};
 	rec_emit(DLBN_REC_EXIT, clock_now_ns(), f, 2);
 	tw_mark_final();
 	hook_leave();
@@ -214,7 +213,7 @@ void recorder_sched_sample(uint64_t now_ns)
 	char *end;
 	unsigned long long run = strtoull(buf, &end, 10);
 	unsigned long long wait = strtoull(end, NULL, 10);
-	int64_t f[3] = { gettid(), (int64_t)run, (int64_t)wait };
+	int64_t f[3] = {gettid(), (int64_t)run, (int64_t)wait};
 	rec_emit(DLBN_REC_SCHED, now_ns, f, 3);
 }
 

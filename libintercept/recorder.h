@@ -22,9 +22,9 @@
 
 #include "dlbn_trace.h"
 
-#define DLBN_HIDDEN __attribute__((visibility("hidden")))
-#define DLBN_EXPORT __attribute__((visibility("default")))
-#define DLBN_LIKELY(x) __builtin_expect(!!(x), 1)
+#define DLBN_HIDDEN	 __attribute__((visibility("hidden")))
+#define DLBN_EXPORT	 __attribute__((visibility("default")))
+#define DLBN_LIKELY(x)	 __builtin_expect(!!(x), 1)
 #define DLBN_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* Recorder state: DLBN_OFF until the constructor decides, then ON or
@@ -56,8 +56,8 @@ void *real_dlsym(void *handle, const char *name) DLBN_HIDDEN;
  * rec_emit_list.  Never blocks for long, never allocates with malloc.
  */
 void rec_emit(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n) DLBN_HIDDEN;
-void rec_emit_str(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n,
-		  const char *str, size_t len) DLBN_HIDDEN;
+void rec_emit_str(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n, const char *str,
+		  size_t len) DLBN_HIDDEN;
 void rec_emit_list(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n,
 		   const int64_t *list, unsigned nlist) DLBN_HIDDEN;
 

@@ -18,7 +18,7 @@
 
 #include "session.h"
 
-struct session the_session = { .parent_proc_id = -1, .gen = 1 };
+struct session the_session = {.parent_proc_id = -1, .gen = 1};
 
 #define MAX_NAME_TRIES 1000
 
@@ -37,7 +37,7 @@ long env_long(const char *name, long dflt)
 
 long session_rank(void)
 {
-	static const char *const vars[] = { "RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK" };
+	static const char *const vars[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"};
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
 		long r = env_long(vars[i], -1);
 		if (r >= 0)
@@ -48,7 +48,7 @@ long session_rank(void)
 
 const char *session_job_id(void)
 {
-	static const char *const vars[] = { "SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID" };
+	static const char *const vars[] = {"SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID"};
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
 		const char *v = getenv(vars[i]);
 		if (v && *v)
@@ -96,7 +96,7 @@ int session_expand_template(const char *tmpl, char *out, size_t size)
 	*p = '\0';
 	for (const char *t = tmpl; *t; t++) {
 		if (*t != '%' || t[1] == '\0') {
-			char c[2] = { *t, 0 };
+			char c[2] = {*t, 0};
 			if (append(&p, end, c))
 				return -1;
 			continue;
@@ -137,9 +137,10 @@ int session_expand_template(const char *tmpl, char *out, size_t size)
 static int make_absolute(const char *path, char *out, size_t size)
 {
 	if (path[0] == '/') {
-		if (strlen(path) >= size)
+		size_t len = strlen(path);
+		if (len >= size)
 			return -1;
-		strcpy(out, path);
+		memcpy(out, path, len + 1);
 		return 0;
 	}
 	char cwd[PATH_MAX];
@@ -177,8 +178,8 @@ static int grow(int fd, off_t off, off_t len)
 	static const char zeros[SESSION_GROW_STEP];
 	off_t done = 0;
 	while (done < len) {
-		size_t chunk = (size_t)(len - done) < sizeof(zeros) ? (size_t)(len - done)
-								      : sizeof(zeros);
+		size_t chunk =
+			(size_t)(len - done) < sizeof(zeros) ? (size_t)(len - done) : sizeof(zeros);
 		ssize_t w = pwrite(fd, zeros, chunk, off + done);
 		if (w <= 0)
 			break;
@@ -354,11 +355,11 @@ static int join_session(long rank)
 	if (!ok)
 		return JOIN_NONE;
 	struct dlbn_file_header *h = the_session.hdr;
-	char host[sizeof(h->host)] = { 0 };
+	char host[sizeof(h->host)] = {0};
 	gethostname(host, sizeof(host) - 1);
-	if (memcmp(h->magic, DLBN_FILE_MAGIC, 8) != 0 ||
-	    h->version_major != DLBN_VERSION_MAJOR || h->header_size != DLBN_FILE_HEADER_SIZE ||
-	    h->extent_size < 4096 || strncmp(h->host, host, sizeof(host)) != 0) {
+	if (memcmp(h->magic, DLBN_FILE_MAGIC, 8) != 0 || h->version_major != DLBN_VERSION_MAJOR ||
+	    h->header_size != DLBN_FILE_HEADER_SIZE || h->extent_size < 4096 ||
+	    strncmp(h->host, host, sizeof(host)) != 0) {
 		munmap(h, DLBN_FILE_HEADER_SIZE);
 		the_session.hdr = NULL;
 		return JOIN_NONE;

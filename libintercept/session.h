@@ -27,13 +27,13 @@ struct session {
 	char path[PATH_MAX];
 
 	/* This process instance. */
-	pid_t pid;                /* cached getpid(); refreshed in fork children */
+	pid_t pid; /* cached getpid(); refreshed in fork children */
 	uint32_t proc_id;
-	int64_t parent_proc_id;   /* -1 for none */
-	uint8_t start_kind;       /* DLBN_START_* */
+	int64_t parent_proc_id; /* -1 for none */
+	uint8_t start_kind;	/* DLBN_START_* */
 	/* Bumped in every fork child: streams of another generation are stale. */
 	uint32_t gen;
-	uint32_t next_thread_no;  /* atomic */
+	uint32_t next_thread_no; /* atomic */
 };
 
 extern struct session the_session DLBN_HIDDEN;

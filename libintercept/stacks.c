@@ -24,19 +24,19 @@
 #include "recorder.h"
 #include "stacks.h"
 
-#define STACK_TOP_K 16
-#define STACK_MIN_NS 1000000ull        /* waits shorter than 1 ms: never */
-#define STACK_RATE_PER_S 10
-#define STACK_BURST 20
-#define STACK_EXTRA_FRAMES 8           /* room for our own frames, skipped */
-#define STACK_MAX_MODULES 256
-#define STACK_PATH_MAX 512
+#define STACK_TOP_K	   16
+#define STACK_MIN_NS	   1000000ull /* waits shorter than 1 ms: never */
+#define STACK_RATE_PER_S   10
+#define STACK_BURST	   20
+#define STACK_EXTRA_FRAMES 8 /* room for our own frames, skipped */
+#define STACK_MAX_MODULES  256
+#define STACK_PATH_MAX	   512
 
 enum stacks_policy { POLICY_UNDECIDED = 0, POLICY_OFF, POLICY_ADAPTIVE, POLICY_ALL };
 
 struct module {
 	uintptr_t lo, hi; /* [lo, hi) spans the object's PT_LOAD segments */
-	uintptr_t bias;   /* dlpi_addr */
+	uintptr_t bias;	  /* dlpi_addr */
 	bool emitted;
 	char path[STACK_PATH_MAX];
 };
@@ -53,7 +53,7 @@ static uintptr_t self_lo, self_hi; /* libdlbn.so itself */
 
 static uint64_t top_k[STACK_TOP_K]; /* longest captured durations */
 static unsigned n_top;
-static uint64_t tokens_ns;          /* rate limit bucket, in ns of credit */
+static uint64_t tokens_ns; /* rate limit bucket, in ns of credit */
 static uint64_t last_refill_ns;
 
 /* ---- set-up (first call) --------------------------------------------------- */
@@ -121,13 +121,13 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
 /* Fills *m with the object containing ip; false if none does. */
 static bool lookup_object(uintptr_t ip, struct module *m)
 {
-	struct phdr_query q = { ip, m };
+	struct phdr_query q = {ip, m};
 	return dl_iterate_phdr(find_object, &q) != 0;
 }
 
 static bool stacks_init(void)
 {
-	struct module self = { 0 };
+	struct module self = {0};
 
 	policy = policy_from_env();
 	if (policy == POLICY_OFF)
@@ -215,7 +215,7 @@ static int module_of(uintptr_t ip, uint64_t now)
 		n_modules++;
 	}
 	if (!modules[i].emitted) {
-		int64_t f[2] = { i, (int64_t)modules[i].bias };
+		int64_t f[2] = {i, (int64_t)modules[i].bias};
 		rec_emit_str(DLBN_REC_MODULE, now, f, 2, modules[i].path, strlen(modules[i].path));
 		modules[i].emitted = true;
 	}
@@ -243,7 +243,7 @@ static void capture(uint8_t rec_type, uint64_t t0_ns, uint64_t now)
 	}
 	if (n_pairs == 0)
 		return;
-	int64_t f[2] = { rec_type, (int64_t)(now - t0_ns) };
+	int64_t f[2] = {rec_type, (int64_t)(now - t0_ns)};
 	rec_emit_list(DLBN_REC_STACK, now, f, 2, pairs, n_pairs);
 }
 

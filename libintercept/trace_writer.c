@@ -20,16 +20,16 @@
 
 struct stream {
 	struct dlbn_extent_header *ext; /* current extent, NULL if none */
-	uint8_t *data;                  /* first record byte of ext */
-	uint32_t used;                  /* committed bytes in ext */
-	uint32_t cap;                   /* record bytes an extent holds */
-	uint32_t allocated;             /* bytes of ext (from its header) on disk */
-	off_t file_off;                 /* file offset of ext */
-	uint64_t last_ns;               /* time of the previous record */
-	uint32_t seq;                   /* extent_seq of the next extent */
+	uint8_t *data;			/* first record byte of ext */
+	uint32_t used;			/* committed bytes in ext */
+	uint32_t cap;			/* record bytes an extent holds */
+	uint32_t allocated;		/* bytes of ext (from its header) on disk */
+	off_t file_off;			/* file offset of ext */
+	uint64_t last_ns;		/* time of the previous record */
+	uint32_t seq;			/* extent_seq of the next extent */
 	uint32_t thread_no;
-	uint32_t gen;                   /* the_session.gen it was opened in */
-	bool closed;                    /* thread is exiting: record nothing */
+	uint32_t gen; /* the_session.gen it was opened in */
+	bool closed;  /* thread is exiting: record nothing */
 };
 
 static __thread struct stream tls_stream;
@@ -80,7 +80,7 @@ static bool extent_next(struct stream *s)
 	s->cap = the_session.extent_size - DLBN_EXTENT_HEADER_SIZE;
 	s->file_off = off;
 	s->allocated = the_session.extent_size < SESSION_GROW_STEP ? the_session.extent_size
-								     : SESSION_GROW_STEP;
+								   : SESSION_GROW_STEP;
 	return true;
 }
 
@@ -117,7 +117,7 @@ static bool stream_open(struct stream *s, uint64_t t_ns)
 	if (s->thread_no == 0)
 		recorder_emit_process(t_ns);
 	pid_t tid = gettid();
-	int64_t f[2] = { tid, tid == the_session.pid };
+	int64_t f[2] = {tid, tid == the_session.pid};
 	rec_emit(DLBN_REC_THREAD, t_ns, f, 2);
 	return true;
 }
@@ -188,8 +188,8 @@ void rec_emit(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n)
 	tw_commit(p);
 }
 
-void rec_emit_str(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n,
-		  const char *str, size_t len)
+void rec_emit_str(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n, const char *str,
+		  size_t len)
 {
 	if (len > TW_STR_MAX)
 		len = TW_STR_MAX;

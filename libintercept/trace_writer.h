@@ -21,7 +21,7 @@
 #include "recorder.h"
 
 /* Largest encoding of one msgpack integer / of a str header. */
-#define MP_INT_MAX 9u
+#define MP_INT_MAX     9u
 #define MP_STR_HDR_MAX 5u
 /* Longest string stored in a record; longer ones are cut. */
 #define TW_STR_MAX 4096u

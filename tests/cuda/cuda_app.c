@@ -73,13 +73,13 @@ static void load(const char *path)
 		fprintf(stderr, "cuda_app: %s\n", dlerror());
 		exit(2);
 	}
-#define SYM(field, name)                                                         \
-	do {                                                                     \
-		*(void **)&rt.field = dlsym(h, name);                            \
-		if (!rt.field) {                                                 \
-			fprintf(stderr, "cuda_app: %s missing\n", name);         \
-			exit(2);                                                 \
-		}                                                                \
+#define SYM(field, name)                                                                           \
+	do {                                                                                       \
+		*(void **)&rt.field = dlsym(h, name);                                              \
+		if (!rt.field) {                                                                   \
+			fprintf(stderr, "cuda_app: %s missing\n", name);                           \
+			exit(2);                                                                   \
+		}                                                                                  \
 	} while (0)
 	SYM(init, "simrt_init");
 	SYM(thread_attach, "simrt_thread_attach");
@@ -100,12 +100,12 @@ static void load(const char *path)
 #undef SYM
 }
 
-#define CHECK(name, call)                                   \
-	do {                                                \
-		int rc_ = (call);                           \
-		printf("rc_%s=%d\n", name, rc_);            \
-		if (rc_ != 0)                               \
-			failures++;                         \
+#define CHECK(name, call)                                                                          \
+	do {                                                                                       \
+		int rc_ = (call);                                                                  \
+		printf("rc_%s=%d\n", name, rc_);                                                   \
+		if (rc_ != 0)                                                                      \
+			failures++;                                                                \
 	} while (0)
 
 static int basic(void)
@@ -153,8 +153,8 @@ static pid_t start_writer(int fd, int ms1, int ms2)
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		struct timespec d1 = { ms1 / 1000, (ms1 % 1000) * 1000000L };
-		struct timespec d2 = { ms2 / 1000, (ms2 % 1000) * 1000000L };
+		struct timespec d1 = {ms1 / 1000, (ms1 % 1000) * 1000000L};
+		struct timespec d2 = {ms2 / 1000, (ms2 % 1000) * 1000000L};
 
 		nanosleep(&d1, NULL);
 		if (write(fd, "x", 1) != 1)
@@ -188,9 +188,9 @@ static int probe(unsigned int kernel_us, int wait_ms, int wait2_ms)
 	if (wait2_ms > 0 && read(fds[0], &c, 1) != 1)
 		return 1;
 	waitpid(child, &status, 0);
-	printf("stream=%llu\nlaunch_ns=%llu\nread_ns=%llu\nend_ns=%llu\n",
-	       (unsigned long long)s, (unsigned long long)t_launch,
-	       (unsigned long long)t_read, (unsigned long long)now_ns());
+	printf("stream=%llu\nlaunch_ns=%llu\nread_ns=%llu\nend_ns=%llu\n", (unsigned long long)s,
+	       (unsigned long long)t_launch, (unsigned long long)t_read,
+	       (unsigned long long)now_ns());
 	return rt.stream_sync(s) ? 1 : 0;
 }
 
@@ -226,7 +226,7 @@ static int thread_only(int wait_ms)
 }
 
 /* Many threads launching at once on their own streams (lock-free table). */
-#define LAUNCH_THREADS 4
+#define LAUNCH_THREADS	    4
 #define LAUNCHES_PER_THREAD 5000
 
 static void *launcher(void *arg)
@@ -301,7 +301,8 @@ static int destroyed_stream(int wait_ms)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: cuda_app LIBSIMRT basic|thread[s]|destroyed [MS]|probe KERNEL_US WAIT_MS [WAIT2_MS]\n");
+		fprintf(stderr, "usage: cuda_app LIBSIMRT basic|thread[s]|destroyed [MS]|probe "
+				"KERNEL_US WAIT_MS [WAIT2_MS]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -62,7 +62,7 @@ static void gpa_v1_case(gpa2_fn gpa)
 	gpa("cuGetProcAddress", &p, 11030, 0, &st);
 	printf("gpa1_obj=%s\ngpa1_sym=%s\n", object_of(p), symbol_of(p));
 	if (p && ((gpa1_fn)p)("cuLaunchKernel", &q, 12000,
-			       CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) == CUDA_SUCCESS)
+			      CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) == CUDA_SUCCESS)
 		printf("gpa1_launch_obj=%s\ngpa1_launch_sym=%s\n", object_of(q), symbol_of(q));
 }
 
@@ -79,9 +79,12 @@ static const char *object_of(const void *p)
 
 int main(int argc, char **argv)
 {
-	static const char *names[] = { "cuInit", "cuLaunchKernel", "cuLaunchKernel_ptsz",
-				       "cuGetProcAddress_v2", "cuMemcpyHtoDAsync_v2",
-				       "cuStreamSynchronize" };
+	static const char *names[] = {"cuInit",
+				      "cuLaunchKernel",
+				      "cuLaunchKernel_ptsz",
+				      "cuGetProcAddress_v2",
+				      "cuMemcpyHtoDAsync_v2",
+				      "cuStreamSynchronize"};
 	int (*fn)(void);
 	void *cuda, *libm;
 	const char *err;

@@ -47,7 +47,7 @@ static uint64_t loader_like_wait(uint64_t dur_ns)
 		if (write(wait_pipe[1], "x", 1) != 1)
 			std::exit(2);
 	});
-	struct pollfd p = { wait_pipe[0], POLLIN, 0 };
+	struct pollfd p = {wait_pipe[0], POLLIN, 0};
 	poll(&p, 1, 5000);
 	char c;
 	if (read(wait_pipe[0], &c, 1) != 1)
@@ -101,8 +101,8 @@ static int run_throws(void)
 		caught += std::strstr(e.what(), "libthrower 7") != nullptr;
 	}
 	caught += thrower_catch(throws_logic); // 3: thrown here, caught in the library
-	caught += nested_rethrow();            // 4: rethrow
-	int in_thread = 0;                     // 5: thrown and caught in a std::thread
+	caught += nested_rethrow();	       // 4: rethrow
+	int in_thread = 0;		       // 5: thrown and caught in a std::thread
 	std::thread t([&in_thread] {
 		try {
 			thrower_throw(5);
@@ -172,7 +172,8 @@ int main(int argc, char **argv)
 		double sum = 0;
 		for (long i = 0; i < n; i++)
 			sum += (double)deep_capture(30, 1100000);
-		std::printf("first_capture_us %.1f\ncapture_us %.1f\n", first, sum / (double)n / 1000.0);
+		std::printf("first_capture_us %.1f\ncapture_us %.1f\n", first,
+			    sum / (double)n / 1000.0);
 		return 0;
 	}
 	loader_like_wait(20 * 1000 * 1000); // the capture happens here, before any throw

@@ -33,7 +33,7 @@ static int wait_pipe[2];
 
 static void *late_writer(void *arg)
 {
-	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	struct timespec ts = {0, 20 * 1000 * 1000};
 	(void)arg;
 	nanosleep(&ts, NULL);
 	if (write(wait_pipe[1], "x", 1) != 1)
@@ -87,7 +87,7 @@ static void script(void)
 
 	nvtxDomainHandle_t d = nvtxDomainCreateA("mydomain");
 	nvtxStringHandle_t step = nvtxDomainRegisterStringA(d, "step");
-	nvtxEventAttributes_t a = { 0 };
+	nvtxEventAttributes_t a = {0};
 	a.version = NVTX_VERSION;
 	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
 	a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
@@ -137,7 +137,7 @@ static uint64_t now_ns(void)
 static void fork_script(void)
 {
 	nvtxDomainHandle_t d = nvtxDomainCreateA("forkdomain");
-	nvtxEventAttributes_t a = { 0 };
+	nvtxEventAttributes_t a = {0};
 	int status;
 
 	a.version = NVTX_VERSION;

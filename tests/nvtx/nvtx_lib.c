@@ -10,7 +10,7 @@ void NVTX_LIB_FN(void);
 void NVTX_LIB_FN(void)
 {
 	nvtxDomainHandle_t d = nvtxDomainCreateA("shared");
-	nvtxEventAttributes_t a = { 0 };
+	nvtxEventAttributes_t a = {0};
 
 	a.version = NVTX_VERSION;
 	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;

@@ -149,7 +149,7 @@ __attribute__((constructor)) static void standin_init(void)
 uint64_t dlbn_test_wait(uint8_t rec_type, uint64_t dur_ns) DLBN_EXPORT;
 uint64_t dlbn_test_wait(uint8_t rec_type, uint64_t dur_ns)
 {
-	struct timespec ts = { (time_t)(dur_ns / 1000000000u), (long)(dur_ns % 1000000000u) };
+	struct timespec ts = {(time_t)(dur_ns / 1000000000u), (long)(dur_ns % 1000000000u)};
 	uint64_t t0 = clock_now_ns(), t1, t2;
 
 	hook_enter();

@@ -43,7 +43,7 @@ static int do_pipe(void)
 	printf("ino=%lu\n", ino_of(p[0]));
 	if (write(p[1], "0123456789", 10) != 10)
 		return 3;
-	struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+	struct pollfd pfd = {.fd = p[0], .events = POLLIN};
 	if (poll(&pfd, 1, 1000) != 1)
 		return 4;
 	if (read(p[0], buf, sizeof(buf)) != 10)
@@ -73,7 +73,7 @@ static int do_errno(void)
 	if (read(p[0], &c, 1) != -1)
 		bad++;
 	bad += check_errno("read_empty_nonblock", errno, EAGAIN);
-	struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+	struct pollfd pfd = {.fd = p[0], .events = POLLIN};
 	errno = 1234;
 	if (poll(&pfd, 1, 0) != 0)
 		bad++;
@@ -174,7 +174,7 @@ static sem_t the_sem;
 static void *poster(void *arg)
 {
 	(void)arg;
-	struct timespec d = { 0, 50 * 1000 * 1000 };
+	struct timespec d = {0, 50 * 1000 * 1000};
 	nanosleep(&d, NULL);
 	sem_post(&the_sem);
 	return NULL;
@@ -310,7 +310,7 @@ static int do_posix_spawn(const char *self)
 {
 	extern char **environ;
 	pid_t pid;
-	char *argv[] = { (char *)self, "pipe", NULL };
+	char *argv[] = {(char *)self, "pipe", NULL};
 	if (posix_spawn(&pid, self, NULL, NULL, argv, environ) != 0)
 		return 2;
 	printf("child=%d\n", (int)pid);
@@ -351,6 +351,7 @@ int main(int argc, char **argv)
 		return do_stress(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
 	if (!strcmp(s, "posix_spawn"))
 		return do_posix_spawn(argv[0]);
-	fprintf(stderr, "usage: rtest pipe|errno|fork|spawn|sigkill N|exit|hello|sem|many N|reuse FILE|threads N|posix_spawn|stress P T N\n");
+	fprintf(stderr, "usage: rtest pipe|errno|fork|spawn|sigkill N|exit|hello|sem|many N|reuse "
+			"FILE|threads N|posix_spawn|stress P T N\n");
 	return 2;
 }

@@ -148,9 +148,9 @@ static CUresult load_driver(void)
 			   CUdriverProcAddressQueryResult *))dlsym(h, "cuGetProcAddress_v2");
 	if (!gpa)
 		return CUDA_ERROR_NOT_FOUND;
-#define GET(field, name)                                                               \
-	if (r == CUDA_SUCCESS)                                                         \
-		r = gpa(name, (void **)&cu.field, SIMRT_CUDA_VERSION, flags, &st)
+#define GET(field, name)                                                                           \
+	if (r == CUDA_SUCCESS)                                                                     \
+	r = gpa(name, (void **)&cu.field, SIMRT_CUDA_VERSION, flags, &st)
 	GET(init, "cuInit");
 	GET(device_get, "cuDeviceGet");
 	GET(primary_ctx_retain, "cuDevicePrimaryCtxRetain");

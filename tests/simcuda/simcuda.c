@@ -41,10 +41,10 @@
 #include <string.h>
 #include <time.h>
 
-#define EXPORT __attribute__((visibility("default")))
+#define EXPORT		   __attribute__((visibility("default")))
 #define SIM_DRIVER_VERSION 12040
-#define SIM_MAX_STREAMS 1024
-#define SIM_MAX_RANGES 4096
+#define SIM_MAX_STREAMS	   1024
+#define SIM_MAX_RANGES	   4096
 
 /* ---- time ----------------------------------------------------------------- */
 
@@ -58,7 +58,7 @@ static uint64_t now_ns(void)
 
 static void sleep_until(uint64_t t_ns)
 {
-	struct timespec ts = { (time_t)(t_ns / 1000000000ull), (long)(t_ns % 1000000000ull) };
+	struct timespec ts = {(time_t)(t_ns / 1000000000ull), (long)(t_ns % 1000000000ull)};
 
 	while (now_ns() < t_ns && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
 		;
@@ -72,13 +72,13 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
 /* ---- state ---------------------------------------------------------------- */
 
 struct sim_stream {
-	uint64_t tail;       /* end of the last item enqueued */
-	unsigned int flags;  /* CU_STREAM_NON_BLOCKING or 0 */
+	uint64_t tail;	    /* end of the last item enqueued */
+	unsigned int flags; /* CU_STREAM_NON_BLOCKING or 0 */
 	bool legacy;
 };
 
 struct sim_event {
-	uint64_t time;       /* completion time of the work before the record */
+	uint64_t time; /* completion time of the work before the record */
 	bool recorded;
 	unsigned int flags;
 };
@@ -93,21 +93,21 @@ struct sim_range {
 	uintptr_t base;
 	size_t size;
 	int kind;
-	bool owned;          /* allocated by us (free it) vs registered */
+	bool owned; /* allocated by us (free it) vs registered */
 };
 
 static pthread_mutex_t sim_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool initialized;
-static int ctx_token;                  /* the one context is &ctx_token */
+static int ctx_token; /* the one context is &ctx_token */
 static __thread CUcontext current_ctx;
-static struct sim_stream legacy_stream = { 0, 0, true };
+static struct sim_stream legacy_stream = {0, 0, true};
 static __thread struct sim_stream *per_thread_stream;
 static struct sim_stream *streams[SIM_MAX_STREAMS]; /* blocking + per-thread ones */
 static uint64_t compute_tail, copy_tail;
 static struct sim_range ranges[SIM_MAX_RANGES];
-static double bytes_per_ns = 10.0;     /* 10 GB/s */
+static double bytes_per_ns = 10.0; /* 10 GB/s */
 
-static char fail_list[256];            /* SIMCUDA_FAIL: ",name,name," */
+static char fail_list[256]; /* SIMCUDA_FAIL: ",name,name," */
 
 static void read_env(void)
 {
@@ -204,22 +204,23 @@ static CUresult add_range(void *base, size_t size, int kind, bool owned)
 {
 	for (int i = 0; i < SIM_MAX_RANGES; i++)
 		if (!ranges[i].kind) {
-			ranges[i] = (struct sim_range){ (uintptr_t)base, size ? size : 1, kind, owned };
+			ranges[i] =
+				(struct sim_range){(uintptr_t)base, size ? size : 1, kind, owned};
 			return CUDA_SUCCESS;
 		}
 	return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-#define CHECK_INIT()                                   \
-	do {                                           \
-		if (!initialized)                      \
-			return CUDA_ERROR_NOT_INITIALIZED; \
+#define CHECK_INIT()                                                                               \
+	do {                                                                                       \
+		if (!initialized)                                                                  \
+			return CUDA_ERROR_NOT_INITIALIZED;                                         \
 	} while (0)
-#define CHECK_CTX()                                    \
-	do {                                           \
-		CHECK_INIT();                          \
-		if (!current_ctx)                      \
-			return CUDA_ERROR_INVALID_CONTEXT; \
+#define CHECK_CTX()                                                                                \
+	do {                                                                                       \
+		CHECK_INIT();                                                                      \
+		if (!current_ctx)                                                                  \
+			return CUDA_ERROR_INVALID_CONTEXT;                                         \
 	} while (0)
 
 /* ---- init, device, context ------------------------------------------------- */
@@ -277,13 +278,26 @@ EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevic
 	if (!pi || dev != 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	switch (attrib) {
-	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *pi = 9; break;
-	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *pi = 0; break;
-	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *pi = 132; break;
-	case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *pi = 1; break;
-	case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: *pi = 1; break;
-	case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: *pi = 0; break;
-	default: return CUDA_ERROR_INVALID_VALUE;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+		*pi = 9;
+		break;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+		*pi = 0;
+		break;
+	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+		*pi = 132;
+		break;
+	case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+		*pi = 1;
+		break;
+	case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
+		*pi = 1;
+		break;
+	case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS:
+		*pi = 0;
+		break;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
 	}
 	return CUDA_SUCCESS;
 }
@@ -646,10 +660,10 @@ static CUresult launch(CUfunction f, CUstream h, bool per_thread_api)
 	return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
-#define LAUNCH_ARGS                                                                      \
-	CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, \
-		unsigned int by, unsigned int bz, unsigned int shmem, CUstream h,         \
-		void **params, void **extra
+#define LAUNCH_ARGS                                                                                \
+	CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,          \
+		unsigned int by, unsigned int bz, unsigned int shmem, CUstream h, void **params,   \
+		void **extra
 
 static CUresult check_dims(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
 			   unsigned int by, unsigned int bz)
@@ -677,8 +691,7 @@ EXPORT CUresult cuLaunchKernel_ptsz(LAUNCH_ARGS)
 	return launch(f, h, true);
 }
 
-EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params,
-				 void **extra)
+EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
 {
 	(void)params;
 	(void)extra;
@@ -717,9 +730,8 @@ EXPORT CUresult cuGraphCreate(CUgraph *graph, unsigned int flags)
 	return *graph ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph graph,
-					const CUgraphNode *deps, size_t ndeps,
-					const CUDA_KERNEL_NODE_PARAMS *params)
+EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+					size_t ndeps, const CUDA_KERNEL_NODE_PARAMS *params)
 {
 	struct sim_graph *g = (struct sim_graph *)graph;
 
@@ -983,8 +995,7 @@ EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n,
 	return copy(D2P(dst), D2P(src), n, NULL, s, true, false);
 }
 
-EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n,
-					  CUstream s)
+EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
 	return copy(D2P(dst), D2P(src), n, NULL, s, true, true);
 }
@@ -998,7 +1009,7 @@ static const void *unified_host(CUdeviceptr dst, CUdeviceptr src)
 	pthread_mutex_lock(&sim_lock);
 	d = range_of((uintptr_t)dst);
 	s = range_of((uintptr_t)src);
-	host = !(s && s->kind == RANGE_DEVICE) ? D2P(src)
+	host = !(s && s->kind == RANGE_DEVICE)	 ? D2P(src)
 	       : !(d && d->kind == RANGE_DEVICE) ? D2P(dst)
 						 : NULL;
 	pthread_mutex_unlock(&sim_lock);
@@ -1032,14 +1043,30 @@ EXPORT CUresult cuGetErrorString(CUresult error, const char **str)
 	if (!str)
 		return CUDA_ERROR_INVALID_VALUE;
 	switch (error) {
-	case CUDA_SUCCESS: *str = "no error"; break;
-	case CUDA_ERROR_INVALID_VALUE: *str = "invalid argument"; break;
-	case CUDA_ERROR_NOT_INITIALIZED: *str = "initialization error"; break;
-	case CUDA_ERROR_INVALID_CONTEXT: *str = "invalid device context"; break;
-	case CUDA_ERROR_INVALID_HANDLE: *str = "invalid resource handle"; break;
-	case CUDA_ERROR_NOT_FOUND: *str = "named symbol not found"; break;
-	case CUDA_ERROR_NOT_READY: *str = "device not ready"; break;
-	default: *str = "unknown error (simcuda)"; break;
+	case CUDA_SUCCESS:
+		*str = "no error";
+		break;
+	case CUDA_ERROR_INVALID_VALUE:
+		*str = "invalid argument";
+		break;
+	case CUDA_ERROR_NOT_INITIALIZED:
+		*str = "initialization error";
+		break;
+	case CUDA_ERROR_INVALID_CONTEXT:
+		*str = "invalid device context";
+		break;
+	case CUDA_ERROR_INVALID_HANDLE:
+		*str = "invalid resource handle";
+		break;
+	case CUDA_ERROR_NOT_FOUND:
+		*str = "named symbol not found";
+		break;
+	case CUDA_ERROR_NOT_READY:
+		*str = "device not ready";
+		break;
+	default:
+		*str = "unknown error (simcuda)";
+		break;
 	}
 	return CUDA_SUCCESS;
 }
@@ -1068,8 +1095,14 @@ struct proc_entry {
 	int newer_since;
 };
 
-#define P(name, since) { #name, (void *)name, NULL, since, NULL, 0 }
-#define PT(name, pt, since) { #name, (void *)name, (void *)pt, since, NULL, 0 }
+#define P(name, since)                                                                             \
+	{                                                                                          \
+#name, (void *)name, NULL, since, NULL, 0                                          \
+	}
+#define PT(name, pt, since)                                                                        \
+	{                                                                                          \
+#name, (void *)name, (void *)pt, since, NULL, 0                                    \
+	}
 
 static CUresult gpa_v1(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
@@ -1077,8 +1110,8 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVers
 				    cuuint64_t flags, CUdriverProcAddressQueryResult *status);
 
 static const struct proc_entry proc_table[] = {
-	{ "cuGetProcAddress", (void *)cuGetProcAddress, NULL, 11030, (void *)cuGetProcAddress_v2,
-	  12000 },
+	{"cuGetProcAddress", (void *)cuGetProcAddress, NULL, 11030, (void *)cuGetProcAddress_v2,
+	 12000},
 	P(cuInit, 2000),
 	P(cuDriverGetVersion, 2020),
 	P(cuDeviceGet, 2000),
@@ -1086,54 +1119,54 @@ static const struct proc_entry proc_table[] = {
 	P(cuDeviceGetName, 2000),
 	P(cuDeviceGetAttribute, 2000),
 	P(cuDevicePrimaryCtxRetain, 7000),
-	{ "cuDevicePrimaryCtxRelease", (void *)cuDevicePrimaryCtxRelease_v2, NULL, 11000, NULL, 0 },
-	{ "cuCtxCreate", (void *)cuCtxCreate_v2, NULL, 3020, NULL, 0 },
-	{ "cuCtxDestroy", (void *)cuCtxDestroy_v2, NULL, 4000, NULL, 0 },
+	{"cuDevicePrimaryCtxRelease", (void *)cuDevicePrimaryCtxRelease_v2, NULL, 11000, NULL, 0},
+	{"cuCtxCreate", (void *)cuCtxCreate_v2, NULL, 3020, NULL, 0},
+	{"cuCtxDestroy", (void *)cuCtxDestroy_v2, NULL, 4000, NULL, 0},
 	P(cuCtxSetCurrent, 4000),
 	P(cuCtxGetCurrent, 4000),
 	P(cuCtxGetDevice, 2000),
 	P(cuCtxSynchronize, 2000),
 	P(cuStreamCreate, 2000),
 	P(cuStreamCreateWithPriority, 5050),
-	{ "cuStreamDestroy", (void *)cuStreamDestroy_v2, NULL, 4000, NULL, 0 },
+	{"cuStreamDestroy", (void *)cuStreamDestroy_v2, NULL, 4000, NULL, 0},
 	PT(cuStreamSynchronize, cuStreamSynchronize_ptsz, 2000),
 	PT(cuStreamQuery, cuStreamQuery_ptsz, 2000),
 	PT(cuStreamWaitEvent, cuStreamWaitEvent_ptsz, 3020),
 	P(cuEventCreate, 2000),
-	{ "cuEventDestroy", (void *)cuEventDestroy_v2, NULL, 4000, NULL, 0 },
+	{"cuEventDestroy", (void *)cuEventDestroy_v2, NULL, 4000, NULL, 0},
 	PT(cuEventRecord, cuEventRecord_ptsz, 2000),
 	P(cuEventQuery, 2000),
 	P(cuEventSynchronize, 2000),
-	{ "cuEventElapsedTime", (void *)cuEventElapsedTime, NULL, 2000,
-	  (void *)cuEventElapsedTime_v2, 12080 },
+	{"cuEventElapsedTime", (void *)cuEventElapsedTime, NULL, 2000,
+	 (void *)cuEventElapsedTime_v2, 12080},
 	P(cuModuleLoadData, 2000),
 	P(cuModuleUnload, 2000),
 	P(cuModuleGetFunction, 2000),
 	PT(cuLaunchKernel, cuLaunchKernel_ptsz, 4000),
 	PT(cuLaunchKernelEx, cuLaunchKernelEx_ptsz, 11060),
 	P(cuGraphCreate, 10000),
-	{ "cuGraphAddKernelNode", (void *)cuGraphAddKernelNode_v2, NULL, 12000, NULL, 0 },
+	{"cuGraphAddKernelNode", (void *)cuGraphAddKernelNode_v2, NULL, 12000, NULL, 0},
 	P(cuGraphInstantiateWithFlags, 11040),
 	P(cuGraphDestroy, 10000),
 	P(cuGraphExecDestroy, 10000),
 	PT(cuGraphLaunch, cuGraphLaunch_ptsz, 10000),
-	{ "cuMemAlloc", (void *)cuMemAlloc_v2, NULL, 3020, NULL, 0 },
-	{ "cuMemFree", (void *)cuMemFree_v2, NULL, 3020, NULL, 0 },
+	{"cuMemAlloc", (void *)cuMemAlloc_v2, NULL, 3020, NULL, 0},
+	{"cuMemFree", (void *)cuMemFree_v2, NULL, 3020, NULL, 0},
 	P(cuMemHostAlloc, 2020),
-	{ "cuMemAllocHost", (void *)cuMemAllocHost_v2, NULL, 3020, NULL, 0 },
+	{"cuMemAllocHost", (void *)cuMemAllocHost_v2, NULL, 3020, NULL, 0},
 	P(cuMemFreeHost, 2000),
-	{ "cuMemHostRegister", (void *)cuMemHostRegister_v2, NULL, 6050, NULL, 0 },
+	{"cuMemHostRegister", (void *)cuMemHostRegister_v2, NULL, 6050, NULL, 0},
 	P(cuMemHostUnregister, 4000),
 	P(cuPointerGetAttribute, 4000),
-	{ "cuMemcpyHtoD", (void *)cuMemcpyHtoD_v2, (void *)cuMemcpyHtoD_v2_ptds, 3020, NULL, 0 },
-	{ "cuMemcpyDtoH", (void *)cuMemcpyDtoH_v2, (void *)cuMemcpyDtoH_v2_ptds, 3020, NULL, 0 },
-	{ "cuMemcpyDtoD", (void *)cuMemcpyDtoD_v2, (void *)cuMemcpyDtoD_v2_ptds, 3020, NULL, 0 },
-	{ "cuMemcpyHtoDAsync", (void *)cuMemcpyHtoDAsync_v2, (void *)cuMemcpyHtoDAsync_v2_ptsz,
-	  3020, NULL, 0 },
-	{ "cuMemcpyDtoHAsync", (void *)cuMemcpyDtoHAsync_v2, (void *)cuMemcpyDtoHAsync_v2_ptsz,
-	  3020, NULL, 0 },
-	{ "cuMemcpyDtoDAsync", (void *)cuMemcpyDtoDAsync_v2, (void *)cuMemcpyDtoDAsync_v2_ptsz,
-	  3020, NULL, 0 },
+	{"cuMemcpyHtoD", (void *)cuMemcpyHtoD_v2, (void *)cuMemcpyHtoD_v2_ptds, 3020, NULL, 0},
+	{"cuMemcpyDtoH", (void *)cuMemcpyDtoH_v2, (void *)cuMemcpyDtoH_v2_ptds, 3020, NULL, 0},
+	{"cuMemcpyDtoD", (void *)cuMemcpyDtoD_v2, (void *)cuMemcpyDtoD_v2_ptds, 3020, NULL, 0},
+	{"cuMemcpyHtoDAsync", (void *)cuMemcpyHtoDAsync_v2, (void *)cuMemcpyHtoDAsync_v2_ptsz, 3020,
+	 NULL, 0},
+	{"cuMemcpyDtoHAsync", (void *)cuMemcpyDtoHAsync_v2, (void *)cuMemcpyDtoHAsync_v2_ptsz, 3020,
+	 NULL, 0},
+	{"cuMemcpyDtoDAsync", (void *)cuMemcpyDtoDAsync_v2, (void *)cuMemcpyDtoDAsync_v2_ptsz, 3020,
+	 NULL, 0},
 	PT(cuMemcpy, cuMemcpy_ptds, 4000),
 	PT(cuMemcpyAsync, cuMemcpyAsync_ptsz, 4000),
 	P(cuGetErrorString, 6000),

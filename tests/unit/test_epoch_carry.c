@@ -84,10 +84,12 @@ int main(void)
 	      "60 steps in 3 epochs, python view (got %zu steps, %d epochs)", st->n, st->epochs);
 	CHECK(st->n == 60 && st->v[0].wait_ns == 2 * MS,
 	      "first epoch's first step: its fetch only (the first iter() is warm-up)");
-	CHECK(st->n == 60 && st->v[20].wait_ns == (2 + 30 + 40) * MS && st->v[40].wait_ns == 72 * MS,
+	CHECK(st->n == 60 && st->v[20].wait_ns == (2 + 30 + 40) * MS &&
+		      st->v[40].wait_ns == 72 * MS,
 	      "first step of a later epoch: fetch + stop fetch + iter() = 72 ms (got %.1f, %.1f)",
 	      (double)st->v[20].wait_ns / MS, (double)st->v[40].wait_ns / MS);
-	CHECK(st->n == 60 && st->v[21].wait_ns == 2 * MS && st->v[20].end - st->v[20].begin == 2 * MS,
+	CHECK(st->n == 60 && st->v[21].wait_ns == 2 * MS &&
+		      st->v[20].end - st->v[20].begin == 2 * MS,
 	      "other steps unchanged; the step's own interval stays its fetch");
 	/* The window (after the warm-up steps of the first epoch) holds both
 	 * epoch boundaries; its stall is the sum of its steps' waits. */
@@ -96,8 +98,8 @@ int main(void)
 		expect_stall += (double)st->v[i].wait_ns / 1e9;
 	CHECK(fabs(a.stall_s - expect_stall) < 1e-9 && a.stall_s > 0.2,
 	      "the stall holds both boundaries' 72 ms (stall %.3f s)", a.stall_s);
-	CHECK(a.wall_s > a.stall_s + 0.4 && fabs(a.predicted_speedup -
-						  a.wall_s / (a.wall_s - a.stall_s)) < 1e-9,
+	CHECK(a.wall_s > a.stall_s + 0.4 &&
+		      fabs(a.predicted_speedup - a.wall_s / (a.wall_s - a.stall_s)) < 1e-9,
 	      "validation time between epochs stays out of the stall (wall %.3f s)", a.wall_s);
 	dlbn_analysis_free(&a);
 	dlbn_model_free(&m);
