@@ -42,7 +42,8 @@ static const char schema_sql[] =
 	"CREATE TABLE steps(step INTEGER PRIMARY KEY, epoch INTEGER, epoch_start INTEGER,"
 	" begin_ns INTEGER, end_ns INTEGER, begin_abs_ns INTEGER, fetch_ns INTEGER,"
 	" wait_ns INTEGER, gpu_busy_ns INTEGER, gpu_idle_ns INTEGER, gpu_evidence TEXT,"
-	" recv_ns INTEGER, bytes INTEGER, nfds INTEGER, warmup INTEGER, in_window INTEGER);\n"
+	" recv_ns INTEGER, bytes INTEGER, nfds INTEGER, warmup INTEGER, in_window INTEGER,"
+	" gpu_refill_ns INTEGER);\n"
 	"CREATE TABLE workers(proc_id INTEGER PRIMARY KEY, pid INTEGER, batches INTEGER,"
 	" busy_fraction REAL, busy_s REAL, mean_batch_ms REAL, file_read_s REAL, exited INTEGER,"
 	" ended_s REAL, in_window INTEGER);\n"
@@ -70,7 +71,7 @@ static const char index_sql[] =
 	" AS mean_batch_ms_total FROM workers w ORDER BY w.busy_fraction DESC;\n"
 	"CREATE VIEW step_summary AS SELECT epoch, count(*) AS steps,"
 	" sum(in_window) AS window_steps, sum(wait_ns) / 1e9 AS wait_s,"
-	" sum(gpu_idle_ns) / 1e9 AS stall_s, avg(wait_ns) / 1e6 AS mean_wait_ms,"
+	" sum(gpu_idle_ns + gpu_refill_ns) / 1e9 AS stall_s, avg(wait_ns) / 1e6 AS mean_wait_ms,"
 	" max(wait_ns) / 1e6 AS max_wait_ms, (max(end_ns) - min(begin_ns)) / 1e9 AS span_s"
 	" FROM steps GROUP BY epoch ORDER BY epoch;\n"
 	"CREATE VIEW window_steps AS SELECT * FROM steps WHERE in_window = 1;\n"
@@ -366,7 +367,7 @@ static int insert_steps(struct sq *s)
 		return 0;
 	const struct dlbn_gpu_step *gs = dlbn_gpu_steps_of(s->in->gpu, steps);
 	sqlite3_stmt *st;
-	if (sq_prepare(s, "INSERT INTO steps VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
+	if (sq_prepare(s, "INSERT INTO steps VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
 		return -1;
 	for (size_t i = 0; i < steps->n; i++) {
 		const struct dlbn_step *x = &steps->v[i];
@@ -386,6 +387,7 @@ static int insert_steps(struct sq *s)
 		sqlite3_bind_int64(st, 14, x->nfds);
 		sqlite3_bind_int(st, 15, i < a->steps_warmup);
 		sqlite3_bind_int(st, 16, in_window);
+		sqlite3_bind_int64(st, 17, x->gpu_refill_ns);
 		if (sq_row(s, st))
 			break;
 	}

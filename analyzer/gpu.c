@@ -55,6 +55,7 @@ struct track {
 	size_t cut;	       /* first position whose cutoff is still open */
 	int64_t first_probe;   /* first probe inside wait `cut`, NO_TIME none */
 	size_t period;	       /* host attribution: first step with end >= t */
+	size_t refill_next;    /* first step (by end) still without next_enqueue */
 };
 
 struct pending_probe {
@@ -547,6 +548,17 @@ static void on_cuda_info(struct gpu_pass *ps, const struct dlbn_record *r)
 	}
 }
 
+/* Work queued at t is the first after every step that ended before t. */
+static void note_enqueue(struct gpu_pass *ps, int64_t t)
+{
+	for (int k = 0; k < ps->ntr; k++) {
+		struct track *tr = &ps->tr[k];
+
+		while (tr->refill_next < tr->n && tr->st->v[tr->refill_next].end < t)
+			tr->gs[tr->refill_next++].next_enqueue = t;
+	}
+}
+
 static void on_record(struct gpu_pass *ps, const struct dlbn_record *r)
 {
 	if (ps->stash && r->type != DLBN_REC_CUDA_INFO && r->stream->index == ps->stash_thread)
@@ -555,11 +567,13 @@ static void on_record(struct gpu_pass *ps, const struct dlbn_record *r)
 	switch (r->type) {
 	case DLBN_REC_LAUNCH:
 		ps->g->present = 1;
+		note_enqueue(ps, r->t_ns);
 		stream_work(ps, fld(r, 0), r->t_ns);
 		attribute_host(ps, r->t_ns, add_launch, r);
 		break;
 	case DLBN_REC_MEMCPY:
 		ps->g->present = 1;
+		note_enqueue(ps, r->t_ns);
 		if (fld(r, 5))
 			stream_work(ps, fld(r, 2), r->t_ns);
 		attribute_host(ps, r->t_ns, add_copy, r);
@@ -637,8 +651,22 @@ static void split_track(struct track *tr)
 		/* Wait outside the probed interval (see wait_interval) has no
 		 * GPU evidence of its own: counted idle, like Replay removes it. */
 		int64_t outside = s->wait_ns > wait ? s->wait_ns - wait : 0;
+		int64_t idle = wait - busy + outside;
+		/* The GPU drained inside the wait: it stays idle until the loop
+		 * queues work again, a bubble that would have overlapped
+		 * earlier GPU work had the batch been ready.  Charged to the
+		 * stall, at most the wait itself (so host work between steps,
+		 * which Replay keeps, cannot grow the stall past the waits). */
+		s->gpu_refill_ns = 0;
+		if (gs->evidence == DLBN_GPU_EV_PROBE && busy < wait && gs->next_enqueue > s->end) {
+			int64_t refill = gs->next_enqueue - s->end;
+			if (idle + refill > s->wait_ns)
+				refill = s->wait_ns > idle ? s->wait_ns - idle : 0;
+			gs->refill_ns = refill;
+			s->gpu_refill_ns = refill;
+		}
 		s->gpu_busy_ns = busy;
-		s->gpu_idle_ns = wait - busy + outside;
+		s->gpu_idle_ns = idle;
 	}
 }
 

@@ -101,6 +101,8 @@ enum dlbn_gpu_evidence {
 struct dlbn_gpu_step {
 	struct dlbn_gpu_host host; /* records in (end of previous step, end] */
 	uint8_t evidence;	   /* DLBN_GPU_EV_* */
+	int64_t next_enqueue;	   /* first launch/copy after the step's end, 0 none */
+	int64_t refill_ns;	   /* = the step's gpu_refill_ns (model.h) */
 };
 
 struct dlbn_gpu_opts {

@@ -104,6 +104,12 @@ struct dlbn_step {
 	/* GPU seam: the wait split by what the GPU did meanwhile.  Without
 	 * CUDA records gpu_idle_ns = wait_ns (CPU-only: wait is stall). */
 	int64_t gpu_busy_ns, gpu_idle_ns;
+	/* The GPU drained inside the wait and stayed idle after it until the
+	 * loop queued work again: a bubble that would have overlapped earlier
+	 * GPU work had the batch been ready.  Part of the stall; capped so
+	 * that gpu_idle_ns + gpu_refill_ns <= wait_ns (host work between
+	 * steps, which Replay keeps, cannot grow the stall past the waits). */
+	int64_t gpu_refill_ns;
 };
 
 /*
