@@ -240,6 +240,10 @@ static void test_input_bound(void)
 	CHECK(sum_busy(&x.m.py_steps) == 0, "input-bound: no GPU-busy wait (got %lld ns)",
 	      (long long)sum_busy(&x.m.py_steps));
 	CHECK(sum_idle(&x.m.py_steps) == STEPS * WAIT_NS, "input-bound: all %d waits idle", STEPS);
+	int64_t refill = 0;
+	for (size_t i = 0; i < x.m.py_steps.n; i++)
+		refill += x.m.py_steps.v[i].gpu_refill_ns;
+	CHECK(refill == 0, "input-bound: no refill beyond a wholly idle wait (capped at the wait)");
 	CHECK(x.g.probes == STEPS && x.g.probes_resolved == STEPS && x.g.probes_lost == 0,
 	      "input-bound: %llu probes, all resolved", (unsigned long long)x.g.probes);
 	CHECK(x.g.waits_with_probe == STEPS && x.g.waits_unknown == 0,
@@ -286,6 +290,15 @@ static void test_partial(void)
 			ok = 0;
 	}
 	CHECK(ok, "partial: every wait split 4 ms busy / 6 ms idle");
+	/* The next launch comes 10 us after each wait: the GPU, drained inside
+	 * the wait, stays idle that long too (the last step has no next). */
+	ok = 1;
+	for (size_t i = 0; i < x.m.py_steps.n; i++) {
+		int64_t want = i + 1 < x.m.py_steps.n ? 10 * US : 0;
+		if (x.m.py_steps.v[i].gpu_refill_ns != want)
+			ok = 0;
+	}
+	CHECK(ok, "partial: 10 us refill bubble after each wait joins the stall");
 	window_all(&x);
 	CHECK(x.g.win.wait_gpu_busy_s > 0.155 && x.g.win.wait_gpu_busy_s < 0.157,
 	      "partial: window busy %.4f s (39 x 4 ms)", x.g.win.wait_gpu_busy_s);
