@@ -1,0 +1,261 @@
+"""eval_workload.py - one training loop of the eval suite: a real
+torch.utils.data.DataLoader feeding a loop that drives the simulated GPU.
+
+    eval_workload.py --mode real|replay --json-out FILE [loader] [gpu] [host]
+
+The loader part is tests/e2e/workload.py's (its datasets, make_loader and
+pin-memory stand-in are imported, so there is one loader): --workers,
+--context, --persistent, --epochs, --steps-per-epoch, --batch-size,
+--prefetch-factor, --sample-ms (sleep: storage), --sample-cpu-ms (busy CPU:
+transforms), --sample-kib, --iterable, --pin-memory-standin.
+
+Every step, in both modes, does the same thing with the batch it obtained:
+  touch the batch (read one element, as a loss would);
+  --h2d-kib K      copy K KiB host-to-device (async; pinned memory, or pageable
+                   with --h2d-pageable: then the host blocks until it is done);
+  --kernel-us U    launch a U-microsecond kernel on the stream;
+  --sync step      synchronise the stream (like loss.item()), or none;
+  --host-ms M      other host work (sleep: logging, Python overhead) and
+  --host-cpu-ms C  busy CPU on the main thread.
+--gpu runtime|direct picks the driver reach path (tests/simcuda/simgpu.py);
+--gpu none runs no GPU work.  After the loop the stream is synchronised.
+
+--mode real iterates the DataLoader; --mode replay first caches
+--replay-batches batches from it, lets its workers go, then runs the same
+steps over the cached batches (cycled): the reference method's Replay run.
+
+Timing (all time.monotonic(), the recorder's CLOCK_MONOTONIC):
+  fetch[k]  when batch k was obtained (next() returned);
+  done[k]   when step k was complete: the host had finished its work and
+            the GPU the work step k enqueued.  The GPU part comes from an
+            event recorded after each step's work (cuEventRecord is not
+            something the recorder watches; no sync is added), placed on
+            the host clock through a reference event recorded while the GPU
+            was idle.
+The steady-state window skips the first P+1 steps (P = num_workers x
+prefetch_factor), as the analyzer does (analyzer/window.c), and lasts from
+step k0-1 to the last step.  window_s measures it between done[] times:
+the loop's throughput whether or not the host runs ahead of the GPU (the
+analyzer's own window, fetch[k0-1]..fetch[last], is the same span shifted
+by one step's work when the loop is steady, and is reported as
+fetch_window_s; it overstates Replay's speed when the host runs ahead).
+runq_window_s is the loop thread's run-queue wait (schedstat) over
+fetch[k0-1]..fetch[last]: time it was runnable but kept off the CPU, by
+the workers or by other programs.
+
+Exit status: 0 done, 1 the loop failed, 2 bad arguments.
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(TESTS, "e2e"))
+sys.path.insert(0, os.path.join(TESTS, "simcuda"))
+
+import torch  # noqa: E402
+import workload  # noqa: E402  tests/e2e/workload.py: datasets, loader
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    # Loader: the names workload.make_loader reads.
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--context", choices=("fork", "spawn", "forkserver", "default"),
+                    default="default")
+    ap.add_argument("--persistent", action="store_true")
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--steps-per-epoch", type=int, default=50)
+    ap.add_argument("--batch-size", type=int, default=4)
+    ap.add_argument("--prefetch-factor", type=int, default=2)
+    ap.add_argument("--sample-ms", type=float, default=0.0)
+    ap.add_argument("--sample-cpu-ms", type=float, default=0.0)
+    ap.add_argument("--sample-kib", type=float, default=16.0)
+    ap.add_argument("--iterable", action="store_true")
+    ap.add_argument("--pin-memory-standin", action="store_true")
+    # GPU and host work per step.
+    ap.add_argument("--gpu", choices=("runtime", "direct", "none"), default="runtime")
+    ap.add_argument("--kernel-us", type=int, default=None, help="default 5000")
+    ap.add_argument("--h2d-kib", type=float, default=0.0)
+    ap.add_argument("--h2d-pageable", action="store_true")
+    ap.add_argument("--sync", choices=("none", "step"), default="none")
+    ap.add_argument("--host-ms", type=float, default=0.0)
+    ap.add_argument("--host-cpu-ms", type=float, default=0.0)
+    # Run.
+    ap.add_argument("--mode", choices=("real", "replay"), default="real")
+    ap.add_argument("--replay-batches", type=int, default=8)
+    ap.add_argument("--json-out", default=None)
+    args = ap.parse_args(argv)
+    if args.workers < 0 or args.epochs < 1 or args.steps_per_epoch < 2:
+        ap.error("workers >= 0, epochs >= 1, steps-per-epoch >= 2")
+    if args.gpu == "none":
+        if args.kernel_us is not None or args.h2d_kib or args.sync != "none":
+            ap.error("--gpu none takes no --kernel-us, --h2d-kib or --sync")
+    elif args.kernel_us is None:
+        args.kernel_us = 5000
+    return args
+
+
+class NoGPU:
+    """Stand-in when the loop has no GPU work: every step is host-only."""
+
+    def step(self):
+        return None
+
+    def finish(self, events):
+        return [None] * len(events)
+
+
+class StepGPU:
+    """The per-step GPU work on one stream of the simulated driver."""
+
+    def __init__(self, args):
+        import simgpu  # only here: --gpu none needs no simulated driver
+        self.gpu = simgpu.SimGPU(args.gpu)
+        self.args = args
+        self.stream = self.gpu.stream()
+        self.h2d_bytes = int(args.h2d_kib * 1024)
+        self.gpu.stream_sync(self.stream)
+        # The GPU is idle: the reference event completes when recorded.
+        before = time.monotonic()
+        self.ref = self.gpu.event(self.stream)
+        self.ref_t = (before + time.monotonic()) / 2
+        elapsed = self.gpu.lib.simrt_event_elapsed_ms  # simgpu.py does not wrap it
+        elapsed.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.POINTER(ctypes.c_float)]
+        elapsed.restype = ctypes.c_int
+        self._elapsed = elapsed
+
+    def step(self):
+        a, g, s = self.args, self.gpu, self.stream
+        if self.h2d_bytes:
+            g.htod(s, self.h2d_bytes, pinned=not a.h2d_pageable, async_=True)
+        if a.kernel_us:
+            g.launch_us(s, a.kernel_us)
+        event = g.event(s)
+        if a.sync == "step":
+            g.stream_sync(s)
+        return event
+
+    def finish(self, events):
+        """GPU completion time of each step's work on the host clock."""
+        self.gpu.stream_sync(self.stream)
+        out = []
+        ms = ctypes.c_float()
+        for event in events:
+            rc = self._elapsed(self.ref, event, ctypes.byref(ms))
+            if rc != 0:
+                raise RuntimeError("event_elapsed failed: CUresult %d" % rc)
+            out.append(self.ref_t + ms.value / 1000.0)
+        return out
+
+
+def host_work(args, batch):
+    """The loop's own host work: identical in real and replay mode."""
+    data = batch[0]
+    checksum = float(data[0, 0])
+    if args.host_ms > 0:
+        time.sleep(args.host_ms / 1000.0)
+    workload.busy_cpu(args.host_cpu_ms)
+    return checksum
+
+
+def runq_wait_s():
+    """This thread's time runnable but not running so far (schedstat), or
+    None: how much the loop itself was kept off the CPU."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def one_step(args, gpu, batch, record, events):
+    record["fetch"].append(time.monotonic())
+    record["runq"].append(runq_wait_s())
+    events.append(gpu.step())
+    host_work(args, batch)
+    record["host_end"].append(time.monotonic())
+
+
+def run_real(args, loader, gpu, record, events):
+    for _ in range(args.epochs):
+        record["epoch_starts"].append(time.monotonic())
+        for batch in loader:
+            one_step(args, gpu, batch, record, events)
+
+
+def run_replay(args, loader, gpu, record, events):
+    cache = []
+    iterator = iter(loader)
+    for batch in iterator:
+        cache.append(batch)
+        if len(cache) >= args.replay_batches:
+            break
+    # Shut the workers down now: they must not compete with the loop.
+    if hasattr(iterator, "_shutdown_workers"):
+        iterator._shutdown_workers()
+    del iterator
+    total = args.epochs * args.steps_per_epoch
+    for step in range(total):
+        if step % args.steps_per_epoch == 0:
+            record["epoch_starts"].append(time.monotonic())
+        one_step(args, gpu, cache[step % len(cache)], record, events)
+
+
+def window(times, first_kept):
+    if first_kept < 1 or first_kept >= len(times):
+        return None
+    return times[-1] - times[first_kept - 1]
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.pin_memory_standin:
+        workload.install_pin_memory_standin()
+    torch.set_num_threads(1)
+    loader = workload.make_loader(args)
+    gpu = NoGPU() if args.gpu == "none" else StepGPU(args)
+    record = {"mode": args.mode, "args": vars(args), "pid": os.getpid(),
+              "epoch_starts": [], "fetch": [], "host_end": [], "gpu_end": [],
+              "done": [], "runq": [], "error": None}
+    events = []
+    load = workload.ForeignLoad()
+    status = 0
+    try:
+        if args.mode == "real":
+            run_real(args, loader, gpu, record, events)
+        else:
+            run_replay(args, loader, gpu, record, events)
+        record["gpu_end"] = gpu.finish(events)
+    except Exception as exc:  # the driver reports it: a broken run, not a figure
+        record["error"] = "%s: %s" % (type(exc).__name__, exc)
+        status = 1
+    record["done"] = [max(h, g) if g is not None else h
+                      for h, g in zip(record["host_end"], record["gpu_end"])]
+    record["foreign_load_cores"] = load.cores()
+    depth = args.workers * args.prefetch_factor if args.workers > 0 else 0
+    first_kept = depth + 1
+    record["steps"] = len(record["fetch"])
+    record["prefetch_depth"] = depth
+    record["window_first_step"] = first_kept
+    record["window_s"] = window(record["done"], first_kept)
+    record["fetch_window_s"] = window(record["fetch"], first_kept)
+    runq = record["runq"]
+    record["runq_window_s"] = (runq[-1] - runq[first_kept - 1]
+                               if len(runq) > first_kept and None not in
+                               (runq[-1], runq[first_kept - 1]) else None)
+    if args.json_out:
+        with open(args.json_out, "w") as out:
+            json.dump(record, out)
+    if record["error"]:
+        print("eval_workload: %s" % record["error"], file=sys.stderr)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

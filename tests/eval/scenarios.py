@@ -1,0 +1,116 @@
+"""scenarios.py - the eval suite's workloads (tests/eval/eval_workload.py
+arguments), each with what it covers and what its ground truth was built to be.
+
+The ground truth is never this file's word: every scenario's speedup S is
+measured (Real time / Replay time) and the expected verdict is S's class.
+`built_for` only documents the design, so that a reader can tell when the
+machine did not produce the workload it was meant to (e.g. a busy machine).
+
+Parameters are chosen for a stable S on a 2-core machine: storage is sleep,
+GPU work is the simulated driver's virtual timeline (no CPU), CPU-bound
+loading uses one worker so that the loop keeps a core, and each Real loop
+lasts about a second (50 steps after start-up) - except the two threshold
+scenarios, whose point is an S close to 1.10 and 1.50.
+
+Times per step below: "supply" is what the workers deliver a batch in
+(batch_size x per-sample time / num_workers), "GPU" the kernel.
+"""
+
+# Loader knobs shared by most scenarios: 50 steps of 4 samples of 16 KiB.
+BASE = ["--steps-per-epoch", "50", "--batch-size", "4"]
+
+SCENARIOS = [
+    dict(name="storage_bound",
+         covers="storage-bound: sleep in __getitem__; supply 20 ms vs GPU 5 ms",
+         built_for="DETECTED (~4x)",
+         args=BASE + ["--workers", "2", "--sample-ms", "10", "--kernel-us", "5000",
+                      "--h2d-kib", "64", "--host-ms", "1"]),
+    dict(name="cpu_transform",
+         covers="CPU-transform-bound: busy CPU in 1 worker (2 cores); supply 16 ms "
+                "vs GPU 6 ms",
+         built_for="DETECTED (~2.5x)",
+         args=["--steps-per-epoch", "50", "--batch-size", "2", "--workers", "1",
+               "--sample-cpu-ms", "8", "--kernel-us", "6000", "--h2d-kib", "32",
+               "--host-ms", "1"]),
+    dict(name="ipc_heavy",
+         covers="IPC-heavy: 16 x 256 KiB cheap samples per batch (4 MiB), 2 workers, "
+                "GPU 3 ms",
+         built_for="DETECTED (~1.7-2x): hand-off and the workers' CPU are the cost",
+         args=["--steps-per-epoch", "100", "--batch-size", "16", "--sample-kib", "256",
+               "--workers", "2", "--kernel-us", "3000", "--h2d-kib", "64",
+               "--host-ms", "0.5"]),
+    dict(name="pin_memory",
+         covers="pin-memory thread path (CPU stand-in), pinned H2D; supply 16 ms vs "
+                "GPU 6 ms",
+         built_for="DETECTED (~2.5x)",
+         args=BASE + ["--workers", "2", "--sample-ms", "8", "--pin-memory-standin",
+                      "--kernel-us", "6000", "--h2d-kib", "64", "--host-ms", "0.5"]),
+    dict(name="spawn",
+         covers="spawn context, persistent workers; supply 14 ms vs GPU 8 ms",
+         built_for="DETECTED (~1.75x)",
+         args=BASE + ["--workers", "2", "--context", "spawn", "--persistent",
+                      "--sample-ms", "7", "--kernel-us", "8000", "--h2d-kib", "64"]),
+    dict(name="iterable",
+         covers="IterableDataset, 2 worker shards; supply 12 ms vs GPU 10 ms",
+         built_for="POTENTIAL (~1.2x)",
+         args=BASE + ["--workers", "2", "--iterable", "--sample-ms", "6",
+                      "--kernel-us", "10000", "--h2d-kib", "64"]),
+    dict(name="epochs_nonpersistent",
+         covers="non-persistent workers, 5 epochs x 12 steps, sync each step: workers "
+                "re-started every epoch; supply 6 ms vs GPU 8 ms",
+         built_for="POTENTIAL: only the epoch start-ups stall",
+         args=["--epochs", "5", "--steps-per-epoch", "12", "--batch-size", "4",
+               "--workers", "2", "--sample-ms", "3", "--kernel-us", "8000",
+               "--sync", "step", "--h2d-kib", "64"]),
+    dict(name="workers0",
+         covers="num_workers=0: loading in the main thread, 16 ms vs GPU 8 ms",
+         built_for="DETECTED (~2x)",
+         args=BASE + ["--workers", "0", "--sample-ms", "4", "--kernel-us", "8000",
+                      "--h2d-kib", "64"]),
+    dict(name="compute_sync",
+         covers="compute-bound, stream sync each step (loss.item()); supply 20 ms vs "
+                "GPU 40 ms",
+         built_for="NOT_DETECTED (1.0x)",
+         args=["--steps-per-epoch", "40", "--batch-size", "1", "--workers", "1",
+               "--sample-ms", "20", "--kernel-us", "40000", "--sync", "step"]),
+    dict(name="compute_ahead",
+         covers="compute-bound, host runs ahead (no sync): long loader waits while "
+                "the GPU is busy; supply 40 ms vs GPU 60 ms",
+         built_for="NOT_DETECTED (1.0x)",
+         args=["--steps-per-epoch", "30", "--batch-size", "1", "--workers", "1",
+               "--sample-ms", "40", "--kernel-us", "60000"]),
+    dict(name="host_bound",
+         covers="host-bound: 30 ms other host work per step, GPU 5 ms, supply 2.5 ms",
+         built_for="NOT_DETECTED (1.0x)",
+         args=["--steps-per-epoch", "40", "--batch-size", "1", "--workers", "2",
+               "--sample-ms", "5", "--kernel-us", "5000", "--host-ms", "30"]),
+    dict(name="pageable_h2d",
+         covers="64 MiB pageable H2D copy per step (host blocks), GPU 10 ms, "
+                "supply 2.5 ms",
+         built_for="NOT_DETECTED (1.0x)",
+         args=["--steps-per-epoch", "40", "--batch-size", "1", "--workers", "2",
+               "--sample-ms", "5", "--h2d-kib", "65536", "--h2d-pageable",
+               "--kernel-us", "10000"]),
+    dict(name="near_1.10",
+         covers="near the 1.10 threshold: supply 10.5 ms (+ hand-off) vs GPU 10 ms",
+         built_for="S close to 1.10",
+         args=["--steps-per-epoch", "60", "--batch-size", "4", "--workers", "2",
+               "--sample-ms", "5.25", "--kernel-us", "10000", "--h2d-kib", "64"]),
+    dict(name="near_1.50",
+         covers="near the 1.50 threshold: supply 14 ms (+ hand-off) vs GPU 10 ms",
+         built_for="S close to 1.50",
+         args=["--steps-per-epoch", "60", "--batch-size", "4", "--workers", "2",
+               "--sample-ms", "7", "--kernel-us", "10000", "--h2d-kib", "64"]),
+    dict(name="direct_input",
+         covers="direct-link reach path (PLT calls into libcuda): storage-bound, "
+                "supply 16 ms vs GPU 6 ms",
+         built_for="DETECTED (~2.7x)",
+         args=BASE + ["--gpu", "direct", "--workers", "2", "--sample-ms", "8",
+                      "--kernel-us", "6000", "--h2d-kib", "64", "--host-ms", "1"]),
+    dict(name="direct_compute",
+         covers="direct-link reach path: compute-bound with a sync each step",
+         built_for="NOT_DETECTED (1.0x)",
+         args=["--steps-per-epoch", "40", "--batch-size", "1", "--gpu", "direct",
+               "--workers", "1", "--sample-ms", "20", "--kernel-us", "40000",
+               "--sync", "step"]),
+]
