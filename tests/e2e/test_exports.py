@@ -128,7 +128,7 @@ def test_gpu_split_exported(rundir):
     report = json.loads(proc.stdout)
     assert one(db, "SELECT count(*) FROM steps WHERE gpu_evidence = 'probe'") > 20
     assert one(db, "SELECT count(*) FROM steps WHERE gpu_busy_ns + gpu_idle_ns != wait_ns") == 0
-    stall_s = one(db, "SELECT sum(gpu_idle_ns) / 1e9 FROM steps WHERE in_window")
+    stall_s = one(db, "SELECT sum(gpu_idle_ns + gpu_refill_ns) / 1e9 FROM steps WHERE in_window")
     assert abs(stall_s - report["loader_wait"]["stall_s"]) < 1e-5 * (1 + stall_s), report
     assert one(db, "SELECT count(*) FROM events WHERE type = 'LAUNCH'") == 30
     events = json.loads(timeline.read_text())["traceEvents"]
