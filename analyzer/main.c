@@ -54,8 +54,8 @@ static const char usage_text[] =
 	"  -h, --help                this text\n"
 	"  -V, --version             version and trace format\n"
 	"\n"
-	"With several traces, --fail-on applies to the job verdict; --dump, --sqlite\n"
-	"and --perfetto take one trace.\n"
+	"With several traces, --fail-on applies to the job verdict; --dump, --sqlite,\n"
+	"--perfetto and --baseline take one trace.\n"
 	"\n"
 	"Exit status: 0 analysis done, 1 unreadable or damaged trace, 2 usage,\n"
 	"3 --fail-on level reached.  See dlbn-analyze(1), dlbn-trace(5).\n";
