@@ -175,7 +175,7 @@ static int alternative_name(const char *path, unsigned n, char *out, size_t size
  */
 static int grow(int fd, off_t off, off_t len)
 {
-	static const char zeros[SESSION_GROW_STEP];
+	static const char zeros[SESSION_FIRST_STEP];
 	off_t done = 0;
 	while (done < len) {
 		size_t chunk =
@@ -458,7 +458,7 @@ void *session_new_extent(off_t *file_off)
 	uint64_t index = __atomic_fetch_add(&h->next_extent, 1, __ATOMIC_RELAXED);
 	off_t size = the_session.extent_size;
 	off_t off = (off_t)DLBN_FILE_HEADER_SIZE + (off_t)index * size;
-	off_t first = size < SESSION_GROW_STEP ? size : SESSION_GROW_STEP;
+	off_t first = size < SESSION_FIRST_STEP ? size : SESSION_FIRST_STEP;
 
 	int fd = reopen_checked();
 	if (fd < 0)

@@ -8,8 +8,9 @@
  *   - `committed` of the current extent always covers exactly the complete
  *     records written so far (release store after the bytes).
  *   - Stores never go past `allocated`: disk for an extent is allocated
- *     (fallocate, in SESSION_GROW_STEP steps) before records are written
- *     there, so a full disk fails with ENOSPC, never SIGBUS.
+ *     (session_grow_extent: a first small step, then larger ones) before
+ *     records are written there, so a full disk fails with ENOSPC, never
+ *     SIGBUS.
  */
 #include <pthread.h>
 #include <sys/mman.h>
@@ -79,8 +80,8 @@ static bool extent_next(struct stream *s)
 	s->used = 0;
 	s->cap = the_session.extent_size - DLBN_EXTENT_HEADER_SIZE;
 	s->file_off = off;
-	s->allocated = the_session.extent_size < SESSION_GROW_STEP ? the_session.extent_size
-								   : SESSION_GROW_STEP;
+	s->allocated = the_session.extent_size < SESSION_FIRST_STEP ? the_session.extent_size
+								    : SESSION_FIRST_STEP;
 	return true;
 }
 
