@@ -48,9 +48,6 @@ ANA_LIBS := $(MSGPACK_LIBS) -lsqlite3 -lm
 # ---- tests ----------------------------------------------------------------
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
-# Support code shared by the unit tests: every other tests/unit/*.c except
-# programs with their own main (*_main.c).
-UNIT_SUPPORT := $(filter-out tests/unit/test_%.c tests/unit/%_main.c,$(wildcard tests/unit/*.c))
 
 PY_BOOT := $(BUILD)/dlbn-python/sitecustomize.py $(BUILD)/dlbn-python/_dlbn_boot.py
 
@@ -82,9 +79,7 @@ $(BUILD)/dlbn-python/%.py: python/%.py
 tests-aux::
 	@:
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c $(ANA_LIB_OBJS) $(UNIT_SUPPORT) $(wildcard tests/unit/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(ANA_CFLAGS) -Itests/unit -o $@ $< $(UNIT_SUPPORT) $(ANA_LIB_OBJS) $(ANA_LIBS)
+# The unit tests (build/tests/test_*) and their helpers: tests/unit/unit.mk.
 
 # ---- entry points ---------------------------------------------------------
 deps:

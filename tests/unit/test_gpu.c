@@ -13,7 +13,6 @@
  * time before they are written, because a PROBE_DONE is emitted long after
  * its PROBE.
  */
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -23,6 +22,7 @@
 #include "gpu.h"
 #include "model.h"
 #include "reader.h"
+#include "recbuf.h"
 #include "tracegen.h"
 
 #define MS  1000000LL
@@ -34,79 +34,35 @@ static char path[] = "/tmp/dlbn-test-gpu-XXXXXX";
 
 /* ---- buffered records of the main thread -------------------------------- */
 
-struct ev {
-	int64_t t;
-	uint64_t seq;
-	int type, nf;
-	int64_t f[7];
-	const char *str; /* CUDA_INFO text */
-};
-
-static struct ev *evs;
-static size_t nev, capev;
-
-static void ev(int64_t t, int type, int nf, ...)
-{
-	va_list ap;
-
-	if (nev == capev) {
-		capev = capev ? capev * 2 : 1024;
-		evs = realloc(evs, capev * sizeof(*evs));
-		if (!evs)
-			exit(2);
-	}
-	struct ev *e = &evs[nev];
-	memset(e, 0, sizeof(*e));
-	e->t = t;
-	e->seq = nev++;
-	e->type = type;
-	e->nf = nf;
-	va_start(ap, nf);
-	for (int i = 0; i < nf; i++)
-		e->f[i] = va_arg(ap, int64_t);
-	va_end(ap);
-}
-
-static int cmp_ev(const void *x, const void *y)
-{
-	const struct ev *a = x, *b = y;
-	if (a->t != b->t)
-		return a->t < b->t ? -1 : 1;
-	return a->seq < b->seq ? -1 : a->seq > b->seq;
-}
-
 static void fetch(int64_t b, int64_t wait, int64_t idx)
 {
-	ev(b, DLBN_REC_MARK, 3, (int64_t)DLBN_MARK_FETCH_BEGIN, (int64_t)1, idx);
-	ev(b + wait, DLBN_REC_MARK, 3, (int64_t)DLBN_MARK_FETCH_END, (int64_t)1, idx);
+	recbuf_add(b, DLBN_REC_MARK, 3, (int64_t)DLBN_MARK_FETCH_BEGIN, (int64_t)1, idx);
+	recbuf_add(b + wait, DLBN_REC_MARK, 3, (int64_t)DLBN_MARK_FETCH_END, (int64_t)1, idx);
 }
 
 static void launch(int64_t t, int64_t stream)
 {
-	ev(t, DLBN_REC_LAUNCH, 2, stream, (int64_t)DLBN_CU_LAUNCH_KERNEL);
+	recbuf_add(t, DLBN_REC_LAUNCH, 2, stream, (int64_t)DLBN_CU_LAUNCH_KERNEL);
 }
 
 static void probe(int64_t t, int64_t id, int64_t stream)
 {
-	ev(t, DLBN_REC_PROBE, 2, id, stream);
+	recbuf_add(t, DLBN_REC_PROBE, 2, id, stream);
 }
 
 static void probe_done(int64_t t, int64_t id, int64_t complete, int64_t status)
 {
-	ev(t, DLBN_REC_PROBE_DONE, 3, id, complete, status);
+	recbuf_add(t, DLBN_REC_PROBE_DONE, 3, id, complete, status);
 }
 
 static void cuda_info(int64_t t, int64_t api, int64_t ret, const char *text)
 {
-	ev(t, DLBN_REC_CUDA_INFO, 2, api, ret);
-	evs[nev - 1].str = text;
+	recbuf_add_str(t, DLBN_REC_CUDA_INFO, api, ret, text);
 }
 
 /* Write the buffered records as one training process and reset the buffer. */
 static void write_trace(void)
 {
-	static const char *const fmts[8] = {"",	    "i",     "ii",     "iii",
-					    "iiii", "iiiii", "iiiiii", "iiiiiii"};
 	struct tg *g = tg_open(path, 0);
 	struct tg_stream *s;
 
@@ -115,20 +71,11 @@ static void write_trace(void)
 	s = tg_stream(g, 0, 0, PID, PID);
 	tg_process(s, T0 - 10 * MS, PID, 1, -1, DLBN_START_ROOT, "python3");
 	tg_thread(s, T0 - 10 * MS, PID, 1);
-	qsort(evs, nev, sizeof(*evs), cmp_ev);
-	for (size_t i = 0; i < nev; i++) {
-		const struct ev *e = &evs[i];
-		if (e->type == DLBN_REC_CUDA_INFO)
-			tg_rec(s, e->type, e->t, "iis", e->f[0], e->f[1], e->str);
-		else
-			tg_rec(s, e->type, e->t, fmts[e->nf], e->f[0], e->f[1], e->f[2], e->f[3],
-			       e->f[4], e->f[5], e->f[6]);
-	}
-	tg_exit(s, nev ? evs[nev - 1].t + MS : T0, 0, DLBN_EXIT_DTOR);
+	int64_t last = recbuf_flush(s, T0 - MS);
+	tg_exit(s, last + MS, 0, DLBN_EXIT_DTOR);
 	tg_stream_final(s);
 	if (tg_close(g) != 0)
 		exit(2);
-	nev = 0;
 }
 
 /* ---- analysis ----------------------------------------------------------- */
@@ -572,16 +519,16 @@ static void test_pageable_and_sync(void)
 	for (int i = 0; i < STEPS; i++) {
 		int64_t b = step_begin(i), t = b - HOST_NS;
 		/* 2 MiB from pageable memory, host blocked 1.5 ms. */
-		ev(t + 10 * US, DLBN_REC_MEMCPY, 7, (int64_t)(1500 * US),
-		   (int64_t)DLBN_CU_MEMCPY_HTOD, (int64_t)0, (int64_t)(2 << 20),
-		   (int64_t)DLBN_COPY_HTOD, (int64_t)0, (int64_t)DLBN_HOSTMEM_PAGEABLE);
-		ev(t + 1600 * US, DLBN_REC_MEMCPY, 7, (int64_t)(20 * US),
-		   (int64_t)DLBN_CU_MEMCPY_HTOD, (int64_t)0x7000, (int64_t)4096,
-		   (int64_t)DLBN_COPY_HTOD, (int64_t)1, (int64_t)DLBN_HOSTMEM_PINNED);
+		recbuf_add(t + 10 * US, DLBN_REC_MEMCPY, 7, (int64_t)(1500 * US),
+			   (int64_t)DLBN_CU_MEMCPY_HTOD, (int64_t)0, (int64_t)(2 << 20),
+			   (int64_t)DLBN_COPY_HTOD, (int64_t)0, (int64_t)DLBN_HOSTMEM_PAGEABLE);
+		recbuf_add(t + 1600 * US, DLBN_REC_MEMCPY, 7, (int64_t)(20 * US),
+			   (int64_t)DLBN_CU_MEMCPY_HTOD, (int64_t)0x7000, (int64_t)4096,
+			   (int64_t)DLBN_COPY_HTOD, (int64_t)1, (int64_t)DLBN_HOSTMEM_PINNED);
 		launch(t + 1700 * US, 0x7000);
 		/* loss.item(): the host waits 1 ms for the GPU. */
-		ev(t + 1800 * US, DLBN_REC_SYNC, 3, (int64_t)MS, (int64_t)DLBN_CU_STREAM_SYNC,
-		   (int64_t)0x7000);
+		recbuf_add(t + 1800 * US, DLBN_REC_SYNC, 3, (int64_t)MS,
+			   (int64_t)DLBN_CU_STREAM_SYNC, (int64_t)0x7000);
 		fetch(b, WAIT_NS, i);
 	}
 	write_trace();
@@ -766,6 +713,6 @@ int main(void)
 	test_json_escaping();
 	test_million_probes();
 	unlink(path);
-	free(evs);
+	recbuf_free();
 	CHECK_EXIT();
 }

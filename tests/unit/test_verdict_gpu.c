@@ -13,7 +13,6 @@
  * The expected figures follow from the loop's parameters.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,6 +21,7 @@
 #include "gpu.h"
 #include "model.h"
 #include "reader.h"
+#include "recbuf.h"
 #include "tracegen.h"
 #include "verdict.h"
 
@@ -34,93 +34,47 @@
 
 static char path[] = "/tmp/dlbn-test-verdict-gpu-XXXXXX";
 
-struct ev {
-	int64_t t;
-	uint64_t seq;
-	int type, nf;
-	int64_t f[7];
-};
-
-static struct ev *evs;
-static size_t nev, capev;
-
-static void ev(int64_t t, int type, int nf, ...)
-{
-	va_list ap;
-	if (nev == capev) {
-		capev = capev ? capev * 2 : 1024;
-		evs = realloc(evs, capev * sizeof(*evs));
-		if (!evs)
-			exit(2);
-	}
-	struct ev *e = &evs[nev];
-	memset(e, 0, sizeof(*e));
-	e->t = t;
-	e->seq = nev++;
-	e->type = type;
-	e->nf = nf;
-	va_start(ap, nf);
-	for (int i = 0; i < nf; i++)
-		e->f[i] = va_arg(ap, int64_t);
-	va_end(ap);
-}
-
-static int cmp_ev(const void *x, const void *y)
-{
-	const struct ev *a = x, *b = y;
-	if (a->t != b->t)
-		return a->t < b->t ? -1 : 1;
-	return a->seq < b->seq ? -1 : a->seq > b->seq;
-}
-
 static void fetch(int64_t b, int64_t wait, int64_t idx)
 {
-	ev(b, DLBN_REC_MARK, 3, (int64_t)DLBN_MARK_FETCH_BEGIN, (int64_t)1, idx);
-	ev(b + wait, DLBN_REC_MARK, 3, (int64_t)DLBN_MARK_FETCH_END, (int64_t)1, idx);
+	recbuf_add(b, DLBN_REC_MARK, 3, (int64_t)DLBN_MARK_FETCH_BEGIN, (int64_t)1, idx);
+	recbuf_add(b + wait, DLBN_REC_MARK, 3, (int64_t)DLBN_MARK_FETCH_END, (int64_t)1, idx);
 }
 
 static void launch(int64_t t)
 {
-	ev(t, DLBN_REC_LAUNCH, 2, (int64_t)STREAM, (int64_t)DLBN_CU_LAUNCH_KERNEL);
+	recbuf_add(t, DLBN_REC_LAUNCH, 2, (int64_t)STREAM, (int64_t)DLBN_CU_LAUNCH_KERNEL);
 }
 
 /* A probe at t on the stream, completing at `complete`, resolved at `done_t`. */
 static void probe(int64_t t, int64_t id, int64_t complete, int64_t done_t)
 {
-	ev(t, DLBN_REC_PROBE, 2, id, (int64_t)STREAM);
-	ev(done_t, DLBN_REC_PROBE_DONE, 3, id, complete, (int64_t)0);
+	recbuf_add(t, DLBN_REC_PROBE, 2, id, (int64_t)STREAM);
+	recbuf_add(done_t, DLBN_REC_PROBE_DONE, 3, id, complete, (int64_t)0);
 }
 
 static void sync_call(int64_t t, int64_t dur)
 {
-	ev(t, DLBN_REC_SYNC, 3, dur, (int64_t)DLBN_CU_STREAM_SYNC, (int64_t)STREAM);
+	recbuf_add(t, DLBN_REC_SYNC, 3, dur, (int64_t)DLBN_CU_STREAM_SYNC, (int64_t)STREAM);
 }
 
 static void pageable_h2d(int64_t t, int64_t dur, int64_t bytes)
 {
-	ev(t, DLBN_REC_MEMCPY, 7, dur, (int64_t)DLBN_CU_MEMCPY_HTOD, (int64_t)0, bytes,
-	   (int64_t)DLBN_COPY_HTOD, (int64_t)0, (int64_t)DLBN_HOSTMEM_PAGEABLE);
+	recbuf_add(t, DLBN_REC_MEMCPY, 7, dur, (int64_t)DLBN_CU_MEMCPY_HTOD, (int64_t)0, bytes,
+		   (int64_t)DLBN_COPY_HTOD, (int64_t)0, (int64_t)DLBN_HOSTMEM_PAGEABLE);
 }
 
 /* Write the buffered records as the training process (plus, when
  * other_cuda, an unrelated process with CUDA launches). */
 static void write_trace(int other_cuda)
 {
-	static const char *const fmts[8] = {"",	    "i",     "ii",     "iii",
-					    "iiii", "iiiii", "iiiiii", "iiiiiii"};
 	struct tg *g = tg_open(path, 0);
 	if (!g)
 		exit(2);
 	struct tg_stream *s = tg_stream(g, 0, 0, PID, PID);
 	tg_process(s, T0 - 10 * MS, PID, 1, -1, DLBN_START_ROOT, "python3");
 	tg_thread(s, T0 - 10 * MS, PID, 1);
-	qsort(evs, nev, sizeof(*evs), cmp_ev);
-	for (size_t i = 0; i < nev; i++) {
-		const struct ev *e = &evs[i];
-		tg_rec(s, e->type, e->t, fmts[e->nf], e->f[0], e->f[1], e->f[2], e->f[3], e->f[4],
-		       e->f[5], e->f[6]);
-	}
-	tg_exit(s, nev ? evs[nev - 1].t + MS : T0, 0, DLBN_EXIT_DTOR);
+	int64_t last = recbuf_flush(s, T0 - MS);
+	tg_exit(s, last + MS, 0, DLBN_EXIT_DTOR);
 	tg_stream_final(s);
 	if (other_cuda) {
 		struct tg_stream *o = tg_stream(g, 1, 0, PID + 100, PID + 100);
@@ -134,7 +88,6 @@ static void write_trace(int other_cuda)
 	}
 	if (tg_close(g) != 0)
 		exit(2);
-	nev = 0;
 }
 
 /* What dlbn-analyze does: model, GPU split, GPU window, verdict. */
@@ -377,6 +330,6 @@ int main(void)
 	test_host_bound();
 	test_other_process_cuda();
 	unlink(path);
-	free(evs);
+	recbuf_free();
 	CHECK_EXIT();
 }

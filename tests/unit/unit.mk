@@ -1,18 +1,20 @@
-# tests/unit/unit.mk - rules for the C unit tests' helpers (included by
-# tests/tests.mk).  Unit tests link the trace writer (tracegen) and the
-# synthetic DataLoader run (tgsim); dlbn-gentrace is their command line
-# (synthetic traces for tests and the analyzer benchmark).
+# tests/unit/unit.mk - rules for the C unit tests (included by
+# tests/tests.mk).  Each tests/unit/test_*.c is one test program linked with
+# the analyzer's objects and the helpers (the trace writer tracegen, the
+# synthetic DataLoader run tgsim, the record buffer recbuf); dlbn-gentrace
+# is the helpers' command line (synthetic traces for the benchmark).
 
 UNIT_CFLAGS = $(ANA_CFLAGS) -Itests/unit
 UNIT_HDRS = $(wildcard tests/unit/*.h) $(wildcard analyzer/*.h) libintercept/dlbn_trace.h
-UNIT_HELPERS = $(BUILD)/tests/tracegen.o $(BUILD)/tests/tgsim.o
+# Every tests/unit/*.c that is neither a test nor gentrace's main.
+UNIT_HELPERS = $(patsubst tests/unit/%.c,$(BUILD)/tests/%.o,\
+	$(filter-out tests/unit/test_%.c tests/unit/gentrace.c,$(wildcard tests/unit/*.c)))
 
 $(UNIT_HELPERS): $(BUILD)/tests/%.o: tests/unit/%.c $(UNIT_HDRS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(UNIT_CFLAGS) -c $< -o $@
 
-# More specific than the Makefile's $(BUILD)/tests/% rule, so it wins.
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_HELPERS) $(ANA_LIB_OBJS) $(UNIT_HDRS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@")
