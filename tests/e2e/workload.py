@@ -108,14 +108,14 @@ def install_pin_memory_standin():
     pin_module.pin_memory = lambda data, device=None: data
 
 
-def parse_args(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_loader_args(ap, steps_per_epoch):
+    """The DataLoader options make_loader reads (shared with the eval loop)."""
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--context", choices=("fork", "spawn", "forkserver", "default"),
                     default="default")
     ap.add_argument("--persistent", action="store_true")
     ap.add_argument("--epochs", type=int, default=1)
-    ap.add_argument("--steps-per-epoch", type=int, default=60)
+    ap.add_argument("--steps-per-epoch", type=int, default=steps_per_epoch)
     ap.add_argument("--batch-size", type=int, default=4)
     ap.add_argument("--prefetch-factor", type=int, default=2)
     ap.add_argument("--sample-ms", type=float, default=0.0,
@@ -124,10 +124,15 @@ def parse_args(argv):
                     help="per-sample busy CPU work in the dataset")
     ap.add_argument("--sample-kib", type=float, default=16.0,
                     help="size of one sample tensor")
-    ap.add_argument("--step-ms", type=float, default=10.0,
-                    help="per-step loop 'compute' (sleep)")
     ap.add_argument("--iterable", action="store_true")
     ap.add_argument("--pin-memory-standin", action="store_true")
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_loader_args(ap, steps_per_epoch=60)
+    ap.add_argument("--step-ms", type=float, default=10.0,
+                    help="per-step loop 'compute' (sleep)")
     ap.add_argument("--mode", choices=("real", "replay"), default="real")
     ap.add_argument("--replay-batches", type=int, default=8)
     ap.add_argument("--kill-worker-after", type=float, default=None, metavar="S",

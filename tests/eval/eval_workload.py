@@ -64,20 +64,7 @@ import workload  # noqa: E402  tests/e2e/workload.py: datasets, loader
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    # Loader: the names workload.make_loader reads.
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--context", choices=("fork", "spawn", "forkserver", "default"),
-                    default="default")
-    ap.add_argument("--persistent", action="store_true")
-    ap.add_argument("--epochs", type=int, default=1)
-    ap.add_argument("--steps-per-epoch", type=int, default=50)
-    ap.add_argument("--batch-size", type=int, default=4)
-    ap.add_argument("--prefetch-factor", type=int, default=2)
-    ap.add_argument("--sample-ms", type=float, default=0.0)
-    ap.add_argument("--sample-cpu-ms", type=float, default=0.0)
-    ap.add_argument("--sample-kib", type=float, default=16.0)
-    ap.add_argument("--iterable", action="store_true")
-    ap.add_argument("--pin-memory-standin", action="store_true")
+    workload.add_loader_args(ap, steps_per_epoch=50)
     # GPU and host work per step.
     ap.add_argument("--gpu", choices=("runtime", "direct", "none"), default="runtime")
     ap.add_argument("--kernel-us", type=int, default=None, help="default 5000")

@@ -644,20 +644,27 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule module, const char *
 	return CUDA_SUCCESS;
 }
 
+/* Queue dur_ns of compute on stream h: kernels and graphs alike. */
+static CUresult enqueue_compute(CUstream h, bool per_thread_api, uint64_t dur_ns)
+{
+	struct sim_stream *s;
+
+	pthread_mutex_lock(&sim_lock);
+	s = stream_of(h, per_thread_api);
+	if (s)
+		enqueue(s, &compute_tail, dur_ns);
+	pthread_mutex_unlock(&sim_lock);
+	return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
 static CUresult launch(CUfunction f, CUstream h, bool per_thread_api)
 {
 	struct sim_function *fn = (struct sim_function *)f;
-	struct sim_stream *s;
 
 	CHECK_CTX();
 	if (!fn)
 		return CUDA_ERROR_INVALID_HANDLE;
-	pthread_mutex_lock(&sim_lock);
-	s = stream_of(h, per_thread_api);
-	if (s)
-		enqueue(s, &compute_tail, fn->dur_ns);
-	pthread_mutex_unlock(&sim_lock);
-	return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	return enqueue_compute(h, per_thread_api, fn->dur_ns);
 }
 
 #define LAUNCH_ARGS                                                                                \
@@ -777,17 +784,11 @@ EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec)
 static CUresult graph_launch(CUgraphExec exec, CUstream h, bool per_thread_api)
 {
 	struct sim_graph *g = (struct sim_graph *)exec;
-	struct sim_stream *s;
 
 	CHECK_CTX();
 	if (!g)
 		return CUDA_ERROR_INVALID_HANDLE;
-	pthread_mutex_lock(&sim_lock);
-	s = stream_of(h, per_thread_api);
-	if (s)
-		enqueue(s, &compute_tail, g->total_ns);
-	pthread_mutex_unlock(&sim_lock);
-	return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	return enqueue_compute(h, per_thread_api, g->total_ns);
 }
 
 EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream h)
