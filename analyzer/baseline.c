@@ -88,17 +88,14 @@ static int compare_configs(struct dlbn_baseline *b, const struct dlbn_model *rea
 	return compare_one_way(b, y, x, 0) && same;
 }
 
-/* Mean IPC message bytes over the first k hand-offs that carried bytes. */
-static double mean_bytes(const struct dlbn_steps *st, size_t k, size_t *used)
+/* Mean IPC message bytes over the first k hand-offs that carried bytes
+ * (the model keeps the first DLBN_HEAD_STEPS of them). */
+static double mean_bytes(const struct dlbn_model *m, size_t k, size_t *used)
 {
 	double sum = 0;
-	size_t n = 0;
-	for (size_t i = 0; i < st->n && n < k; i++) {
-		if (st->v[i].bytes <= 0)
-			continue;
-		sum += (double)st->v[i].bytes;
-		n++;
-	}
+	size_t n = m->nipc_head < k ? m->nipc_head : k;
+	for (size_t i = 0; i < n; i++)
+		sum += (double)m->ipc_head_bytes[i];
 	*used = n;
 	return n ? sum / (double)n : 0;
 }
@@ -110,11 +107,11 @@ static double mean_bytes(const struct dlbn_steps *st, size_t k, size_t *used)
 static int compare_bytes(struct dlbn_baseline *b, const struct dlbn_model *real_m,
 			 const struct dlbn_model *replay_m)
 {
-	size_t k = replay_m->ipc_steps.n, nreal, nreplay;
+	size_t k = replay_m->nipc_head, nreal, nreplay;
 	if (b->replay_batches > 0 && (size_t)b->replay_batches < k)
 		k = (size_t)b->replay_batches;
-	double replay_bytes = mean_bytes(&replay_m->ipc_steps, k, &nreplay);
-	double real_bytes = mean_bytes(&real_m->ipc_steps, nreplay ? nreplay : 1, &nreal);
+	double replay_bytes = mean_bytes(replay_m, k, &nreplay);
+	double real_bytes = mean_bytes(real_m, nreplay ? nreplay : 1, &nreal);
 	if (!nreplay || !nreal) {
 		note(b, "batch bytes not compared: no batch hand-off seen in the %s run",
 		     !nreplay ? "replay" : "real");
@@ -165,14 +162,52 @@ static int compare_work(struct dlbn_baseline *b, const struct dlbn_model *real_m
 	return compare_bytes(b, real_m, replay_m) && same;
 }
 
-/* Wall clock from the end of step `first` to the end of step `last`. */
-static double span_s(const struct dlbn_steps *st, size_t first, size_t last)
+struct step_ends {
+	size_t first, last;
+	int64_t first_end, last_end;
+	int found;
+};
+
+static void step_ends_sink(void *ctx, size_t index, const struct dlbn_step *s,
+			   const struct dlbn_gpu_step *gs)
 {
-	return (double)(st->v[last].end - st->v[first].end) / 1e9;
+	struct step_ends *e = ctx;
+	(void)gs;
+	if (index == e->first) {
+		e->first_end = s->end;
+		e->found |= 1;
+	}
+	if (index == e->last) {
+		e->last_end = s->end;
+		e->found |= 2;
+	}
 }
 
-static void measure(struct dlbn_baseline *b, const struct dlbn_model *real_m,
-		    const struct dlbn_analysis *real_a, const struct dlbn_model *replay_m)
+/*
+ * Wall clock from the end of step `first` to the end of step `last`.  The
+ * model keeps the ends of its last warm-up step and of its last step; any
+ * other step is found by reading the trace again.  -1 when unknown.
+ */
+static double span_s(const struct dlbn_model *m, struct dlbn_reader *r, size_t first, size_t last)
+{
+	const struct dlbn_steps *st = m->steps;
+	struct step_ends e = {first, last, 0, 0, 0};
+	if (st->w.warmup && first == st->w.warmup - 1) {
+		e.first_end = st->w.ws;
+		e.found |= 1;
+	}
+	if (st->n && last == st->n - 1) {
+		e.last_end = st->w.last_end;
+		e.found |= 2;
+	}
+	if (e.found != 3 && r && dlbn_model_each_step(m, r, step_ends_sink, &e) != 0)
+		return -1;
+	return e.found == 3 ? (double)(e.last_end - e.first_end) / 1e9 : -1;
+}
+
+static void measure(struct dlbn_baseline *b, struct dlbn_reader *real_r,
+		    const struct dlbn_model *real_m, const struct dlbn_analysis *real_a,
+		    struct dlbn_reader *replay_r, const struct dlbn_model *replay_m)
 {
 	const struct dlbn_steps *rs = real_m->steps, *ps = replay_m->steps;
 	size_t common = b->real_steps < b->replay_steps ? b->real_steps : b->replay_steps;
@@ -191,8 +226,8 @@ static void measure(struct dlbn_baseline *b, const struct dlbn_model *real_m,
 		     b->replay_steps, b->first_step);
 		return;
 	}
-	b->real_wall_s = span_s(rs, b->first_step, b->last_step);
-	b->replay_wall_s = span_s(ps, b->first_step, b->last_step);
+	b->real_wall_s = span_s(real_m, real_r, b->first_step, b->last_step);
+	b->replay_wall_s = span_s(replay_m, replay_r, b->first_step, b->last_step);
 	if (!(b->replay_wall_s > 0) || !(b->real_wall_s > 0)) {
 		note(b, "no measured speedup: empty interval over steps %zu..%zu", b->first_step,
 		     b->last_step);
@@ -206,7 +241,8 @@ static void measure(struct dlbn_baseline *b, const struct dlbn_model *real_m,
 }
 
 void dlbn_baseline_compare(struct dlbn_baseline *b, const char *replay_path,
-			   const struct dlbn_model *real_m, const struct dlbn_analysis *real_a,
+			   struct dlbn_reader *real_r, const struct dlbn_model *real_m,
+			   const struct dlbn_analysis *real_a, struct dlbn_reader *replay_r,
 			   const struct dlbn_model *replay_m, const struct dlbn_analysis *replay_a)
 {
 	memset(b, 0, sizeof(*b));
@@ -219,7 +255,7 @@ void dlbn_baseline_compare(struct dlbn_baseline *b, const char *replay_path,
 	b->predicted_speedup = real_a->predicted_speedup;
 	b->replay_own_speedup = replay_a ? replay_a->predicted_speedup : 0;
 	b->equivalent = compare_work(b, real_m, replay_m);
-	measure(b, real_m, real_a, replay_m);
+	measure(b, real_r, real_m, real_a, replay_r, replay_m);
 	if (b->replay_own_speedup > DLBN_POTENTIAL_ABOVE)
 		note(b,
 		     "the replay run itself still waited for batches (its own predicted "
@@ -228,46 +264,40 @@ void dlbn_baseline_compare(struct dlbn_baseline *b, const char *replay_path,
 }
 
 int dlbn_baseline_load(struct dlbn_baseline *b, const char *path, const struct dlbn_model_opts *mo,
-		       const struct dlbn_verdict_opts *vo, const struct dlbn_model *real_m,
-		       const struct dlbn_analysis *real_a, char *err, size_t errlen)
+		       const struct dlbn_verdict_opts *vo, struct dlbn_reader *real_r,
+		       const struct dlbn_model *real_m, const struct dlbn_analysis *real_a,
+		       char *err, size_t errlen)
 {
 	struct dlbn_model_opts opts = *mo;
-	struct dlbn_model m;
+	struct dlbn_model *m;
 	struct dlbn_analysis a;
-	struct dlbn_gpu gpu;
 	int rc = 0;
 
 	struct dlbn_reader *r = dlbn_reader_open(path, err, errlen);
 	if (!r)
 		return -1;
-	if (real_m->view != DLBN_VIEW_NONE)
-		opts.force_view = real_m->view;
-	memset(&gpu, 0, sizeof(gpu));
-	memset(&a, 0, sizeof(a));
-	if (dlbn_model_build(&m, r, &opts) != 0) {
+	if (!(m = malloc(sizeof(*m)))) {
 		dlbn_reader_close(r);
 		return -2;
 	}
-	/* As dlbn-analyze does the Real trace: GPU split, its window figures,
+	if (real_m->view != DLBN_VIEW_NONE)
+		opts.force_view = real_m->view;
+	memset(&a, 0, sizeof(a));
+	/* As dlbn-analyze does the Real trace: the model with its GPU split,
 	 * then the analysis that reads them. */
-	if (m.has_cuda && dlbn_gpu_analyze(&m, r, NULL, &gpu) != 0) {
+	if (dlbn_model_build(m, r, &opts) != 0 ||
+	    dlbn_analyze_gpu(m, dlbn_reader_stats(r), vo, &m->gpu, &a) != 0) {
 		rc = -2;
 	} else {
-		if (m.steps)
-			dlbn_gpu_window(&gpu, m.steps, m.steps->w.ws, m.steps->w.we);
-		if (dlbn_analyze_gpu(&m, dlbn_reader_stats(r), vo, &gpu, &a) != 0)
-			rc = -2;
-	}
-	if (rc == 0) {
 		const struct dlbn_reader_stats *rs = dlbn_reader_stats(r);
-		dlbn_baseline_compare(b, path, real_m, real_a, &m, &a);
+		dlbn_baseline_compare(b, path, real_r, real_m, real_a, r, m, &a);
 		if (rs->truncated || rs->extents_corrupt)
 			note(b,
 			     "the replay trace is damaged; it was compared as far as it is intact");
 	}
 	dlbn_analysis_free(&a); /* zeroed above: safe when never filled */
-	dlbn_gpu_free(&gpu);
-	dlbn_model_free(&m);
+	dlbn_model_free(m);
+	free(m);
 	dlbn_reader_close(r);
 	return rc;
 }

@@ -50,10 +50,13 @@ struct dlbn_baseline {
 
 /*
  * Compare two analysed traces (both models built, both analysed).  Never
- * fails: what cannot be measured or compared becomes a note.
+ * fails: what cannot be measured or compared becomes a note.  The readers
+ * the models were built from (or NULL) serve to find step ends the models
+ * do not keep (they are read again only when the two runs' steps differ).
  */
 void dlbn_baseline_compare(struct dlbn_baseline *b, const char *replay_path,
-			   const struct dlbn_model *real_m, const struct dlbn_analysis *real_a,
+			   struct dlbn_reader *real_r, const struct dlbn_model *real_m,
+			   const struct dlbn_analysis *real_a, struct dlbn_reader *replay_r,
 			   const struct dlbn_model *replay_m, const struct dlbn_analysis *replay_a);
 
 /*
@@ -63,8 +66,9 @@ void dlbn_baseline_compare(struct dlbn_baseline *b, const char *replay_path,
  * memory.  A damaged but readable Replay trace is compared, with a note.
  */
 int dlbn_baseline_load(struct dlbn_baseline *b, const char *path, const struct dlbn_model_opts *mo,
-		       const struct dlbn_verdict_opts *vo, const struct dlbn_model *real_m,
-		       const struct dlbn_analysis *real_a, char *err, size_t errlen);
+		       const struct dlbn_verdict_opts *vo, struct dlbn_reader *real_r,
+		       const struct dlbn_model *real_m, const struct dlbn_analysis *real_a,
+		       char *err, size_t errlen);
 
 /* The value of the report's "baseline" key (an object). */
 void dlbn_baseline_json(FILE *out, const struct dlbn_baseline *b);

@@ -4,10 +4,11 @@
  * `--perfetto FILE`, a Chrome trace-event JSON timeline that
  * ui.perfetto.dev and chrome://tracing open.
  *
- * Both stream the trace once (one pass over the reader, after the model,
- * the GPU split and the verdict are done), so their memory grows with
- * processes, threads, steps, interned strings and open NVTX ranges, never
- * with the number of records.
+ * Both stream the trace, after the model, the GPU split and the verdict
+ * are done: the steps by building the model once more with a step sink
+ * (dlbn_model_each_step; the model keeps no steps), then the records in
+ * one pass.  Their memory grows with processes, threads, interned strings
+ * and open NVTX ranges, never with the number of records or steps.
  *
  * Output files are replaced atomically: the export writes a temporary file
  * next to FILE and renames it over FILE only when complete, so FILE is

@@ -247,7 +247,7 @@ static int fetch_slice(struct pf *p, int pid, size_t i, const struct dlbn_step *
 	arg_us(p, "gpu_busy_us", x->gpu_busy_ns, &first);
 	arg_us(p, "gpu_idle_us", x->gpu_idle_ns, &first);
 	if (gs)
-		arg_str(p, "gpu_evidence", evidence_name(gs[i].evidence), &first);
+		arg_str(p, "gpu_evidence", evidence_name(gs->evidence), &first);
 	arg_us(p, "receive_us", x->recv_ns, &first);
 	arg_int(p, "bytes", x->bytes, &first);
 	arg_int(p, "fds", x->nfds, &first);
@@ -269,6 +269,46 @@ static int fetch_slice(struct pf *p, int pid, size_t i, const struct dlbn_step *
 	return 0;
 }
 
+/* The steps, seen again one by one (dlbn_model_each_step). */
+struct step_writer {
+	struct pf *p;
+	int pid;
+	int64_t prev_end, first_begin;
+	int failed;
+};
+
+static void write_step(void *ctx, size_t i, const struct dlbn_step *x,
+		       const struct dlbn_gpu_step *gs)
+{
+	struct step_writer *sw = ctx;
+	struct pf *p = sw->p;
+	const struct dlbn_analysis *a = p->in->a;
+	int warm = i < a->steps_warmup;
+	int in_window = !warm && i < a->steps_warmup + a->steps_window;
+	char name[48];
+	int first = 1;
+	if (sw->failed)
+		return;
+	if (!p->in->gpu || !p->in->gpu->present)
+		gs = NULL;
+	if (fetch_slice(p, sw->pid, i, x, warm, in_window, gs)) {
+		sw->failed = 1;
+		return;
+	}
+	int64_t from = i ? sw->prev_end : x->begin;
+	if (!i)
+		sw->first_begin = x->begin;
+	sw->prev_end = x->end;
+	snprintf(name, sizeof(name), "step %zu", i);
+	ev_begin(p, "X", sw->pid, synth_tid((size_t)p->m->training, TRACK_STEPS), from);
+	ev_name(p, "steps", name);
+	ev_dur(p, x->end - from);
+	arg_int(p, "epoch", x->epoch, &first);
+	arg_us(p, "wait_us", x->wait_ns, &first);
+	if (ev_end(p, first))
+		sw->failed = 1;
+}
+
 static int write_analysis(struct pf *p)
 {
 	const struct dlbn_model *m = p->m;
@@ -276,32 +316,19 @@ static int write_analysis(struct pf *p)
 	const struct dlbn_steps *st = m->steps;
 	if (m->training < 0 || !st || !st->n)
 		return 0;
-	int pid = p->jpid[m->training];
-	const struct dlbn_gpu_step *gs = dlbn_gpu_steps_of(p->in->gpu, st);
-	char name[48];
-	for (size_t i = 0; i < st->n; i++) {
-		const struct dlbn_step *x = &st->v[i];
-		int warm = i < a->steps_warmup;
-		int in_window = !warm && i < a->steps_warmup + a->steps_window;
-		if (fetch_slice(p, pid, i, x, warm, in_window, gs))
-			return -1;
-		int64_t from = i ? st->v[i - 1].end : x->begin;
-		int first = 1;
-		snprintf(name, sizeof(name), "step %zu", i);
-		ev_begin(p, "X", pid, synth_tid((size_t)m->training, TRACK_STEPS), from);
-		ev_name(p, "steps", name);
-		ev_dur(p, x->end - from);
-		arg_int(p, "epoch", x->epoch, &first);
-		arg_us(p, "wait_us", x->wait_ns, &first);
-		if (ev_end(p, first))
-			return -1;
+	struct step_writer sw = {.p = p, .pid = p->jpid[m->training]};
+	if (dlbn_model_each_step(m, p->in->r, write_step, &sw) != 0) {
+		p->b.oom = 1;
+		return -1;
 	}
+	if (sw.failed)
+		return -1;
 	int tid = synth_tid((size_t)m->training, TRACK_ANALYSIS), first = 1;
 	if (a->steps_window == 0)
 		return 0;
-	if (slice(p, pid, tid, st->v[0].begin, a->window_begin, "analysis", "warm-up"))
+	if (slice(p, sw.pid, tid, sw.first_begin, a->window_begin, "analysis", "warm-up"))
 		return -1;
-	ev_begin(p, "X", pid, tid, a->window_begin);
+	ev_begin(p, "X", sw.pid, tid, a->window_begin);
 	ev_name(p, "analysis", "steady-state window");
 	ev_dur(p, a->window_end - a->window_begin);
 	arg_str(p, "verdict", dlbn_verdict_name(a->verdict), &first);

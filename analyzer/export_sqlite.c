@@ -357,42 +357,60 @@ static const char *evidence_name(int ev)
 	}
 }
 
-/* The GPU module's per-step records for the chosen view, or NULL. */
+struct step_rows {
+	struct sq *s;
+	sqlite3_stmt *st;
+	int failed;
+};
+
+static void insert_step(void *ctx, size_t i, const struct dlbn_step *x,
+			const struct dlbn_gpu_step *gs)
+{
+	struct step_rows *sr = ctx;
+	struct sq *s = sr->s;
+	const struct dlbn_analysis *a = s->in->a;
+	sqlite3_stmt *st = sr->st;
+	if (sr->failed)
+		return;
+	const char *ev =
+		gs && s->in->gpu && s->in->gpu->present ? evidence_name(gs->evidence) : NULL;
+	int in_window = i >= a->steps_warmup && i < a->steps_warmup + a->steps_window;
+	int64_t v[] = {(int64_t)i,     x->epoch,      x->epoch_start,	 rel(s, x->begin),
+		       rel(s, x->end), x->begin,      x->end - x->begin, x->wait_ns,
+		       x->gpu_busy_ns, x->gpu_idle_ns};
+	for (int k = 0; k < 10; k++)
+		sqlite3_bind_int64(st, k + 1, v[k]);
+	if (ev)
+		sqlite3_bind_text(st, 11, ev, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 11);
+	sqlite3_bind_int64(st, 12, x->recv_ns);
+	sqlite3_bind_int64(st, 13, x->bytes);
+	sqlite3_bind_int64(st, 14, x->nfds);
+	sqlite3_bind_int(st, 15, i < a->steps_warmup);
+	sqlite3_bind_int(st, 16, in_window);
+	sqlite3_bind_int64(st, 17, x->gpu_refill_ns);
+	if (sq_row(s, st))
+		sr->failed = 1;
+}
+
+/* The chosen view's steps, read again from the trace (the model keeps
+ * none). */
 static int insert_steps(struct sq *s)
 {
 	const struct dlbn_model *m = s->m;
-	const struct dlbn_analysis *a = s->in->a;
-	const struct dlbn_steps *steps = m->steps;
-	if (!steps)
+	if (!m->steps || !m->steps->n)
 		return 0;
-	const struct dlbn_gpu_step *gs = dlbn_gpu_steps_of(s->in->gpu, steps);
-	sqlite3_stmt *st;
-	if (sq_prepare(s, "INSERT INTO steps VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
+	struct step_rows sr = {.s = s};
+	if (sq_prepare(s, "INSERT INTO steps VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &sr.st))
 		return -1;
-	for (size_t i = 0; i < steps->n; i++) {
-		const struct dlbn_step *x = &steps->v[i];
-		const char *ev = gs ? evidence_name(gs[i].evidence) : NULL;
-		int in_window = i >= a->steps_warmup && i < a->steps_warmup + a->steps_window;
-		int64_t v[] = {(int64_t)i,     x->epoch,      x->epoch_start,	 rel(s, x->begin),
-			       rel(s, x->end), x->begin,      x->end - x->begin, x->wait_ns,
-			       x->gpu_busy_ns, x->gpu_idle_ns};
-		for (int k = 0; k < 10; k++)
-			sqlite3_bind_int64(st, k + 1, v[k]);
-		if (ev)
-			sqlite3_bind_text(st, 11, ev, -1, SQLITE_STATIC);
-		else
-			sqlite3_bind_null(st, 11);
-		sqlite3_bind_int64(st, 12, x->recv_ns);
-		sqlite3_bind_int64(st, 13, x->bytes);
-		sqlite3_bind_int64(st, 14, x->nfds);
-		sqlite3_bind_int(st, 15, i < a->steps_warmup);
-		sqlite3_bind_int(st, 16, in_window);
-		sqlite3_bind_int64(st, 17, x->gpu_refill_ns);
-		if (sq_row(s, st))
-			break;
+	int rc = dlbn_model_each_step(m, s->in->r, insert_step, &sr);
+	sqlite3_finalize(sr.st);
+	if (rc != 0 && !s->failed) {
+		snprintf(s->err, s->errlen, "out of memory");
+		s->failed = 1;
 	}
-	sqlite3_finalize(st);
-	return s->failed ? -1 : 0;
+	return s->failed || sr.failed ? -1 : 0;
 }
 
 static int worker_in_window(const struct dlbn_analysis *a, int pid)

@@ -2,20 +2,30 @@
  * gpu.c - GPU-aware split of the loader waits and the host-side GPU
  * evidence (see gpu.h for the rule and its handling of missing probes).
  *
- * One streaming pass over the records of the training process.  Each view
- * of the model (Python marks, IPC) is a *track*: its steps' waits sorted by
- * begin, walked with a cursor.  A wait's cutoff becomes final once the
- * records have moved past it; every probe is filed under the *epoch* of the
- * first wait whose cutoff was still open when the probe was issued, so it
+ * One streaming pass, inside the model's second pass.  Each view of the
+ * model (Python marks, IPC, NVTX) is a *track*: a window of its steps by
+ * position (= step index; waits come in begin order), from the oldest step
+ * whose split is not final (base) to the next step to come (n).  A wait's
+ * cutoff becomes final once the records have moved past it; every probe
+ * is filed under the *epoch* of the first wait whose cutoff was still open
+ * when the probe was issued (possibly the step still to come), so it
  * counts for that wait and all later ones.  PROBE_DONE can come much later
  * than its PROBE: pending probes sit in a fixed ring (id -> epochs) and a
- * completion just raises maxdone[epoch].  After the pass a running maximum
- * over the epochs gives busy_until at every wait's cutoff.
+ * completion raises maxdone[epoch].  busy_until at a wait is the running
+ * maximum of maxdone over the epochs up to it.
+ *
+ * CUDA records are queued until the model's horizon passes them: only
+ * then are all waits that begin before them known.  A step's split is
+ * final when its cutoff has passed, no probe of its epoch (or earlier) is
+ * pending, no lost probe that may cover it awaits the next probe on its
+ * stream, its loop period's host records are all in, and (when its split
+ * needs it) the loop has queued GPU work again after it.
  *
  * Invariants:
- *   - Cursors only move forward; epochs are positions in wait order.
- *   - maxdone[k] is the latest completion (or completion lower bound) of
- *     the probes of epoch k; busy_until(position p) = max(maxdone[0..p]).
+ *   - base <= cut <= n, base <= period <= n, refill_next <= n (positions
+ *     below base are final and gone; the slot of position n exists).
+ *   - Cursors only move forward; epochs are positions.
+ *   - slot(p).pending counts the ring's probes filed under epoch p.
  *   - A stream's unprobed_since is the oldest queued work on it not yet
  *     covered by a probe (or a sync): a wait that begins after it is
  *     uncovered until a probe on that stream is issued.
@@ -28,12 +38,15 @@
 #include "model.h"
 #include "reader.h"
 
-#define NTRACKS		       3    /* the model's views: python, ipc, nvtx */
-#define PROBE_RING	       1024 /* pending probes tracked at once (power of two) */
-#define STREAM_TABLE	       256  /* distinct streams tracked (power of two) */
+#define NTRACKS		       DLBN_GPU_VIEWS /* the model's views: python, ipc, nvtx */
+#define PROBE_RING	       1024	      /* pending probes tracked at once (power of two) */
+#define STREAM_TABLE	       256	      /* distinct streams tracked (power of two) */
+#define GPU_PASS_STEPS_MAX     (1u << 14)     /* steps of a track not final yet, at most */
+#define GPU_PASS_QUEUE_MAX     (1u << 16)     /* CUDA records waiting for the horizon */
 #define NO_TIME		       INT64_MAX
-#define NO_EPOCH	       UINT32_MAX
+#define NO_EPOCH	       UINT64_MAX
 #define DEFAULT_PROBE_SLACK_NS 1000000
+#define EV_TICK		       0 /* a non-CUDA record on the thread of a lost probe */
 
 void dlbn_gpu_default_opts(struct dlbn_gpu_opts *o)
 {
@@ -42,27 +55,38 @@ void dlbn_gpu_default_opts(struct dlbn_gpu_opts *o)
 
 /* ---- state of the pass -------------------------------------------------- */
 
+/* One position (= step index) of a track. */
+struct slot {
+	struct dlbn_step s;
+	struct dlbn_gpu_step gs;
+	int64_t wb, we;	      /* wait interval */
+	int64_t maxdone;      /* latest completion of the probes of this epoch */
+	int32_t unknown_diff; /* +1/-1 at lost-probe range ends */
+	uint32_t pending;     /* probes of this epoch without their PROBE_DONE */
+	uint8_t uncovered;    /* queued work no probe covered */
+	uint8_t no_work;      /* no GPU work queued before the wait */
+};
+
 struct track {
-	struct dlbn_steps *st;
-	struct dlbn_gpu_step *gs; /* parallel to st->v */
-	size_t n;
-	size_t *order;	       /* step indices by wait begin */
-	int64_t *wb, *we;      /* wait interval, by position */
-	int64_t *maxdone;      /* by epoch (= position) */
-	int32_t *unknown_diff; /* +1/-1 at lost-probe range ends, by position */
-	uint8_t *uncovered;    /* queued work no probe covered, by position */
-	uint8_t *no_work;      /* no GPU work queued before the wait, by position */
-	size_t cut;	       /* first position whose cutoff is still open */
-	int64_t first_probe;   /* first probe inside wait `cut`, NO_TIME none */
-	size_t period;	       /* host attribution: first step with end >= t */
-	size_t refill_next;    /* first step (by end) still without next_enqueue */
+	int k;		      /* view index */
+	int pin;	      /* IPC view on the pin-memory path (wait_interval) */
+	struct slot *ring;    /* positions base .. n, by position & (cap - 1) */
+	size_t cap;	      /* power of two */
+	uint64_t base, n;     /* oldest not final; steps handed over so far */
+	uint64_t cut;	      /* first position whose cutoff is still open */
+	uint64_t period;      /* host attribution: first step with end >= t */
+	uint64_t refill_next; /* first step (by end) still without next_enqueue */
+	int64_t first_probe;  /* first probe inside wait `cut`, NO_TIME none */
+	int64_t last_wb;      /* waits are kept in begin order */
+	int64_t busy_until;   /* running max of maxdone over final positions */
+	int32_t lost;	      /* running sum of unknown_diff over final positions */
 };
 
 struct pending_probe {
 	uint64_t id; /* 0: free slot */
 	int64_t stream;
-	uint32_t epoch[NTRACKS];
-	uint32_t next_epoch[NTRACKS]; /* epoch of the next probe on the stream */
+	uint64_t epoch[NTRACKS];
+	uint64_t next_epoch[NTRACKS]; /* epoch of the next probe on the stream */
 };
 
 struct stream_ent {
@@ -71,35 +95,53 @@ struct stream_ent {
 	int64_t unprobed_since; /* oldest work not covered, NO_TIME none */
 	int64_t last_work;
 	uint64_t last_probe_id;
-	uint32_t lost_open[NTRACKS]; /* lost probe not superseded yet, NO_EPOCH none */
+	uint64_t lost_open[NTRACKS]; /* lost probe not superseded yet, NO_EPOCH none */
 };
 
-struct gpu_pass {
+/* A CUDA record waiting for the horizon: the fields the handlers read. */
+struct event {
+	int64_t t;
+	int64_t f[7];
+	uint32_t thread;
+	uint16_t type; /* DLBN_REC_*, or EV_TICK */
+};
+
+struct dlbn_gpu_pass {
 	struct dlbn_gpu *g;
 	int64_t slack;
+	dlbn_gpu_final_fn fn;
+	void *ctx;
 	struct track tr[NTRACKS];
-	int ntr;
 	struct pending_probe ring[PROBE_RING];
 	struct stream_ent streams[STREAM_TABLE + 1]; /* last: every stream that did not fit */
 	size_t nstreams_unprobed;		     /* entries with unprobed_since set */
+	size_t nlost_open;			     /* lost_open entries set */
 	int64_t first_work;			     /* NO_TIME: none yet */
 	/* A lost probe's lower bound waits one record: a CUDA_INFO "probing
 	 * stopped" right after it means a driver error, not a full pool. */
 	int stash;
 	uint32_t stash_thread; /* stream index of the PROBE_DONE */
-	uint32_t stash_epoch[NTRACKS];
+	uint64_t stash_epoch[NTRACKS];
 	int64_t stash_t;
+	uint32_t watch_thread; /* thread of the last lost PROBE_DONE queued, UINT32_MAX none */
+	/* Queue of CUDA records before the horizon (a ring, power of two). */
+	struct event *q;
+	size_t qcap, qhead, qlen;
+	int64_t hdone; /* every record before it has been weighed */
+	int ending;    /* end of trace: nothing more will come */
 	int oom;
 };
+
+#define SLOT(tr, p) (&(tr)->ring[(p) & ((tr)->cap - 1)])
 
 static inline int64_t fld(const struct dlbn_record *r, int i)
 {
 	return r->kind[i] == DLBN_V_INT ? r->f[i] : 0;
 }
 
-static inline int64_t dur_field(const struct dlbn_record *r)
+static inline int64_t dur_of(const struct event *ev)
 {
-	int64_t d = fld(r, 0);
+	int64_t d = ev->f[0];
 	return d <= 0 ? 0 : d > DLBN_DUR_LIMIT ? DLBN_DUR_LIMIT : d;
 }
 
@@ -115,7 +157,16 @@ static inline int64_t max64(int64_t a, int64_t b)
 
 /* ---- streams ------------------------------------------------------------ */
 
-static struct stream_ent *stream_get(struct gpu_pass *ps, int64_t stream)
+static void stream_init(struct stream_ent *e, int64_t stream)
+{
+	e->used = 1;
+	e->stream = stream;
+	e->unprobed_since = NO_TIME;
+	for (int k = 0; k < NTRACKS; k++)
+		e->lost_open[k] = NO_EPOCH;
+}
+
+static struct stream_ent *stream_get(struct dlbn_gpu_pass *ps, int64_t stream)
 {
 	uint64_t h = (uint64_t)stream * 0x9e3779b97f4a7c15ull;
 	size_t i = (size_t)(h >> 40) & (STREAM_TABLE - 1);
@@ -126,10 +177,7 @@ static struct stream_ent *stream_get(struct gpu_pass *ps, int64_t stream)
 		if (e->used && e->stream == stream)
 			return e;
 		if (!e->used) {
-			e->used = 1;
-			e->stream = stream;
-			e->unprobed_since = NO_TIME;
-			e->lost_open[0] = e->lost_open[1] = NO_EPOCH;
+			stream_init(e, stream);
 			ps->g->streams++;
 			return e;
 		}
@@ -137,16 +185,12 @@ static struct stream_ent *stream_get(struct gpu_pass *ps, int64_t stream)
 	/* Table full: all further streams share one conservative entry. */
 	ps->g->streams_saturated = 1;
 	struct stream_ent *o = &ps->streams[STREAM_TABLE];
-	if (!o->used) {
-		o->used = 1;
-		o->stream = stream;
-		o->unprobed_since = NO_TIME;
-		o->lost_open[0] = o->lost_open[1] = NO_EPOCH;
-	}
+	if (!o->used)
+		stream_init(o, stream);
 	return o;
 }
 
-static void stream_work(struct gpu_pass *ps, int64_t stream, int64_t t)
+static void stream_work(struct dlbn_gpu_pass *ps, int64_t stream, int64_t t)
 {
 	struct stream_ent *e = stream_get(ps, stream);
 
@@ -159,7 +203,7 @@ static void stream_work(struct gpu_pass *ps, int64_t stream, int64_t t)
 		ps->first_work = t;
 }
 
-static void stream_covered(struct gpu_pass *ps, struct stream_ent *e)
+static void stream_covered(struct dlbn_gpu_pass *ps, struct stream_ent *e)
 {
 	if (e->unprobed_since != NO_TIME) {
 		e->unprobed_since = NO_TIME;
@@ -168,7 +212,7 @@ static void stream_covered(struct gpu_pass *ps, struct stream_ent *e)
 }
 
 /* Oldest queued work that no probe or sync has covered, NO_TIME none. */
-static int64_t oldest_unprobed(const struct gpu_pass *ps)
+static int64_t oldest_unprobed(const struct dlbn_gpu_pass *ps)
 {
 	int64_t oldest = NO_TIME;
 
@@ -180,34 +224,90 @@ static int64_t oldest_unprobed(const struct gpu_pass *ps)
 	return oldest;
 }
 
+static void set_lost_open(struct dlbn_gpu_pass *ps, struct stream_ent *e, int k, uint64_t epoch)
+{
+	if (e->lost_open[k] == NO_EPOCH)
+		ps->nlost_open++;
+	e->lost_open[k] = epoch;
+}
+
+static void clear_lost_open(struct dlbn_gpu_pass *ps, struct stream_ent *e, int k)
+{
+	if (e->lost_open[k] != NO_EPOCH)
+		ps->nlost_open--;
+	e->lost_open[k] = NO_EPOCH;
+}
+
+/* Oldest epoch of track k a lost probe may still cover, NO_EPOCH none. */
+static uint64_t oldest_lost_open(const struct dlbn_gpu_pass *ps, int k)
+{
+	uint64_t oldest = NO_EPOCH;
+
+	if (!ps->nlost_open)
+		return NO_EPOCH;
+	for (size_t i = 0; i <= STREAM_TABLE; i++)
+		if (ps->streams[i].used && ps->streams[i].lost_open[k] < oldest)
+			oldest = ps->streams[i].lost_open[k];
+	return oldest;
+}
+
 /* ---- tracks ------------------------------------------------------------- */
 
-static const int64_t *sort_key; /* qsort has no context argument */
-
-/* Wait begin order; ties keep step order. */
-static int cmp_wait_begin(const void *x, const void *y)
+static void slot_clear(struct slot *sl)
 {
-	size_t i = *(const size_t *)x, j = *(const size_t *)y;
-	int64_t a = sort_key[i], b = sort_key[j];
+	memset(sl, 0, sizeof(*sl));
+	sl->maxdone = INT64_MIN;
+}
 
-	if (a != b)
-		return a < b ? -1 : 1;
-	return i < j ? -1 : i > j;
+static int track_init(struct track *tr, int k, int pin)
+{
+	memset(tr, 0, sizeof(*tr));
+	tr->k = k;
+	tr->pin = pin;
+	tr->cap = 16;
+	tr->first_probe = NO_TIME;
+	tr->last_wb = INT64_MIN;
+	tr->busy_until = INT64_MIN;
+	tr->ring = malloc(tr->cap * sizeof(*tr->ring));
+	if (!tr->ring)
+		return -1;
+	slot_clear(SLOT(tr, 0));
+	return 0;
+}
+
+/* Room for positions base .. n + 1; 0, or -1 at the ceiling or out of memory. */
+static int track_room(struct track *tr)
+{
+	size_t need = (size_t)(tr->n + 2 - tr->base);
+	if (need <= tr->cap)
+		return 0;
+	if (tr->cap >= GPU_PASS_STEPS_MAX)
+		return -1;
+	size_t ncap = tr->cap * 2;
+	struct slot *nv = malloc(ncap * sizeof(*nv));
+	if (!nv)
+		return -1;
+	for (uint64_t p = tr->base; p <= tr->n; p++)
+		nv[p & (ncap - 1)] = *SLOT(tr, p);
+	free(tr->ring);
+	tr->ring = nv;
+	tr->cap = ncap;
+	return 0;
 }
 
 /*
- * Where a step's wait lies.  Python marks and the direct IPC path: the
- * wait is the fetch [begin, begin + wait].  The pin-memory path sums the
- * main thread's semaphore waits, which end just after the pin thread
+ * Where a step's wait lies.  Python marks, NVTX and the direct IPC path:
+ * the wait is the fetch [begin, begin + wait].  The pin-memory path sums
+ * the main thread's semaphore waits, which end just after the pin thread
  * delivers: [end - wait, end] is the nearest interval the steps still
  * describe (the model keeps no wait begin; see the integration notes).
  */
-static void wait_interval(const struct dlbn_model *m, const struct dlbn_steps *st,
-			  const struct dlbn_step *s, int64_t *wb, int64_t *we)
+static void wait_interval(const struct track *tr, const struct dlbn_step *s, int64_t *wb,
+			  int64_t *we)
 {
 	int64_t w = bounded(s->wait_ns, DLBN_TIME_LIMIT);
 
-	if (st == &m->ipc_steps && m->path == DLBN_PATH_PIN) {
+	if (tr->pin) {
 		*we = s->end;
 		*wb = s->end - w;
 	} else {
@@ -215,69 +315,17 @@ static void wait_interval(const struct dlbn_model *m, const struct dlbn_steps *s
 		*we = s->begin + w;
 		/* A Python-view step can carry loader time from between epochs
 		 * (worker shutdown and start-up) beyond its fetch; that part
-		 * lies outside [begin, end] and is split_track's `outside`. */
+		 * lies outside [begin, end] and is split_step's `outside`. */
 		if (s->end > s->begin && *we > s->end)
 			*we = s->end;
 	}
 }
 
-static int track_init(struct gpu_pass *ps, struct track *tr, const struct dlbn_model *m,
-		      struct dlbn_steps *st)
-{
-	size_t n = st->n;
-
-	memset(tr, 0, sizeof(*tr));
-	tr->st = st;
-	tr->n = n;
-	tr->first_probe = NO_TIME;
-	tr->gs = calloc(n ? n : 1, sizeof(*tr->gs));
-	tr->order = malloc((n ? n : 1) * sizeof(*tr->order));
-	tr->wb = malloc((n ? n : 1) * sizeof(*tr->wb));
-	tr->we = malloc((n ? n : 1) * sizeof(*tr->we));
-	tr->maxdone = malloc((n ? n : 1) * sizeof(*tr->maxdone));
-	tr->unknown_diff = calloc(n + 1, sizeof(*tr->unknown_diff));
-	tr->uncovered = calloc(n ? n : 1, 1);
-	tr->no_work = calloc(n ? n : 1, 1);
-	if (!tr->gs || !tr->order || !tr->wb || !tr->we || !tr->maxdone || !tr->unknown_diff ||
-	    !tr->uncovered || !tr->no_work) {
-		ps->oom = 1;
-		return -1;
-	}
-	/* maxdone holds the wait begins by step index while sorting. */
-	for (size_t i = 0; i < n; i++) {
-		int64_t we;
-
-		tr->order[i] = i;
-		wait_interval(m, st, &st->v[i], &tr->maxdone[i], &we);
-	}
-	sort_key = tr->maxdone;
-	qsort(tr->order, n, sizeof(*tr->order), cmp_wait_begin);
-	for (size_t p = 0; p < n; p++)
-		wait_interval(m, st, &st->v[tr->order[p]], &tr->wb[p], &tr->we[p]);
-	for (size_t p = 0; p < n; p++)
-		tr->maxdone[p] = INT64_MIN;
-	return 0;
-}
-
-static void track_free_scratch(struct track *tr)
-{
-	free(tr->order);
-	free(tr->wb);
-	free(tr->we);
-	free(tr->maxdone);
-	free(tr->unknown_diff);
-	free(tr->uncovered);
-	free(tr->no_work);
-	tr->order = NULL;
-	tr->wb = tr->we = tr->maxdone = NULL;
-	tr->unknown_diff = NULL;
-	tr->uncovered = tr->no_work = NULL;
-}
-
 /* The cutoff of the open wait has passed once a record is later than it. */
 static int cutoff_passed(const struct track *tr, int64_t slack, int64_t t)
 {
-	int64_t b = tr->wb[tr->cut], e = tr->we[tr->cut], c;
+	const struct slot *sl = &tr->ring[tr->cut & (tr->cap - 1)];
+	int64_t b = sl->wb, e = sl->we, c;
 
 	if (tr->first_probe == NO_TIME) {
 		c = e; /* the first probe inside the wait would still count */
@@ -288,22 +336,22 @@ static int cutoff_passed(const struct track *tr, int64_t slack, int64_t t)
 	return t > c;
 }
 
-static void finalize_wait(struct gpu_pass *ps, struct track *tr)
+static void finalize_wait(struct dlbn_gpu_pass *ps, struct track *tr)
 {
-	size_t p = tr->cut;
+	struct slot *sl = SLOT(tr, tr->cut);
 	int64_t oldest = oldest_unprobed(ps);
 
-	if (ps->first_work == NO_TIME || ps->first_work >= tr->wb[p])
-		tr->no_work[p] = 1;
-	else if (oldest < tr->wb[p])
-		tr->uncovered[p] = 1;
+	if (ps->first_work == NO_TIME || ps->first_work >= sl->wb)
+		sl->no_work = 1;
+	else if (oldest < sl->wb)
+		sl->uncovered = 1;
 	tr->cut++;
 	tr->first_probe = NO_TIME;
 }
 
-static void advance(struct gpu_pass *ps, int64_t t)
+static void advance(struct dlbn_gpu_pass *ps, int64_t t)
 {
-	for (int k = 0; k < ps->ntr; k++) {
+	for (int k = 0; k < NTRACKS; k++) {
 		struct track *tr = &ps->tr[k];
 
 		while (tr->cut < tr->n && cutoff_passed(tr, ps->slack, t))
@@ -312,42 +360,55 @@ static void advance(struct gpu_pass *ps, int64_t t)
 }
 
 /* Host-side figures go to the loop period (previous end, end] holding t. */
-static void attribute_host(struct gpu_pass *ps, int64_t t,
-			   void (*add)(struct dlbn_gpu_host *, const struct dlbn_record *),
-			   const struct dlbn_record *r)
+static void attribute_host(struct dlbn_gpu_pass *ps, int64_t t,
+			   void (*add)(struct dlbn_gpu_host *, const struct event *),
+			   const struct event *ev)
 {
-	add(&ps->g->host, r);
-	for (int k = 0; k < ps->ntr; k++) {
+	add(&ps->g->host, ev);
+	for (int k = 0; k < NTRACKS; k++) {
 		struct track *tr = &ps->tr[k];
 
-		while (tr->period < tr->n && t > tr->st->v[tr->period].end)
+		if (tr->period < tr->base) /* only after a forced split */
+			tr->period = tr->base;
+		while (tr->period < tr->n && t > SLOT(tr, tr->period)->s.end)
 			tr->period++;
-		if (tr->period < tr->n)
-			add(&tr->gs[tr->period].host, r);
+		add(&SLOT(tr, tr->period)->gs.host, ev);
 	}
 }
 
-/* ---- lost probe ranges -------------------------------------------------- */
+/* ---- probes ------------------------------------------------------------- */
 
 /* Waits [from, to) of track k lack the lost probe's completion. */
-static void mark_unknown(struct track *tr, uint32_t from, uint32_t to)
+static void mark_unknown(struct track *tr, uint64_t from, uint64_t to)
 {
-	if (from >= tr->n || to <= from)
-		return;
+	if (from < tr->base)
+		from = tr->base; /* final already (forced): nothing to mark */
 	if (to > tr->n)
-		to = (uint32_t)tr->n;
-	tr->unknown_diff[from]++;
-	tr->unknown_diff[to]--;
+		to = tr->n;
+	if (to <= from)
+		return;
+	SLOT(tr, from)->unknown_diff++;
+	SLOT(tr, to)->unknown_diff--;
 }
 
-static void apply_bound(struct gpu_pass *ps, const uint32_t *epoch, int64_t t)
+/* A probe of epoch e completed no earlier than t. */
+static void raise_done(struct track *tr, uint64_t e, int64_t t)
 {
-	for (int k = 0; k < ps->ntr; k++)
-		if (epoch[k] < ps->tr[k].n)
-			ps->tr[k].maxdone[epoch[k]] = max64(ps->tr[k].maxdone[epoch[k]], t);
+	if (e == NO_EPOCH)
+		return;
+	if (e < tr->base)
+		tr->busy_until = max64(tr->busy_until, t); /* counts for later waits */
+	else if (e <= tr->n)
+		SLOT(tr, e)->maxdone = max64(SLOT(tr, e)->maxdone, t);
 }
 
-static void flush_stash(struct gpu_pass *ps)
+static void apply_bound(struct dlbn_gpu_pass *ps, const uint64_t *epoch, int64_t t)
+{
+	for (int k = 0; k < NTRACKS; k++)
+		raise_done(&ps->tr[k], epoch[k], t);
+}
+
+static void flush_stash(struct dlbn_gpu_pass *ps)
 {
 	if (ps->stash) {
 		apply_bound(ps, ps->stash_epoch, ps->stash_t);
@@ -356,29 +417,41 @@ static void flush_stash(struct gpu_pass *ps)
 	}
 }
 
+/* The ring slot is free again: its epoch no longer waits for it. */
+static void probe_release(struct dlbn_gpu_pass *ps, struct pending_probe *p)
+{
+	for (int k = 0; k < NTRACKS; k++) {
+		struct track *tr = &ps->tr[k];
+
+		if (p->epoch[k] != NO_EPOCH && p->epoch[k] >= tr->base && p->epoch[k] <= tr->n)
+			SLOT(tr, p->epoch[k])->pending--;
+	}
+	p->id = 0;
+}
+
 /*
  * A probe whose completion will never be known.  Later probes on the same
  * stream complete after it (FIFO), so only the waits before the next one
  * on its stream lack evidence.
  */
-static void probe_lost(struct gpu_pass *ps, struct pending_probe *p)
+static void probe_lost(struct dlbn_gpu_pass *ps, struct pending_probe *p)
 {
 	struct stream_ent *e = stream_get(ps, p->stream);
 
-	for (int k = 0; k < ps->ntr; k++) {
+	for (int k = 0; k < NTRACKS; k++) {
 		if (p->next_epoch[k] != NO_EPOCH)
 			mark_unknown(&ps->tr[k], p->epoch[k], p->next_epoch[k]);
 		else if (e->lost_open[k] == NO_EPOCH || p->epoch[k] < e->lost_open[k])
-			e->lost_open[k] = p->epoch[k];
+			set_lost_open(ps, e, k, p->epoch[k]);
 	}
-	p->id = 0;
+	probe_release(ps, p);
 }
 
 /* ---- record handlers ---------------------------------------------------- */
 
-static void add_launch(struct dlbn_gpu_host *h, const struct dlbn_record *r)
+static void add_launch(struct dlbn_gpu_host *h, const struct event *ev)
 {
-	(void)r;
+	(void)ev;
 	h->launches++;
 }
 
@@ -396,10 +469,10 @@ static int sync_kind(int64_t api)
 	}
 }
 
-static void add_sync(struct dlbn_gpu_host *h, const struct dlbn_record *r)
+static void add_sync(struct dlbn_gpu_host *h, const struct event *ev)
 {
 	h->syncs++;
-	h->sync_ns[sync_kind(fld(r, 1))] += dur_field(r);
+	h->sync_ns[sync_kind(ev->f[1])] += dur_of(ev);
 }
 
 static int copy_dir(int64_t dir)
@@ -416,23 +489,23 @@ static int copy_dir(int64_t dir)
 	}
 }
 
-static void add_copy(struct dlbn_gpu_host *h, const struct dlbn_record *r)
+static void add_copy(struct dlbn_gpu_host *h, const struct event *ev)
 {
-	int64_t d = dur_field(r), bytes = bounded(fld(r, 3), DLBN_DUR_LIMIT);
-	int dir = copy_dir(fld(r, 4));
+	int64_t d = dur_of(ev), bytes = bounded(ev->f[3], DLBN_DUR_LIMIT);
+	int dir = copy_dir(ev->f[4]);
 
 	h->copy_blocked_ns[dir] += d;
-	if (fld(r, 5))
+	if (ev->f[5])
 		h->async_copies++;
 	else
 		h->sync_copies++;
 	if (dir != DLBN_GPU_COPY_HTOD)
 		return;
-	if (fld(r, 6) == DLBN_HOSTMEM_PAGEABLE) {
+	if (ev->f[6] == DLBN_HOSTMEM_PAGEABLE) {
 		h->pageable_h2d++;
 		h->pageable_h2d_bytes += bytes;
 		h->pageable_h2d_ns += d;
-	} else if (fld(r, 6) == DLBN_HOSTMEM_PINNED) {
+	} else if (ev->f[6] == DLBN_HOSTMEM_PINNED) {
 		h->pinned_h2d++;
 		h->pinned_h2d_bytes += bytes;
 	}
@@ -440,12 +513,12 @@ static void add_copy(struct dlbn_gpu_host *h, const struct dlbn_record *r)
 
 /* A sync that returned: work queued on the stream (or all streams) before
  * it is done, so it needs no probe any more. */
-static void sync_covers(struct gpu_pass *ps, const struct dlbn_record *r)
+static void sync_covers(struct dlbn_gpu_pass *ps, const struct event *ev)
 {
-	int64_t api = fld(r, 1), t = r->t_ns;
+	int64_t api = ev->f[1], t = ev->t;
 
 	if (api == DLBN_CU_STREAM_SYNC) {
-		struct stream_ent *e = stream_get(ps, fld(r, 2));
+		struct stream_ent *e = stream_get(ps, ev->f[2]);
 
 		if (e != &ps->streams[STREAM_TABLE] && e->last_work <= t)
 			stream_covered(ps, e);
@@ -456,24 +529,24 @@ static void sync_covers(struct gpu_pass *ps, const struct dlbn_record *r)
 	}
 }
 
-static void on_probe(struct gpu_pass *ps, const struct dlbn_record *r)
+static void on_probe(struct dlbn_gpu_pass *ps, const struct event *ev)
 {
-	uint64_t id = (uint64_t)fld(r, 0);
-	int64_t t = r->t_ns;
-	struct stream_ent *e = stream_get(ps, fld(r, 1));
+	uint64_t id = (uint64_t)ev->f[0];
+	int64_t t = ev->t;
+	struct stream_ent *e = stream_get(ps, ev->f[1]);
 	struct pending_probe *slot = &ps->ring[id & (PROBE_RING - 1)];
 	struct pending_probe *prev = NULL;
-	uint32_t epoch[NTRACKS] = {NO_EPOCH, NO_EPOCH, NO_EPOCH};
+	uint64_t epoch[NTRACKS];
 
 	ps->g->probes++;
 	if (!id)
 		return; /* not a valid probe id: the recorder starts at 1 */
-	for (int k = 0; k < ps->ntr; k++) {
+	for (int k = 0; k < NTRACKS; k++) {
 		struct track *tr = &ps->tr[k];
+		const struct slot *open = SLOT(tr, tr->cut);
 
-		epoch[k] = (uint32_t)tr->cut;
-		if (tr->cut < tr->n && tr->first_probe == NO_TIME && t >= tr->wb[tr->cut] &&
-		    t <= tr->we[tr->cut])
+		epoch[k] = tr->cut;
+		if (tr->cut < tr->n && tr->first_probe == NO_TIME && t >= open->wb && t <= open->we)
 			tr->first_probe = t;
 	}
 	/* Chain to the previous probe on this stream (lost-range ends). */
@@ -482,12 +555,12 @@ static void on_probe(struct gpu_pass *ps, const struct dlbn_record *r)
 		if (prev->id != e->last_probe_id)
 			prev = NULL;
 	}
-	for (int k = 0; k < ps->ntr; k++) {
+	for (int k = 0; k < NTRACKS; k++) {
 		if (prev)
 			prev->next_epoch[k] = epoch[k];
 		if (e->lost_open[k] != NO_EPOCH) {
 			mark_unknown(&ps->tr[k], e->lost_open[k], epoch[k]);
-			e->lost_open[k] = NO_EPOCH;
+			clear_lost_open(ps, e, k);
 		}
 	}
 	e->last_probe_id = id;
@@ -499,109 +572,421 @@ static void on_probe(struct gpu_pass *ps, const struct dlbn_record *r)
 		probe_lost(ps, slot);
 	}
 	slot->id = id;
-	slot->stream = fld(r, 1);
+	slot->stream = ev->f[1];
 	for (int k = 0; k < NTRACKS; k++) {
 		slot->epoch[k] = epoch[k];
 		slot->next_epoch[k] = NO_EPOCH;
+		SLOT(&ps->tr[k], epoch[k])->pending++;
 	}
 }
 
-static void on_probe_done(struct gpu_pass *ps, const struct dlbn_record *r)
+static void on_probe_done(struct dlbn_gpu_pass *ps, const struct event *ev)
 {
-	uint64_t id = (uint64_t)fld(r, 0);
+	uint64_t id = (uint64_t)ev->f[0];
 	struct pending_probe *p = &ps->ring[id & (PROBE_RING - 1)];
 
 	if (!id || p->id != id) {
 		ps->g->probe_done_unmatched++;
 		return;
 	}
-	if (fld(r, 2) == 0) {
+	if (ev->f[2] == 0) {
 		ps->g->probes_resolved++;
-		apply_bound(ps, p->epoch, bounded(fld(r, 1), DLBN_TIME_LIMIT));
-		p->id = 0;
+		apply_bound(ps, p->epoch, bounded(ev->f[1], DLBN_TIME_LIMIT));
+		probe_release(ps, p);
 		return;
 	}
 	ps->g->probes_lost++;
 	flush_stash(ps);
 	ps->stash = 1;
-	ps->stash_thread = r->stream->index;
+	ps->stash_thread = ev->thread;
 	memcpy(ps->stash_epoch, p->epoch, sizeof(ps->stash_epoch));
-	ps->stash_t = r->t_ns;
+	ps->stash_t = ev->t;
 	probe_lost(ps, p);
 }
 
-static void on_cuda_info(struct gpu_pass *ps, const struct dlbn_record *r)
-{
-	struct dlbn_gpu *g = ps->g;
-	int64_t api = fld(r, 0);
-
-	if (api == DLBN_CUDA_INFO_PROBE_OFF) {
-		g->probing_stopped = 1;
-		ps->stash = 0; /* the loss was a driver error: no bound */
-	}
-	if (api == DLBN_CUDA_INFO_DRIVER)
-		g->driver_version = (int)bounded(fld(r, 1), 1000000000);
-	if (g->nnotes < DLBN_GPU_MAX_NOTES && r->kind[2] == DLBN_V_STR) {
-		int len = (int)bounded(r->f[2], DLBN_GPU_LINE - 1);
-
-		snprintf(g->notes[g->nnotes++], DLBN_GPU_LINE, "%.*s", len, r->str[2]);
-	}
-}
-
 /* Work queued at t is the first after every step that ended before t. */
-static void note_enqueue(struct gpu_pass *ps, int64_t t)
+static void note_enqueue(struct dlbn_gpu_pass *ps, int64_t t)
 {
-	for (int k = 0; k < ps->ntr; k++) {
+	for (int k = 0; k < NTRACKS; k++) {
 		struct track *tr = &ps->tr[k];
 
-		while (tr->refill_next < tr->n && tr->st->v[tr->refill_next].end < t)
-			tr->gs[tr->refill_next++].next_enqueue = t;
+		if (tr->refill_next < tr->base) /* only after a forced split */
+			tr->refill_next = tr->base;
+		while (tr->refill_next < tr->n && SLOT(tr, tr->refill_next)->s.end < t)
+			SLOT(tr, tr->refill_next++)->gs.next_enqueue = t;
 	}
 }
 
-static void on_record(struct gpu_pass *ps, const struct dlbn_record *r)
+static void on_event(struct dlbn_gpu_pass *ps, const struct event *ev)
 {
-	if (ps->stash && r->type != DLBN_REC_CUDA_INFO && r->stream->index == ps->stash_thread)
+	if (ps->stash && ev->type != DLBN_REC_CUDA_INFO && ev->thread == ps->stash_thread)
 		flush_stash(ps);
-	advance(ps, r->t_ns);
-	switch (r->type) {
+	advance(ps, ev->t);
+	switch (ev->type) {
 	case DLBN_REC_LAUNCH:
-		ps->g->present = 1;
-		note_enqueue(ps, r->t_ns);
-		stream_work(ps, fld(r, 0), r->t_ns);
-		attribute_host(ps, r->t_ns, add_launch, r);
+		note_enqueue(ps, ev->t);
+		stream_work(ps, ev->f[0], ev->t);
+		attribute_host(ps, ev->t, add_launch, ev);
 		break;
 	case DLBN_REC_MEMCPY:
-		ps->g->present = 1;
-		note_enqueue(ps, r->t_ns);
-		if (fld(r, 5))
-			stream_work(ps, fld(r, 2), r->t_ns);
-		attribute_host(ps, r->t_ns, add_copy, r);
+		note_enqueue(ps, ev->t);
+		if (ev->f[5])
+			stream_work(ps, ev->f[2], ev->t);
+		attribute_host(ps, ev->t, add_copy, ev);
 		break;
 	case DLBN_REC_SYNC:
-		ps->g->present = 1;
-		sync_covers(ps, r);
-		attribute_host(ps, r->t_ns, add_sync, r);
+		sync_covers(ps, ev);
+		attribute_host(ps, ev->t, add_sync, ev);
 		break;
 	case DLBN_REC_PROBE:
-		ps->g->present = 1;
-		on_probe(ps, r);
+		on_probe(ps, ev);
 		break;
 	case DLBN_REC_PROBE_DONE:
-		on_probe_done(ps, r);
+		on_probe_done(ps, ev);
 		break;
 	case DLBN_REC_CUDA_INFO:
-		on_cuda_info(ps, r);
+		if (ev->f[0] == DLBN_CUDA_INFO_PROBE_OFF)
+			ps->stash = 0; /* the loss was a driver error: no bound */
 		break;
 	default:
 		break;
 	}
 }
 
-/* ---- after the pass ----------------------------------------------------- */
+/* ---- final splits ------------------------------------------------------- */
 
-static void end_of_trace(struct gpu_pass *ps)
+/*
+ * Split the wait at position p (see the rule in gpu.h) from busy_until and
+ * the lost-range count up to it.  unknown: evidence known to be missing.
+ * Returns 1 when the split would charge a refill bubble it cannot size yet
+ * (no GPU work queued after the step so far).
+ */
+static int split_step(struct track *tr, struct slot *sl, int64_t busy_until, int unknown,
+		      int refill_known)
 {
+	struct dlbn_step *s = &sl->s;
+	struct dlbn_gpu_step *gs = &sl->gs;
+	int64_t wait = sl->we - sl->wb, busy = 0;
+
+	(void)tr;
+	s->gpu_refill_ns = 0;
+	gs->refill_ns = 0;
+	if (wait <= 0) {
+		gs->evidence = DLBN_GPU_EV_NONE;
+		s->gpu_busy_ns = 0;
+		s->gpu_idle_ns = s->wait_ns;
+		return 0;
+	}
+	if (sl->no_work) {
+		gs->evidence = DLBN_GPU_EV_NO_WORK;
+	} else {
+		if (busy_until > sl->wb)
+			busy = busy_until - sl->wb < wait ? busy_until - sl->wb : wait;
+		/* Known busy for the whole wait: whatever is missing cannot
+		 * make it idle. */
+		gs->evidence = (sl->uncovered || unknown) && busy < wait ? DLBN_GPU_EV_UNKNOWN
+									 : DLBN_GPU_EV_PROBE;
+	}
+	/* Wait outside the probed interval (see wait_interval) has no GPU
+	 * evidence of its own: counted idle, like Replay removes it. */
+	int64_t outside = s->wait_ns > wait ? s->wait_ns - wait : 0;
+	int64_t idle = wait - busy + outside;
+	s->gpu_busy_ns = busy;
+	s->gpu_idle_ns = idle;
+	/* The GPU drained inside the wait: it stays idle until the loop queues
+	 * work again, a bubble that would have overlapped earlier GPU work had
+	 * the batch been ready.  Charged to the stall, at most the wait itself
+	 * (so host work between steps, which Replay keeps, cannot grow the
+	 * stall past the waits). */
+	if (gs->evidence != DLBN_GPU_EV_PROBE || busy >= wait)
+		return 0;
+	if (!refill_known)
+		return 1;
+	if (gs->next_enqueue > s->end) {
+		int64_t refill = gs->next_enqueue - s->end;
+		if (idle + refill > s->wait_ns)
+			refill = s->wait_ns > idle ? s->wait_ns - idle : 0;
+		gs->refill_ns = refill;
+		s->gpu_refill_ns = refill;
+	}
+	return 0;
+}
+
+static void add_host(struct dlbn_gpu_host *w, const struct dlbn_gpu_host *h)
+{
+	w->launches += h->launches;
+	w->syncs += h->syncs;
+	for (int k = 0; k < DLBN_GPU_SYNC_KINDS; k++)
+		w->sync_ns[k] += h->sync_ns[k];
+	for (int k = 0; k < DLBN_GPU_COPY_DIRS; k++)
+		w->copy_blocked_ns[k] += h->copy_blocked_ns[k];
+	w->pageable_h2d += h->pageable_h2d;
+	w->pageable_h2d_bytes += h->pageable_h2d_bytes;
+	w->pageable_h2d_ns += h->pageable_h2d_ns;
+	w->pinned_h2d += h->pinned_h2d;
+	w->pinned_h2d_bytes += h->pinned_h2d_bytes;
+	w->async_copies += h->async_copies;
+	w->sync_copies += h->sync_copies;
+}
+
+/* One step into a window's sums. */
+static void win_add(struct dlbn_gpu_win *w, const struct dlbn_step *s,
+		    const struct dlbn_gpu_step *gs)
+{
+	w->steps++;
+	add_host(&w->host, &gs->host);
+	if (gs->evidence == DLBN_GPU_EV_NONE)
+		return;
+	w->waits++;
+	w->wait_s += (double)(s->gpu_busy_ns + s->gpu_idle_ns) / 1e9;
+	w->wait_gpu_busy_s += (double)s->gpu_busy_ns / 1e9;
+	w->wait_gpu_idle_s += (double)s->gpu_idle_ns / 1e9;
+	if (gs->evidence == DLBN_GPU_EV_PROBE) {
+		w->waits_with_probe++;
+	} else if (gs->evidence == DLBN_GPU_EV_NO_WORK) {
+		w->waits_no_work++;
+	} else {
+		w->waits_unknown++;
+		w->wait_unknown_s += (double)(s->gpu_busy_ns + s->gpu_idle_ns) / 1e9;
+		w->wait_unknown_idle_s += (double)s->gpu_idle_ns / 1e9;
+	}
+}
+
+/* Is the split of the oldest step of tr final?  See the file comment. */
+static int step_ready(const struct dlbn_gpu_pass *ps, const struct track *tr)
+{
+	uint64_t p = tr->base;
+	const struct slot *sl = SLOT(tr, p);
+
+	if (p >= tr->cut || sl->pending)
+		return 0;
+	if (ps->ending)
+		return 1;
+	if (ps->stash && ps->stash_epoch[tr->k] <= p)
+		return 0;
+	if (ps->nlost_open && oldest_lost_open(ps, tr->k) <= p)
+		return 0;
+	return ps->hdone > sl->s.end; /* its loop period's host records are in */
+}
+
+/* Split the oldest step and hand it over.  forced: before all evidence is
+ * in (a ceiling was reached); what is missing makes it an unknown wait. */
+static void step_final(struct dlbn_gpu_pass *ps, struct track *tr, int forced)
+{
+	uint64_t p = tr->base;
+	struct slot *sl = SLOT(tr, p);
+	int unknown = 0;
+
+	if (forced) {
+		while (tr->cut <= p)
+			finalize_wait(ps, tr);
+		unknown = sl->pending || (ps->stash && ps->stash_epoch[tr->k] <= p) ||
+			  oldest_lost_open(ps, tr->k) <= p;
+		ps->g->steps_forced++;
+	}
+	tr->busy_until = max64(tr->busy_until, sl->maxdone);
+	tr->lost += sl->unknown_diff;
+	split_step(tr, sl, tr->busy_until, unknown || tr->lost > 0, 1);
+	win_add(&ps->g->view_all[tr->k], &sl->s, &sl->gs);
+	if (!sl->s.warmup)
+		win_add(&ps->g->view_win[tr->k], &sl->s, &sl->gs);
+	ps->g->view_final[tr->k]++;
+	if (ps->fn)
+		ps->fn(ps->ctx, tr->k, &sl->s, &sl->gs);
+	tr->base++;
+}
+
+/* Hand over every step of tr whose split is final. */
+static void track_drain(struct dlbn_gpu_pass *ps, struct track *tr)
+{
+	while (tr->base < tr->n && step_ready(ps, tr)) {
+		struct slot *sl = SLOT(tr, tr->base);
+		/* A refill bubble needs the next GPU work after the step. */
+		if (!ps->ending && tr->refill_next <= tr->base &&
+		    split_step(tr, sl, max64(tr->busy_until, sl->maxdone),
+			       tr->lost + sl->unknown_diff > 0, 0))
+			return;
+		step_final(ps, tr, 0);
+	}
+}
+
+/* ---- the pass ----------------------------------------------------------- */
+
+struct dlbn_gpu_pass *dlbn_gpu_pass_new(const struct dlbn_model *m, struct dlbn_gpu *g,
+					const struct dlbn_gpu_opts *o, dlbn_gpu_final_fn fn,
+					void *ctx)
+{
+	struct dlbn_gpu_opts defaults;
+	struct dlbn_gpu_pass *ps = calloc(1, sizeof(*ps));
+
+	if (!ps)
+		return NULL;
+	if (!o) {
+		dlbn_gpu_default_opts(&defaults);
+		o = &defaults;
+	}
+	ps->g = g;
+	ps->fn = fn;
+	ps->ctx = ctx;
+	ps->slack = o->probe_slack_ns < 0 ? 0 : o->probe_slack_ns;
+	ps->first_work = NO_TIME;
+	ps->hdone = INT64_MIN;
+	ps->watch_thread = UINT32_MAX;
+	ps->qcap = 256;
+	ps->q = malloc(ps->qcap * sizeof(*ps->q));
+	int fail = !ps->q;
+	for (int k = 0; k < NTRACKS; k++)
+		fail |= track_init(&ps->tr[k], k, k == 1 && m->path == DLBN_PATH_PIN) != 0;
+	if (fail) {
+		dlbn_gpu_pass_free(ps);
+		return NULL;
+	}
+	return ps;
+}
+
+void dlbn_gpu_pass_free(struct dlbn_gpu_pass *ps)
+{
+	if (!ps)
+		return;
+	for (int k = 0; k < NTRACKS; k++)
+		free(ps->tr[k].ring);
+	free(ps->q);
+	free(ps);
+}
+
+int dlbn_gpu_pass_failed(const struct dlbn_gpu_pass *ps)
+{
+	return ps->oom;
+}
+
+void dlbn_gpu_pass_step(struct dlbn_gpu_pass *ps, int k, const struct dlbn_step *s)
+{
+	struct track *tr = &ps->tr[k];
+
+	while (track_room(tr) != 0) {
+		if (tr->base == tr->n) { /* nothing to force out: out of memory */
+			ps->oom = 1;
+			return;
+		}
+		step_final(ps, tr, 1);
+	}
+	struct slot *sl = SLOT(tr, tr->n);
+	int64_t wb, we;
+
+	sl->s = *s;
+	wait_interval(tr, s, &wb, &we);
+	/* Waits stay in begin order, and a wait cannot begin before records
+	 * already weighed without it (only odd pin-path sums, or after a
+	 * queue overflow): what lies before is counted idle (`outside`). */
+	wb = max64(wb, max64(tr->last_wb, ps->hdone));
+	sl->wb = wb;
+	sl->we = max64(we, wb);
+	tr->last_wb = wb;
+	tr->n++;
+	slot_clear(SLOT(tr, tr->n));
+}
+
+static void queue_pop_one(struct dlbn_gpu_pass *ps)
+{
+	const struct event *ev = &ps->q[ps->qhead];
+
+	on_event(ps, ev);
+	ps->qhead = (ps->qhead + 1) & (ps->qcap - 1);
+	ps->qlen--;
+}
+
+static struct event *queue_push(struct dlbn_gpu_pass *ps)
+{
+	if (ps->qlen == ps->qcap) {
+		size_t ncap = ps->qcap * 2;
+		struct event *nq = ncap <= GPU_PASS_QUEUE_MAX ? malloc(ncap * sizeof(*nq)) : NULL;
+		if (!nq) {
+			/* At the ceiling: weigh the oldest record now. */
+			int64_t t = ps->q[ps->qhead].t;
+			queue_pop_one(ps);
+			ps->hdone = max64(ps->hdone, t);
+		} else {
+			for (size_t i = 0; i < ps->qlen; i++)
+				nq[i] = ps->q[(ps->qhead + i) & (ps->qcap - 1)];
+			free(ps->q);
+			ps->q = nq;
+			ps->qcap = ncap;
+			ps->qhead = 0;
+		}
+	}
+	struct event *ev = &ps->q[(ps->qhead + ps->qlen) & (ps->qcap - 1)];
+	ps->qlen++;
+	return ev;
+}
+
+void dlbn_gpu_pass_record(struct dlbn_gpu_pass *ps, const struct dlbn_record *r)
+{
+	struct dlbn_gpu *g = ps->g;
+	uint32_t thread = r->stream->index;
+
+	switch (r->type) {
+	case DLBN_REC_LAUNCH:
+	case DLBN_REC_MEMCPY:
+	case DLBN_REC_SYNC:
+	case DLBN_REC_PROBE:
+		g->present = 1;
+		break;
+	case DLBN_REC_PROBE_DONE:
+		break;
+	case DLBN_REC_CUDA_INFO:
+		/* Facts about the run, whenever they come; only the "probing
+		 * stopped" code must meet the lost probe before it in order. */
+		if (fld(r, 0) == DLBN_CUDA_INFO_PROBE_OFF)
+			g->probing_stopped = 1;
+		if (fld(r, 0) == DLBN_CUDA_INFO_DRIVER)
+			g->driver_version = (int)bounded(fld(r, 1), 1000000000);
+		if (g->nnotes < DLBN_GPU_MAX_NOTES && r->kind[2] == DLBN_V_STR) {
+			int len = (int)bounded(r->f[2], DLBN_GPU_LINE - 1);
+			snprintf(g->notes[g->nnotes++], DLBN_GPU_LINE, "%.*s", len, r->str[2]);
+		}
+		break;
+	default:
+		/* The first other record on the thread of a lost probe settles
+		 * its lower bound (see stash). */
+		if (thread != ps->watch_thread)
+			return;
+		ps->watch_thread = UINT32_MAX;
+		struct event *tick = queue_push(ps);
+		memset(tick, 0, sizeof(*tick));
+		tick->t = r->t_ns;
+		tick->thread = thread;
+		tick->type = EV_TICK;
+		return;
+	}
+	if (r->type == DLBN_REC_PROBE_DONE && fld(r, 2) != 0)
+		ps->watch_thread = thread;
+	else if (thread == ps->watch_thread && r->type != DLBN_REC_CUDA_INFO)
+		ps->watch_thread = UINT32_MAX;
+	struct event *ev = queue_push(ps);
+	ev->t = r->t_ns;
+	for (int i = 0; i < 7; i++)
+		ev->f[i] = i < r->nfields ? fld(r, i) : 0;
+	ev->thread = thread;
+	ev->type = (uint16_t)r->type;
+}
+
+void dlbn_gpu_pass_horizon(struct dlbn_gpu_pass *ps, int64_t h)
+{
+	if (h <= ps->hdone)
+		return;
+	while (ps->qlen && ps->q[ps->qhead].t < h)
+		queue_pop_one(ps);
+	ps->hdone = h;
+	advance(ps, h);
+	for (int k = 0; k < NTRACKS; k++)
+		track_drain(ps, &ps->tr[k]);
+}
+
+void dlbn_gpu_pass_end(struct dlbn_gpu_pass *ps)
+{
+	while (ps->qlen)
+		queue_pop_one(ps);
+	ps->hdone = INT64_MAX;
 	flush_stash(ps);
 	advance(ps, INT64_MAX);
 	for (size_t i = 0; i < PROBE_RING; i++) {
@@ -610,190 +995,18 @@ static void end_of_trace(struct gpu_pass *ps)
 			probe_lost(ps, &ps->ring[i]);
 		}
 	}
-	for (size_t i = 0; i <= STREAM_TABLE; i++)
-		for (int k = 0; k < ps->ntr; k++)
-			if (ps->streams[i].used && ps->streams[i].lost_open[k] != NO_EPOCH)
-				mark_unknown(&ps->tr[k], ps->streams[i].lost_open[k],
-					     (uint32_t)ps->tr[k].n);
-}
-
-/* Split every wait of the track; see the rule in gpu.h. */
-static void split_track(struct track *tr)
-{
-	int64_t busy_until = INT64_MIN;
-	int32_t lost = 0;
-
-	for (size_t p = 0; p < tr->n; p++) {
-		struct dlbn_step *s = &tr->st->v[tr->order[p]];
-		struct dlbn_gpu_step *gs = &tr->gs[tr->order[p]];
-		int64_t wait = tr->we[p] - tr->wb[p], busy = 0;
-
-		busy_until = max64(busy_until, tr->maxdone[p]);
-		lost += tr->unknown_diff[p];
-		if (wait <= 0) {
-			gs->evidence = DLBN_GPU_EV_NONE;
-			s->gpu_busy_ns = 0;
-			s->gpu_idle_ns = s->wait_ns;
-			continue;
-		}
-		if (tr->no_work[p]) {
-			gs->evidence = DLBN_GPU_EV_NO_WORK;
-		} else {
-			if (busy_until > tr->wb[p])
-				busy = busy_until - tr->wb[p] < wait ? busy_until - tr->wb[p]
-								     : wait;
-			/* Known busy for the whole wait: whatever is missing
-			 * cannot make it idle. */
-			gs->evidence = (tr->uncovered[p] || lost > 0) && busy < wait
-					       ? DLBN_GPU_EV_UNKNOWN
-					       : DLBN_GPU_EV_PROBE;
-		}
-		/* Wait outside the probed interval (see wait_interval) has no
-		 * GPU evidence of its own: counted idle, like Replay removes it. */
-		int64_t outside = s->wait_ns > wait ? s->wait_ns - wait : 0;
-		int64_t idle = wait - busy + outside;
-		/* The GPU drained inside the wait: it stays idle until the loop
-		 * queues work again, a bubble that would have overlapped
-		 * earlier GPU work had the batch been ready.  Charged to the
-		 * stall, at most the wait itself (so host work between steps,
-		 * which Replay keeps, cannot grow the stall past the waits). */
-		s->gpu_refill_ns = 0;
-		if (gs->evidence == DLBN_GPU_EV_PROBE && busy < wait && gs->next_enqueue > s->end) {
-			int64_t refill = gs->next_enqueue - s->end;
-			if (idle + refill > s->wait_ns)
-				refill = s->wait_ns > idle ? s->wait_ns - idle : 0;
-			gs->refill_ns = refill;
-			s->gpu_refill_ns = refill;
-		}
-		s->gpu_busy_ns = busy;
-		s->gpu_idle_ns = idle;
-	}
-}
-
-/* Sums over the steps of one view whose end is in (ws, we]. */
-static void sum_window(const struct dlbn_steps *st, const struct dlbn_gpu_step *gs, int64_t ws,
-		       int64_t we, struct dlbn_gpu_win *w)
-{
-	memset(w, 0, sizeof(*w));
-	w->valid = 1;
-	w->wall_s = we > ws ? ((double)we - (double)ws) / 1e9 : 0; /* ws may be INT64_MIN */
-	for (size_t i = 0; i < st->n; i++) {
-		const struct dlbn_step *s = &st->v[i];
-		const struct dlbn_gpu_host *h = &gs[i].host;
-
-		if (s->end <= ws || s->end > we)
-			continue;
-		w->steps++;
-		w->host.launches += h->launches;
-		w->host.syncs += h->syncs;
-		for (int k = 0; k < DLBN_GPU_SYNC_KINDS; k++)
-			w->host.sync_ns[k] += h->sync_ns[k];
-		for (int k = 0; k < DLBN_GPU_COPY_DIRS; k++)
-			w->host.copy_blocked_ns[k] += h->copy_blocked_ns[k];
-		w->host.pageable_h2d += h->pageable_h2d;
-		w->host.pageable_h2d_bytes += h->pageable_h2d_bytes;
-		w->host.pageable_h2d_ns += h->pageable_h2d_ns;
-		w->host.pinned_h2d += h->pinned_h2d;
-		w->host.pinned_h2d_bytes += h->pinned_h2d_bytes;
-		w->host.async_copies += h->async_copies;
-		w->host.sync_copies += h->sync_copies;
-		if (gs[i].evidence == DLBN_GPU_EV_NONE)
-			continue;
-		w->waits++;
-		w->wait_s += (double)(s->gpu_busy_ns + s->gpu_idle_ns) / 1e9;
-		w->wait_gpu_busy_s += (double)s->gpu_busy_ns / 1e9;
-		w->wait_gpu_idle_s += (double)s->gpu_idle_ns / 1e9;
-		if (gs[i].evidence == DLBN_GPU_EV_PROBE)
-			w->waits_with_probe++;
-		else if (gs[i].evidence == DLBN_GPU_EV_NO_WORK)
-			w->waits_no_work++;
-		else {
-			w->waits_unknown++;
-			w->wait_unknown_s += (double)(s->gpu_busy_ns + s->gpu_idle_ns) / 1e9;
-			w->wait_unknown_idle_s += (double)s->gpu_idle_ns / 1e9;
+	for (size_t i = 0; i <= STREAM_TABLE; i++) {
+		for (int k = 0; k < NTRACKS; k++) {
+			struct stream_ent *e = &ps->streams[i];
+			if (e->used && e->lost_open[k] != NO_EPOCH) {
+				mark_unknown(&ps->tr[k], e->lost_open[k], ps->tr[k].n);
+				clear_lost_open(ps, e, k);
+			}
 		}
 	}
-}
-
-/* Whole-run wait figures of the view the model prefers (Python if any). */
-static void whole_run_waits(struct dlbn_gpu *g)
-{
-	int k = g->view_steps[0] && g->view_steps[0]->n ? 0 : 1;
-	struct dlbn_gpu_win w;
-
-	if (!g->view_steps[k] || !g->view_step[k])
-		return;
-	sum_window(g->view_steps[k], g->view_step[k], INT64_MIN, INT64_MAX, &w);
-	g->waits = w.waits;
-	g->waits_with_probe = w.waits_with_probe;
-	g->waits_no_work = w.waits_no_work;
-	g->waits_unknown = w.waits_unknown;
-	g->wait_s = w.wait_s;
-	g->wait_gpu_busy_s = w.wait_gpu_busy_s;
-	g->wait_gpu_idle_s = w.wait_gpu_idle_s;
-	g->wait_unknown_s = w.wait_unknown_s;
-}
-
-int dlbn_gpu_analyze(struct dlbn_model *m, struct dlbn_reader *r, const struct dlbn_gpu_opts *o,
-		     struct dlbn_gpu *g)
-{
-	struct dlbn_gpu_opts defaults;
-	struct gpu_pass *ps;
-	struct dlbn_steps *views[NTRACKS] = {&m->py_steps, &m->ipc_steps, &m->nvtx_steps};
-	const struct dlbn_record *rec;
-
-	memset(g, 0, sizeof(*g));
-	if (!o) {
-		dlbn_gpu_default_opts(&defaults);
-		o = &defaults;
-	}
-	if (m->training < 0)
-		return 0;
-	ps = calloc(1, sizeof(*ps));
-	if (!ps)
-		return -1;
-	ps->g = g;
-	ps->slack = o->probe_slack_ns < 0 ? 0 : o->probe_slack_ns;
-	ps->first_work = NO_TIME;
-	for (int k = 0; k < NTRACKS; k++) {
-		struct track *tr = &ps->tr[ps->ntr];
-
-		if (track_init(ps, tr, m, views[k]) != 0)
-			goto fail;
-		g->view_steps[k] = views[k];
-		g->view_step[k] = tr->gs;
-		ps->ntr++;
-	}
-	dlbn_reader_rewind(r);
-	while ((rec = dlbn_reader_next(r))) {
-		if (m->threads[rec->stream->index].proc_index != (uint32_t)m->training)
-			continue;
-		on_record(ps, rec);
-	}
-	end_of_trace(ps);
-	if (g->present)
-		for (int k = 0; k < ps->ntr; k++)
-			split_track(&ps->tr[k]);
-	for (int k = 0; k < ps->ntr; k++)
-		track_free_scratch(&ps->tr[k]);
-	free(ps);
-	if (g->present)
-		whole_run_waits(g);
-	return 0;
-fail:
+	ps->ending = 1;
 	for (int k = 0; k < NTRACKS; k++)
-		track_free_scratch(&ps->tr[k]);
-	if (ps->ntr < NTRACKS)
-		free(ps->tr[ps->ntr].gs); /* the track that failed was not handed to g */
-	free(ps);
-	return -1;
-}
-
-void dlbn_gpu_free(struct dlbn_gpu *g)
-{
-	for (int k = 0; k < NTRACKS; k++)
-		free(g->view_step[k]);
-	memset(g, 0, sizeof(*g));
+		track_drain(ps, &ps->tr[k]);
 }
 
 /* ---- window and evidence lines ------------------------------------------ */
@@ -920,10 +1133,49 @@ static void reason_evidence(struct dlbn_gpu *g, const struct dlbn_gpu_win *w)
 			add_reason(g, "GPU probing stopped during the run: %s", g->notes[i]);
 }
 
+static void window_reasons(struct dlbn_gpu *g)
+{
+	reason_split(g, &g->win);
+	reason_sync(g, &g->win);
+	reason_pageable(g, &g->win);
+	reason_evidence(g, &g->win);
+	if (g->steps_forced)
+		add_reason(g,
+			   "%llu step(s) split before all their GPU evidence was in (a lost probe "
+			   "never superseded, a probe never resolved or a step never closed held "
+			   "too many back): counted as unknown waits",
+			   (unsigned long long)g->steps_forced);
+}
+
+void dlbn_gpu_finish(struct dlbn_gpu *g, int k, int64_t ws, int64_t we)
+{
+	g->nreasons = 0;
+	memset(&g->win, 0, sizeof(g->win));
+	if (!g->present) {
+		add_reason(g, "no GPU activity recorded in the training process: the exposed "
+			      "wait is the stall (CPU-only rule)");
+		return;
+	}
+	/* Whole run: the Python view if it has steps (exact fetches). */
+	const struct dlbn_gpu_win *all = &g->view_all[g->view_final[0] ? 0 : 1];
+	g->waits = all->waits;
+	g->waits_with_probe = all->waits_with_probe;
+	g->waits_no_work = all->waits_no_work;
+	g->waits_unknown = all->waits_unknown;
+	g->wait_s = all->wait_s;
+	g->wait_gpu_busy_s = all->wait_gpu_busy_s;
+	g->wait_gpu_idle_s = all->wait_gpu_idle_s;
+	g->wait_unknown_s = all->wait_unknown_s;
+	if (k < 0 || k >= DLBN_GPU_VIEWS)
+		return;
+	g->win = g->view_win[k];
+	g->win.valid = 1;
+	g->win.wall_s = we > ws ? ((double)we - (double)ws) / 1e9 : 0; /* ws may be INT64_MIN */
+	window_reasons(g);
+}
+
 void dlbn_gpu_window(struct dlbn_gpu *g, const struct dlbn_steps *st, int64_t ws, int64_t we)
 {
-	int k;
-
 	g->nreasons = 0;
 	memset(&g->win, 0, sizeof(g->win));
 	if (!g->present) {
@@ -933,16 +1185,19 @@ void dlbn_gpu_window(struct dlbn_gpu *g, const struct dlbn_steps *st, int64_t ws
 	}
 	if (!st)
 		return;
-	for (k = 0; k < NTRACKS; k++)
-		if (g->view_steps[k] == st && g->view_step[k])
-			break;
-	if (k == NTRACKS)
-		return;
-	sum_window(st, g->view_step[k], ws, we, &g->win);
-	reason_split(g, &g->win);
-	reason_sync(g, &g->win);
-	reason_pageable(g, &g->win);
-	reason_evidence(g, &g->win);
+	g->win.valid = 1;
+	g->win.wall_s = we > ws ? ((double)we - (double)ws) / 1e9 : 0;
+	for (size_t i = 0; st->gs && i < st->nkept; i++)
+		if (st->v[i].end > ws && st->v[i].end <= we)
+			win_add(&g->win, &st->v[i], &st->gs[i]);
+	window_reasons(g);
+}
+
+const struct dlbn_gpu_step *dlbn_gpu_steps_of(const struct dlbn_gpu *g, const struct dlbn_steps *st)
+{
+	if (!g || !g->present || !st)
+		return NULL;
+	return st->gs;
 }
 
 /* ---- output ------------------------------------------------------------- */
@@ -1111,14 +1366,4 @@ void dlbn_gpu_text(FILE *out, const struct dlbn_gpu *g)
 			(double)w->host.pageable_h2d_ns / 1e9);
 	for (size_t i = 0; i < g->nreasons; i++)
 		fprintf(out, "  - %s\n", g->reasons[i]);
-}
-
-const struct dlbn_gpu_step *dlbn_gpu_steps_of(const struct dlbn_gpu *g, const struct dlbn_steps *st)
-{
-	if (!g || !g->present)
-		return NULL;
-	for (int k = 0; k < DLBN_GPU_VIEWS; k++)
-		if (g->view_steps[k] == st && g->view_step[k])
-			return g->view_step[k];
-	return NULL;
 }

@@ -6,13 +6,16 @@
  * probes; and gather the host-side GPU evidence (launches, host blocked in
  * syncs, copies from pageable memory) that the verdict and the reports cite.
  *
- * Use (one call after the model has built its steps, before the verdict):
- *
- *     dlbn_gpu_analyze(&model, reader, &opts, &gpu);   one pass over r
- *     ... dlbn_analyze() sums step.gpu_idle_ns as the stall ...
- *     dlbn_gpu_window(&gpu, model.steps, a.window_begin, a.window_end);
- *     dlbn_gpu_json(out, &gpu);  /  dlbn_gpu_text(out, &gpu);
- *     dlbn_gpu_free(&gpu);
+ * Use: the model runs the split inside its second pass (model.c), one
+ * streaming pass with the steps: pass 2 hands every training-process record
+ * to dlbn_gpu_pass_record, every step a view produces to
+ * dlbn_gpu_pass_step, and after each record a horizon (no step still to
+ * come has its wait begin before it) to dlbn_gpu_pass_horizon.  CUDA
+ * records wait in a queue until the horizon passes them, so that each is
+ * weighed against the waits around it exactly as if all steps were known;
+ * a step is handed back, split, once nothing later can change its split.
+ * The model's window (m->gpu.win) and evidence lines are then final after
+ * dlbn_gpu_finish.
  *
  * When the training process has no CUDA records, nothing is touched: the
  * steps keep the CPU-only rule (gpu_idle_ns = wait_ns) and gpu.present = 0.
@@ -45,9 +48,14 @@
  *     "probing stopped" record follows), no bound is used.
  *   - Waits before the process ever queued GPU work are GPU-idle (known).
  *
- * Memory: per step a small record (for the window figures); pending probes
- * live in a fixed ring, streams in a fixed table; nothing grows with the
- * number of records or probes.
+ * Memory: the steps not final yet (those whose probes are still pending,
+ * a few in a training loop) and the CUDA records not yet past the horizon
+ * (about one step's worth); pending probes live in a fixed ring, streams
+ * in a fixed table.  Nothing grows with the number of records or steps.
+ * Both queues have a ceiling (GPU_PASS_STEPS_MAX, GPU_PASS_QUEUE_MAX in
+ * gpu.c); a trace that reaches one (a view whose step never closes, a
+ * probe that never resolves) has its oldest step split with what is known
+ * then, as an unknown wait, and counted in steps_forced.
  */
 #ifndef DLBN_GPU_H
 #define DLBN_GPU_H
@@ -60,7 +68,8 @@
 
 struct dlbn_model;
 struct dlbn_steps;
-struct dlbn_reader;
+struct dlbn_step;
+struct dlbn_record;
 
 enum dlbn_gpu_sync_kind {
 	DLBN_GPU_SYNC_STREAM = 0, /* cuStreamSynchronize */
@@ -146,35 +155,62 @@ struct dlbn_gpu {
 	struct dlbn_gpu_win win;
 	size_t nreasons;
 	char reasons[DLBN_GPU_MAX_REASONS][DLBN_GPU_LINE];
-	/* Per-step records of the model's views (python, ipc, nvtx), parallel
-	 * to their steps. */
+	uint64_t steps_forced; /* split before all evidence was in (see Memory) */
+	/* Window and whole-run sums per view (python, ipc, nvtx), gathered as
+	 * steps become final; dlbn_gpu_finish picks from them. */
 #define DLBN_GPU_VIEWS 3
-	const struct dlbn_steps *view_steps[DLBN_GPU_VIEWS];
-	struct dlbn_gpu_step *view_step[DLBN_GPU_VIEWS];
+	struct dlbn_gpu_win view_win[DLBN_GPU_VIEWS], view_all[DLBN_GPU_VIEWS];
+	size_t view_final[DLBN_GPU_VIEWS];
 };
 
 void dlbn_gpu_default_opts(struct dlbn_gpu_opts *o);
 
-/*
- * One streaming pass over r (rewinds it first).  Requires the model's steps
- * (py_steps, ipc_steps) to be built.  When the training process has CUDA
- * records, sets gpu_busy_ns / gpu_idle_ns of every step of both views;
- * otherwise leaves them as they are.  o may be NULL (defaults).  Returns 0,
- * or -1 when out of memory (g is then still safe to free).
- */
-int dlbn_gpu_analyze(struct dlbn_model *m, struct dlbn_reader *r, const struct dlbn_gpu_opts *o,
-		     struct dlbn_gpu *g);
+/* ---- the streaming pass (driven by model.c's second pass) -------------- */
+
+struct dlbn_gpu_pass;
+
+/* A step of view k (0 python, 1 ipc, 2 nvtx) whose split is final: s has
+ * gpu_busy_ns, gpu_idle_ns and gpu_refill_ns set; gs is its GPU record.
+ * Steps of one view come in step order. */
+typedef void (*dlbn_gpu_final_fn)(void *ctx, int k, struct dlbn_step *s,
+				  const struct dlbn_gpu_step *gs);
+
+/* Start the split for m's training process (roles decided).  o may be
+ * NULL (defaults).  NULL when out of memory. */
+struct dlbn_gpu_pass *dlbn_gpu_pass_new(const struct dlbn_model *m, struct dlbn_gpu *g,
+					const struct dlbn_gpu_opts *o, dlbn_gpu_final_fn fn,
+					void *ctx);
+/* A record of the training process, in reader order (others ignored). */
+void dlbn_gpu_pass_record(struct dlbn_gpu_pass *ps, const struct dlbn_record *r);
+/* View k produced step s (its wait not split yet). */
+void dlbn_gpu_pass_step(struct dlbn_gpu_pass *ps, int k, const struct dlbn_step *s);
+/* Every record before h has been handed over, and no step still to come
+ * has its wait begin before h: queued records before h are weighed, and
+ * steps whose split is final are handed to fn. */
+void dlbn_gpu_pass_horizon(struct dlbn_gpu_pass *ps, int64_t h);
+/* End of the trace: every remaining step is split and handed to fn. */
+void dlbn_gpu_pass_end(struct dlbn_gpu_pass *ps);
+/* Nonzero when memory ran out (some steps then never reached fn). */
+int dlbn_gpu_pass_failed(const struct dlbn_gpu_pass *ps);
+void dlbn_gpu_pass_free(struct dlbn_gpu_pass *ps);
 
 /*
- * Window figures and the evidence lines (g->win, g->reasons) for the steps
- * of st (one of the model's views) whose end lies in (ws, we], the same
- * steps the verdict's window holds.  Call after the verdict chose the
- * window; safe when !g->present (gives the "no GPU activity" line).
+ * After the pass: whole-run wait figures (from the Python view if it has
+ * steps, else the IPC one), the window figures of view k (the chosen view;
+ * its window is (ws, we]) and the evidence lines about them.  Safe when
+ * !g->present (gives the "no GPU activity" line).
+ */
+void dlbn_gpu_finish(struct dlbn_gpu *g, int k, int64_t ws, int64_t we);
+
+/*
+ * Window figures and evidence lines over the steps of st whose end lies in
+ * (ws, we], from the per-step records st keeps (model option keep_steps;
+ * tests use it to look at any interval).  Without kept records it gives
+ * the same lines as dlbn_gpu_finish with empty sums.
  */
 void dlbn_gpu_window(struct dlbn_gpu *g, const struct dlbn_steps *st, int64_t ws, int64_t we);
 
-/* The per-step GPU records parallel to st (one of the model's views), or
- * NULL when g has none for it. */
+/* The per-step GPU records st keeps (keep_steps), or NULL. */
 const struct dlbn_gpu_step *dlbn_gpu_steps_of(const struct dlbn_gpu *g,
 					      const struct dlbn_steps *st);
 
@@ -182,7 +218,5 @@ const struct dlbn_gpu_step *dlbn_gpu_steps_of(const struct dlbn_gpu *g,
 void dlbn_gpu_json(FILE *out, const struct dlbn_gpu *g);
 /* The GPU section of the terminal report (a few indented lines). */
 void dlbn_gpu_text(FILE *out, const struct dlbn_gpu *g);
-
-void dlbn_gpu_free(struct dlbn_gpu *g);
 
 #endif /* DLBN_GPU_H */

@@ -260,7 +260,6 @@ struct run {
 	struct dlbn_reader *r;
 	struct dlbn_model m;
 	struct dlbn_analysis a;
-	struct dlbn_gpu gpu;
 	int built;
 	struct dlbn_baseline baseline; /* --baseline: valid iff has_baseline */
 	int has_baseline;
@@ -270,28 +269,21 @@ struct run {
 static int run_analyze(const struct cli *c, struct run *x)
 {
 	char err[512];
-	memset(&x->gpu, 0, sizeof(x->gpu));
 	x->r = dlbn_reader_open(x->path, err, sizeof(err));
 	if (!x->r) {
 		fprintf(stderr, "dlbn-analyze: %s\n", err);
 		return EXIT_INPUT;
 	}
-	/* Model (two passes), then the GPU split of the waits (a third pass,
-	 * only when there are CUDA records), its figures over the chosen
-	 * window, then the verdict, which reads them. */
-	if (dlbn_model_build(&x->m, x->r, &c->mo) != 0 ||
-	    (x->m.has_cuda && dlbn_gpu_analyze(&x->m, x->r, NULL, &x->gpu) != 0)) {
+	/* Model (two passes; the GPU split of the waits and its figures over
+	 * the chosen window come with the second), then the verdict. */
+	if (dlbn_model_build(&x->m, x->r, &c->mo) != 0) {
 		fprintf(stderr, "dlbn-analyze: out of memory\n");
-		dlbn_gpu_free(&x->gpu);
 		dlbn_model_free(&x->m);
 		return EXIT_INPUT;
 	}
-	if (x->m.steps)
-		dlbn_gpu_window(&x->gpu, x->m.steps, x->m.steps->w.ws, x->m.steps->w.we);
-	if (dlbn_analyze_gpu(&x->m, dlbn_reader_stats(x->r), &c->vo, &x->gpu, &x->a) != 0) {
+	if (dlbn_analyze_gpu(&x->m, dlbn_reader_stats(x->r), &c->vo, &x->m.gpu, &x->a) != 0) {
 		fprintf(stderr, "dlbn-analyze: out of memory\n");
 		dlbn_analysis_free(&x->a);
-		dlbn_gpu_free(&x->gpu);
 		dlbn_model_free(&x->m);
 		return EXIT_INPUT;
 	}
@@ -299,7 +291,7 @@ static int run_analyze(const struct cli *c, struct run *x)
 	/* --baseline (analyzer/baseline.h): the Replay trace through the same
 	 * path, compared once x->a is final. */
 	if (c->baseline) {
-		int brc = dlbn_baseline_load(&x->baseline, c->baseline, &c->mo, &c->vo, &x->m,
+		int brc = dlbn_baseline_load(&x->baseline, c->baseline, &c->mo, &c->vo, x->r, &x->m,
 					     &x->a, err, sizeof(err));
 		if (brc != 0) {
 			fprintf(stderr, "dlbn-analyze: --baseline %s\n",
@@ -315,7 +307,6 @@ static void run_free(struct run *x)
 {
 	if (x->built) {
 		dlbn_analysis_free(&x->a);
-		dlbn_gpu_free(&x->gpu);
 		dlbn_model_free(&x->m);
 	}
 	if (x->r)
@@ -361,7 +352,7 @@ static int analyze(const struct cli *c, FILE *out)
 			.rs = dlbn_reader_stats(w->r),
 			.m = &w->m,
 			.a = &w->a,
-			.gpu = &w->gpu,
+			.gpu = &w->m.gpu,
 			.ranks = rows,
 			.nranks = n,
 			.job = &job,
@@ -370,7 +361,7 @@ static int analyze(const struct cli *c, FILE *out)
 		report(c, out, &in);
 		if (n == 1)
 			export_failed =
-				run_exports(c, runs[0].r, &runs[0].m, &runs[0].a, &runs[0].gpu);
+				run_exports(c, runs[0].r, &runs[0].m, &runs[0].a, &runs[0].m.gpu);
 		for (size_t i = 0; i < n; i++)
 			any_damaged |= damaged(runs[i].path, dlbn_reader_stats(runs[i].r));
 		if (any_damaged || export_failed)

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "quantiles.h"
 
 /* ---- growable arrays -------------------------------------------------- */
 
@@ -190,6 +191,7 @@ static int config_int(const char *v)
 
 void dlbn_model_default_opts(struct dlbn_model_opts *o)
 {
+	memset(o, 0, sizeof(*o));
 	o->handoff_gap_ns = 2000000;
 	o->force_view = DLBN_VIEW_NONE;
 	o->warmup_steps = -1;
@@ -641,28 +643,52 @@ struct pass2 {
 	struct dlbn_step pin_held;
 	int has_pin_held;
 	int64_t pin_acc;
+	/* Earliest begin of the waits summed into pin_acc / pin_held (the
+	 * horizon: a pin-path wait interval ends at its step's end and is
+	 * as long as its sum). */
+	int64_t pin_acc_first, pin_held_first;
 	struct nvtx_state nvtx;
+	struct dlbn_gpu_pass *gpu; /* NULL: no CUDA records, CPU-only rule */
 	int oom;
 };
 
-/*
- * The GPU seam (DESIGN section 5 step 3).  Each step's exposed wait is split
- * into the part during which the GPU still had queued work (gpu_busy, not a
- * stall: prefetch hid it) and the part it sat idle (gpu_idle, the stall).
- * CPU-only traces have no GPU: the whole wait is stall.  The CUDA work
- * (PROBE/PROBE_DONE around each wait) replaces this rule.
- */
-static void gpu_split_wait(const struct dlbn_model *m, struct dlbn_step *s)
+static int view_index(const struct dlbn_model *m, const struct dlbn_steps *st)
 {
-	(void)m;
-	s->gpu_busy_ns = 0;
-	s->gpu_idle_ns = s->wait_ns;
+	return st == &m->py_steps ? 0 : st == &m->ipc_steps ? 1 : 2;
 }
 
+static struct dlbn_steps *view_steps(struct dlbn_model *m, int k)
+{
+	return k == 0 ? &m->py_steps : k == 1 ? &m->ipc_steps : &m->nvtx_steps;
+}
+
+/* A step's GPU split is final (gpu.c calls back, in step order). */
+static void step_split(void *ctx, int k, struct dlbn_step *s, const struct dlbn_gpu_step *gs)
+{
+	struct pass2 *ps = ctx;
+	if (dlbn_window_final(ps->m, view_steps(ps->m, k), s, gs) != 0)
+		ps->oom = 1;
+}
+
+/*
+ * A view's step ended.  The GPU seam (DESIGN section 5 step 3): its wait
+ * is split into the part during which the GPU still had queued work
+ * (gpu_busy, not a stall: prefetch hid it) and the part it sat idle
+ * (gpu_idle, the stall) by gpu.c, once the probes around it are in.
+ * Without CUDA records the whole wait is stall, final at once.
+ */
 static void feed(struct pass2 *ps, struct dlbn_steps *st, struct dlbn_step *s)
 {
-	gpu_split_wait(ps->m, s);
-	if (dlbn_window_feed(ps->m, st, s) != 0)
+	struct dlbn_model *m = ps->m;
+	s->gpu_busy_ns = 0;
+	s->gpu_idle_ns = s->wait_ns;
+	s->gpu_refill_ns = 0;
+	dlbn_window_feed(m, st, s);
+	if (st == &m->ipc_steps && s->bytes > 0 && m->nipc_head < DLBN_HEAD_STEPS)
+		m->ipc_head_bytes[m->nipc_head++] = s->bytes;
+	if (ps->gpu)
+		dlbn_gpu_pass_step(ps->gpu, view_index(m, st), s);
+	else if (dlbn_window_final(m, st, s, NULL) != 0)
 		ps->oom = 1;
 }
 
@@ -695,7 +721,9 @@ static void ipc_close(struct pass2 *ps)
 			if (ps->has_pin_held)
 				feed(ps, &m->ipc_steps, &ps->pin_held);
 			s.wait_ns = ps->pin_acc;
+			ps->pin_held_first = ps->pin_acc_first;
 			ps->pin_acc = 0;
+			ps->pin_acc_first = INT64_MAX;
 			ps->pin_held = s;
 			ps->has_pin_held = 1;
 		}
@@ -872,10 +900,15 @@ static void pin_post_record(struct pass2 *ps, const struct dlbn_record *r)
 			continue;
 		int64_t wait = w->end - w->begin;
 		int in_handoff = ps->fsm.state == IPC_HANDOFF || ps->fsm.state == IPC_RECEIVING;
-		if (!in_handoff && ps->has_pin_held)
+		if (!in_handoff && ps->has_pin_held) {
 			ps->pin_held.wait_ns += wait; /* the batch just delivered */
-		else
+			if (w->begin < ps->pin_held_first)
+				ps->pin_held_first = w->begin;
+		} else {
 			ps->pin_acc += wait;
+			if (w->begin < ps->pin_acc_first)
+				ps->pin_acc_first = w->begin;
+		}
 		ps->pend[i] = ps->pend[--ps->npend];
 		return;
 	}
@@ -1147,13 +1180,64 @@ static void sched_record(struct pass2 *ps, const struct dlbn_record *r)
 	t->sched_cur[1] = bounded(r->f[2], DLBN_TIME_LIMIT);
 }
 
+/*
+ * Records of one thread come in the order they were written, and a call's
+ * record is written when it returns but stamped when it began: what the
+ * recorder wrote inside the call (the GPU probes at a wait's begin) comes
+ * first with later stamps.  HORIZON_LAG_NS bounds that inversion (a hook's
+ * own work before the call, microseconds) with a wide margin.
+ */
+#define HORIZON_LAG_NS 100000000
+
+/*
+ * No step still to come has its wait begin before the horizon: the open
+ * fetch, hand-off or data range of each view, the pin-path waits not yet
+ * in a step, else t (later steps begin later), less the lag above.  The
+ * GPU split weighs CUDA records up to it (gpu.h).
+ */
+static int64_t horizon(const struct pass2 *ps, int64_t t)
+{
+	const struct dlbn_model *m = ps->m;
+	int64_t h = t;
+	if (ps->py_open >= 0 && ps->py_open < h)
+		h = ps->py_open;
+	if (ps->fsm.state != IPC_IDLE && ps->fsm.begin < h)
+		h = ps->fsm.begin;
+	if (m->path == DLBN_PATH_PIN) {
+		if (ps->has_pin_held && ps->pin_held_first < h)
+			h = ps->pin_held_first;
+		if (ps->pin_acc_first < h)
+			h = ps->pin_acc_first;
+		for (size_t i = 0; i < ps->npend; i++)
+			if (ps->pend[i].begin < h)
+				h = ps->pend[i].begin;
+	}
+	for (size_t i = 0; ps->nvtx.data_open && i < ps->nvtx.npushed; i++)
+		if (ps->nvtx.pushed[i].what != NVTX_OPEN_OTHER &&
+		    ps->nvtx.pushed[i].what != NVTX_OPEN_STEP && ps->nvtx.pushed[i].begin < h)
+			h = ps->nvtx.pushed[i].begin;
+	for (size_t i = 0; ps->nvtx.data_open && i < ps->nvtx.nstarted; i++)
+		if (ps->nvtx.started[i].what != NVTX_OPEN_OTHER &&
+		    ps->nvtx.started[i].what != NVTX_OPEN_STEP && ps->nvtx.started[i].begin < h)
+			h = ps->nvtx.started[i].begin;
+	return h > INT64_MIN + HORIZON_LAG_NS ? h - HORIZON_LAG_NS : INT64_MIN;
+}
+
 static int run_pass2(struct dlbn_model *m, struct dlbn_reader *r, const struct dlbn_model_opts *o)
 {
-	struct pass2 ps = {
-		.m = m, .o = o, .py_open = -1, .py_iter_begin = -1, .first_result_read = -1};
+	struct pass2 ps = {.m = m,
+			   .o = o,
+			   .py_open = -1,
+			   .py_iter_begin = -1,
+			   .first_result_read = -1,
+			   .pin_acc_first = INT64_MAX,
+			   .pin_held_first = INT64_MAX};
 	const struct dlbn_record *rec;
 	int have_config = 0;
 
+	if (m->has_cuda && m->training >= 0 &&
+	    !(ps.gpu = dlbn_gpu_pass_new(m, &m->gpu, NULL, step_split, &ps)))
+		return -1;
 	dlbn_reader_rewind(r);
 	while ((rec = dlbn_reader_next(r))) {
 		struct dlbn_thread *t = &m->threads[rec->stream->index];
@@ -1172,11 +1256,21 @@ static int run_pass2(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 			int in_window = m->steps && m->steps->w.window > 0;
 			if (dlbn_wait_stacks_record(&m->stacks, rec, rec_dur(rec), in_window) != 0)
 				ps.oom = 1;
+			if (ps.gpu) {
+				dlbn_gpu_pass_record(ps.gpu, rec);
+				dlbn_gpu_pass_horizon(ps.gpu, horizon(&ps, rec->t_ns));
+			}
 		}
 	}
 	ipc_close(&ps);
 	if (ps.has_pin_held)
 		feed(&ps, &m->ipc_steps, &ps.pin_held);
+	if (ps.gpu) {
+		dlbn_gpu_pass_end(ps.gpu);
+		if (dlbn_gpu_pass_failed(ps.gpu))
+			ps.oom = 1;
+		dlbn_gpu_pass_free(ps.gpu);
+	}
 	return ps.oom ? -1 : 0;
 }
 
@@ -1185,6 +1279,7 @@ int dlbn_model_build(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 	const struct dlbn_record *rec;
 
 	memset(m, 0, sizeof(*m));
+	m->opts = *o;
 	if (setup_procs(m, r) != 0)
 		return -1;
 	dlbn_reader_rewind(r);
@@ -1203,12 +1298,34 @@ int dlbn_model_build(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 	infer_num_workers(m);
 	choose_view(m, o);
 	m->warmup_steps = o->warmup_steps;
-	if (run_pass2(m, r, o) != 0)
+	struct dlbn_steps *chosen = view_steps(m, view_index(m, m->steps));
+	if (!(chosen->w.waits = dlbn_quantiles_new()) || run_pass2(m, r, o) != 0)
 		return -1;
 	if (!m->prefetch_known)
 		dlbn_prefetch_depth(m);
 	dlbn_wait_stacks_finish(&m->stacks);
+	/* The chosen view's GPU window is the verdict's: steps ending in
+	 * (ws, we] (the IPC view when there is none, as the verdict's). */
+	dlbn_gpu_finish(&m->gpu, view_index(m, m->steps), m->steps->w.ws, m->steps->w.we);
 	return 0;
+}
+
+int dlbn_model_each_step(const struct dlbn_model *m, struct dlbn_reader *r, dlbn_step_sink sink,
+			 void *ctx)
+{
+	struct dlbn_model_opts o = m->opts;
+	struct dlbn_model *again = malloc(sizeof(*again));
+	if (!again)
+		return -1;
+	if (m->view != DLBN_VIEW_NONE)
+		o.force_view = m->view;
+	o.keep_steps = 0;
+	o.sink = sink;
+	o.sink_ctx = ctx;
+	int rc = dlbn_model_build(again, r, &o);
+	dlbn_model_free(again);
+	free(again);
+	return rc;
 }
 
 void dlbn_model_free(struct dlbn_model *m)
@@ -1219,9 +1336,12 @@ void dlbn_model_free(struct dlbn_model *m)
 	}
 	free(m->procs);
 	free(m->threads);
-	free(m->py_steps.v);
-	free(m->ipc_steps.v);
-	free(m->nvtx_steps.v);
+	for (int k = 0; k < 3; k++) {
+		struct dlbn_steps *st = view_steps(m, k);
+		free(st->v);
+		free(st->gs);
+		dlbn_quantiles_free(st->w.waits);
+	}
 	free(m->sched_threads);
 	dlbn_range_names_free(m->range_names);
 	pipe_table_free(m->pipes);

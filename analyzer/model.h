@@ -6,10 +6,14 @@
  * Built in two streaming passes over the reader: pass 1 finds processes,
  * threads and pipe identities (who reads / writes which pipe inode) and
  * decides roles; pass 2 follows the training threads and the workers with
- * roles known (steps of the three views, worker evidence, CPU samples,
- * NVTX ranges, native stacks).  Memory grows with processes, threads,
- * pipes, steps, registered NVTX strings and loaded modules, never with the
- * number of records.
+ * roles known (steps of the three views, the GPU split of their waits
+ * (gpu.h), worker evidence, CPU samples, NVTX ranges, native stacks).
+ *
+ * Steps are not kept: each is folded into its view's window figures as it
+ * ends and again once its GPU split is final, then dropped (model option
+ * keep_steps keeps them, for tests; a step sink sees each one, for the
+ * exports).  Memory grows with processes, threads, pipes, registered NVTX
+ * strings and loaded modules, never with the number of records or steps.
  */
 #ifndef DLBN_MODEL_H
 #define DLBN_MODEL_H
@@ -18,6 +22,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "gpu.h"
 #include "ranges.h"
 #include "reader.h"
 #include "waitstacks.h"
@@ -29,6 +34,8 @@ enum dlbn_view { DLBN_VIEW_NONE = 0, DLBN_VIEW_PYTHON = 1, DLBN_VIEW_IPC = 2, DL
 enum dlbn_path { DLBN_PATH_NONE = 0, DLBN_PATH_DIRECT = 1, DLBN_PATH_PIN = 2 };
 
 /* A closed time interval [begin, end] in CLOCK_MONOTONIC ns. */
+struct dlbn_quantiles;
+
 struct dlbn_ival {
 	int64_t begin, end;
 };
@@ -110,6 +117,8 @@ struct dlbn_step {
 	 * that gpu_idle_ns + gpu_refill_ns <= wait_ns (host work between
 	 * steps, which Replay keeps, cannot grow the stall past the waits). */
 	int64_t gpu_refill_ns;
+	uint32_t in_epoch; /* position in its epoch (0: its first step) */
+	uint8_t warmup;	   /* before the steady-state window */
 };
 
 /*
@@ -127,15 +136,30 @@ struct dlbn_window {
 	int64_t recv_ns, bytes, nfds; /* IPC hand-off detail inside the chosen window */
 	size_t nrecv;
 	size_t in_epoch; /* index of the last step within its epoch */
+	/* Sums over the window's steps, added as each step's GPU split
+	 * becomes final (all of them by the end of the build). */
+	int64_t exposed_ns;	      /* loader wait */
+	int64_t stall_ns;	      /* GPU-idle part plus refill bubbles */
+	int64_t startup_ns;	      /* GPU-idle in later epochs' warm-up */
+	struct dlbn_quantiles *waits; /* the chosen view's waits */
 };
 
-/* The steps of one view, all of them (memory grows with steps only). */
+/* The steps of one view: counts and window figures; the steps themselves
+ * only with keep_steps. */
 struct dlbn_steps {
-	struct dlbn_step *v;
-	size_t n, cap;
+	size_t n;      /* steps produced */
+	size_t nfinal; /* steps whose GPU split is final */
 	int epochs;
 	struct dlbn_window w;
+	struct dlbn_step *v;	  /* keep_steps: every step, final */
+	struct dlbn_gpu_step *gs; /* keep_steps: its GPU record (zero without CUDA) */
+	size_t nkept, cap;
 };
+
+/* Sees each step of the chosen view once its split is final, in order;
+ * gs is NULL when the training process has no CUDA records. */
+typedef void (*dlbn_step_sink)(void *ctx, size_t index, const struct dlbn_step *s,
+			       const struct dlbn_gpu_step *gs);
 
 #define DLBN_CONFIG_MAX 20
 struct dlbn_config {
@@ -153,7 +177,14 @@ struct dlbn_model_opts {
 	int64_t handoff_gap_ns; /* hand-off ops closer than this belong to one batch */
 	int force_view;		/* DLBN_VIEW_NONE = auto */
 	int warmup_steps;	/* -1: prefetch depth + 1 */
+	int keep_steps;		/* keep every step in its view (tests) */
+	dlbn_step_sink sink;	/* NULL: none */
+	void *sink_ctx;
 };
+
+/* IPC hand-offs whose bytes are kept for --baseline (bytes per batch of
+ * the first batches). */
+#define DLBN_HEAD_STEPS 1024
 
 struct dlbn_model {
 	struct dlbn_proc *procs;
@@ -206,11 +237,25 @@ struct dlbn_model {
 	uint64_t nvtx_data_ranges; /* outermost data ranges closed on nvtx_thread */
 	uint64_t nvtx_step_ranges; /* step ranges closed on nvtx_thread */
 	int64_t nvtx_step_ns;	   /* their total duration */
+
+	/* The GPU split and evidence (gpu.h), final after the build. */
+	struct dlbn_gpu gpu;
+	struct dlbn_model_opts opts; /* as built */
+	/* Bytes of the first IPC hand-offs that carried any. */
+	int64_t ipc_head_bytes[DLBN_HEAD_STEPS];
+	size_t nipc_head;
 };
 
 void dlbn_model_default_opts(struct dlbn_model_opts *o);
 /* Two passes over r; 0 on success, -1 out of memory. */
 int dlbn_model_build(struct dlbn_model *m, struct dlbn_reader *r, const struct dlbn_model_opts *o);
+/*
+ * Build a second model from r with m's options and view and call sink on
+ * each of its steps (what m saw, again: the exports' and --baseline's way
+ * to every step without keeping them).  0, or -1 out of memory.
+ */
+int dlbn_model_each_step(const struct dlbn_model *m, struct dlbn_reader *r, dlbn_step_sink sink,
+			 void *ctx);
 void dlbn_model_free(struct dlbn_model *m);
 
 /* Parse "key=value;..." into c (also used by tests). */
@@ -235,7 +280,11 @@ void dlbn_prefetch_depth(struct dlbn_model *m);
 /* window.c: a thread's time on a CPU and runnable-waiting inside the window. */
 void dlbn_sched_window(const struct dlbn_model *m, size_t thread_index, int64_t *run_ns,
 		       int64_t *wait_ns);
-/* window.c: account one step of view st (the chosen one folds workers). */
-int dlbn_window_feed(struct dlbn_model *m, struct dlbn_steps *st, const struct dlbn_step *s);
+/* window.c: account one step of view st as it ends (the chosen one folds
+ * workers); sets s->warmup and s->in_epoch. */
+void dlbn_window_feed(struct dlbn_model *m, struct dlbn_steps *st, struct dlbn_step *s);
+/* window.c: the step's GPU split is final: window sums, keep, sink. */
+int dlbn_window_final(struct dlbn_model *m, struct dlbn_steps *st, const struct dlbn_step *s,
+		      const struct dlbn_gpu_step *gs);
 
 #endif /* DLBN_MODEL_H */

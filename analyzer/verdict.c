@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "verdict.h"
+#include "quantiles.h"
 
 void dlbn_verdict_default_opts(struct dlbn_verdict_opts *o)
 {
@@ -121,52 +122,28 @@ static void report_deaths(const struct dlbn_model *m, const struct dlbn_reader_s
 	}
 }
 
-static int cmp_i64(const void *x, const void *y)
-{
-	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-	return a < b ? -1 : a > b;
-}
-
 /*
- * Sums over the window's steps, read after the model (and the GPU split)
- * set each step's wait and its GPU-idle part.
+ * Sums over the window's steps, gathered by the model as each step's wait
+ * and its GPU-idle part became final (window.c).
  */
 static void loader_wait_stats(const struct dlbn_model *m, struct dlbn_analysis *a)
 {
-	const struct dlbn_steps *st = m->steps;
-	const struct dlbn_window *w = &st->w;
-	size_t k0 = w->warmup, cnt = w->window;
-	int64_t exposed = 0, stall = 0, startup = 0;
-	int64_t *waits = malloc((cnt ? cnt : 1) * sizeof(*waits));
-	size_t in_epoch = 0;
-	for (size_t i = 0; i < k0 + cnt; i++) {
-		const struct dlbn_step *s = &st->v[i];
-		in_epoch = s->epoch_start ? 0 : in_epoch + 1;
-		if (i < k0)
-			continue;
-		exposed += s->wait_ns;
-		stall += s->gpu_idle_ns + s->gpu_refill_ns;
-		if (s->epoch > 0 && in_epoch <= (size_t)m->prefetch_depth)
-			startup += s->gpu_idle_ns;
-		if (waits)
-			waits[i - k0] = s->wait_ns;
-	}
-	a->exposed_s = (double)exposed / 1e9;
-	a->stall_s = (double)stall / 1e9;
-	a->startup_stall_s = (double)startup / 1e9;
+	const struct dlbn_window *w = &m->steps->w;
+	size_t cnt = w->window;
+	a->exposed_s = (double)w->exposed_ns / 1e9;
+	a->stall_s = (double)w->stall_ns / 1e9;
+	a->startup_stall_s = (double)w->startup_ns / 1e9;
 	if (a->wall_s > 0) {
 		a->exposed_fraction = a->exposed_s / a->wall_s;
 		a->stall_fraction = a->stall_s / a->wall_s;
 	}
-	if (cnt && waits) {
-		qsort(waits, cnt, sizeof(*waits), cmp_i64);
-		a->mean_ms = (double)exposed / (double)cnt / 1e6;
-		a->p50_ms = (double)waits[(cnt - 1) / 2] / 1e6;
-		a->p95_ms = (double)waits[(size_t)((double)(cnt - 1) * 0.95)] / 1e6;
-		a->max_ms = (double)waits[cnt - 1] / 1e6;
+	if (cnt) {
+		a->mean_ms = (double)w->exposed_ns / (double)cnt / 1e6;
+		a->p50_ms = (double)dlbn_quantiles_at(w->waits, 0.5) / 1e6;
+		a->p95_ms = (double)dlbn_quantiles_at(w->waits, 0.95) / 1e6;
+		a->max_ms = (double)dlbn_quantiles_at(w->waits, 1.0) / 1e6;
 		a->loop_ms = (a->wall_s - a->stall_s) * 1e3 / (double)cnt;
 	}
-	free(waits);
 	/* Hand-off cost per batch: IPC steps inside the chosen view's window. */
 	const struct dlbn_window *iw = &m->ipc_steps.w;
 	if (iw->nrecv) {

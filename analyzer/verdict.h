@@ -86,8 +86,8 @@ int dlbn_classify(double speedup, size_t window_steps, int prefetch_depth,
 /*
  * Full analysis; 0 on success, -1 out of memory.  Free with
  * dlbn_analysis_free.  gpu: the GPU figures of the model's chosen window
- * (dlbn_gpu_analyze, then dlbn_gpu_window over m->steps->w.ws .. we, both
- * before this call), or NULL / !present for the CPU-only rule.  The verdict
+ * (&m->gpu, as the model build leaves them), or NULL / !present for the
+ * CPU-only rule.  The verdict
  * copies the GPU evidence lines into its reasons, applies the stall's
  * uncertainty range, and names compute-bound and host-bound causes.
  */

@@ -2,8 +2,11 @@
  * window.c - the steady-state window, aggregated as the steps arrive (see
  * struct dlbn_window in model.h), and the workers' figures inside it.
  *
- * Steps are kept (the GPU split and the verdict read them afterwards);
- * worker evidence is not: worker idle intervals and batch segments
+ * A step is seen twice: as it ends (dlbn_window_feed: warm-up or window,
+ * worker and CPU figures, hand-off detail) and once its GPU split is final
+ * (dlbn_window_final: the wait and stall sums, the wait quantiles); it is
+ * kept only with keep_steps.  Worker evidence is not kept either: worker
+ * idle intervals and batch segments
  * wait in small pending arrays until the chosen view's next step end: those
  * ending by then are folded into the worker's window sums (clipped to the
  * window), the rest stay pending.  Records arrive in start-time order, so
@@ -14,6 +17,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "quantiles.h"
 
 static int64_t overlap(int64_t b, int64_t e, int64_t ws, int64_t we)
 {
@@ -112,24 +116,16 @@ static int is_warmup(const struct dlbn_model *m, size_t i, const struct dlbn_ste
 	return s->epoch == 0 && i < (size_t)m->prefetch_depth + 1;
 }
 
-int dlbn_window_feed(struct dlbn_model *m, struct dlbn_steps *st, const struct dlbn_step *s)
+void dlbn_window_feed(struct dlbn_model *m, struct dlbn_steps *st, struct dlbn_step *s)
 {
 	struct dlbn_window *w = &st->w;
-	size_t i = st->n;
+	size_t i = st->n++;
 	int chosen = st == m->steps;
 
 	if (!m->prefetch_known)
 		dlbn_prefetch_depth(m);
-	if (st->n == st->cap) {
-		size_t ncap = st->cap ? st->cap * 2 : 256;
-		struct dlbn_step *nv = realloc(st->v, ncap * sizeof(*nv));
-		if (!nv)
-			return -1;
-		st->v = nv;
-		st->cap = ncap;
-	}
-	st->v[st->n++] = *s;
 	w->in_epoch = s->epoch_start ? 0 : w->in_epoch + 1;
+	s->in_epoch = (uint32_t)(w->in_epoch > UINT32_MAX ? UINT32_MAX : w->in_epoch);
 	w->last_end = s->end;
 	if (st == &m->ipc_steps && m->steps && m->steps->w.warmup && s->end > m->steps->w.ws) {
 		/* Hand-off detail inside the chosen view's window, whichever view
@@ -139,14 +135,15 @@ int dlbn_window_feed(struct dlbn_model *m, struct dlbn_steps *st, const struct d
 		w->nfds += s->nfds;
 		w->nrecv++;
 	}
-	if (is_warmup(m, i, s)) {
+	s->warmup = (uint8_t)is_warmup(m, i, s);
+	if (s->warmup) {
 		w->warmup++;
 		w->ws = s->end;
 		if (chosen) {
 			fold_workers(m, 0, s->end, 0);
 			sched_mark(m, 0);
 		}
-		return 0;
+		return;
 	}
 	w->window++;
 	w->we = s->end;
@@ -154,7 +151,51 @@ int dlbn_window_feed(struct dlbn_model *m, struct dlbn_steps *st, const struct d
 		fold_workers(m, w->ws, s->end, 1);
 		sched_mark(m, 1);
 	}
+}
+
+static int keep(struct dlbn_steps *st, const struct dlbn_step *s, const struct dlbn_gpu_step *gs)
+{
+	if (st->nkept == st->cap) {
+		size_t ncap = st->cap ? st->cap * 2 : 256;
+		struct dlbn_step *nv = realloc(st->v, ncap * sizeof(*nv));
+		if (!nv)
+			return -1;
+		st->v = nv;
+		struct dlbn_gpu_step *ng = realloc(st->gs, ncap * sizeof(*ng));
+		if (!ng)
+			return -1;
+		st->gs = ng;
+		st->cap = ncap;
+	}
+	st->v[st->nkept] = *s;
+	if (gs)
+		st->gs[st->nkept] = *gs;
+	else
+		memset(&st->gs[st->nkept], 0, sizeof(*gs));
+	st->nkept++;
 	return 0;
+}
+
+int dlbn_window_final(struct dlbn_model *m, struct dlbn_steps *st, const struct dlbn_step *s,
+		      const struct dlbn_gpu_step *gs)
+{
+	struct dlbn_window *w = &st->w;
+	size_t i = st->nfinal++;
+	int rc = 0;
+
+	if (m->opts.keep_steps && keep(st, s, gs) != 0)
+		rc = -1;
+	if (st == m->steps && m->opts.sink)
+		m->opts.sink(m->opts.sink_ctx, i, s, gs);
+	if (s->warmup)
+		return rc;
+	w->exposed_ns += s->wait_ns;
+	w->stall_ns += s->gpu_idle_ns + s->gpu_refill_ns;
+	if (s->epoch > 0 && s->in_epoch <= (uint32_t)m->prefetch_depth)
+		w->startup_ns += s->gpu_idle_ns;
+	if (w->waits && dlbn_quantiles_add(w->waits, s->wait_ns) != 0)
+		rc = -1;
+	return rc;
 }
 
 void dlbn_worker_window_stats(const struct dlbn_model *m, size_t pi, struct dlbn_worker_stats *out)

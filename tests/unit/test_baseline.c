@@ -98,7 +98,8 @@ static int compare(struct dlbn_baseline *b)
 	dlbn_model_default_opts(&mo);
 	dlbn_verdict_default_opts(&vo);
 	analyse(&real, real_path);
-	int rc = dlbn_baseline_load(b, replay_path, &mo, &vo, &real.m, &real.a, err, sizeof(err));
+	int rc = dlbn_baseline_load(b, replay_path, &mo, &vo, real.r, &real.m, &real.a, err,
+				    sizeof(err));
 	if (rc != 0)
 		printf("# baseline_load: %d %s\n", rc, err);
 	release(&real);
@@ -218,41 +219,35 @@ static void different_work(void)
 	      b.measured_speedup);
 }
 
-/* Bytes per batch: the IPC view's steps, put in place directly (the
- * comparison reads nothing else of them). */
+/* Bytes per batch: the bytes the models keep of their first hand-offs,
+ * put in place directly (the comparison reads nothing else of them). */
 static void batch_bytes(void)
 {
 	struct analysed real, replay;
 	struct dlbn_baseline b;
-	struct dlbn_step real_v[12], replay_v[8];
 	loop_trace(real_path, 40, 2 * MS, 2 * MS, 1 * MS, CFG);
 	loop_trace(replay_path, 40, 50 * MS, MS / 100, 1 * MS, CFG ";replay=8");
 	analyse(&real, real_path);
 	analyse(&replay, replay_path);
-	memset(real_v, 0, sizeof(real_v));
-	memset(replay_v, 0, sizeof(replay_v));
 	for (int i = 0; i < 12; i++)
-		real_v[i].bytes = i < 8 ? 1000 : 99999; /* only the first 8 compared */
+		real.m.ipc_head_bytes[i] = i < 8 ? 1000 : 99999; /* only the first 8 compared */
+	real.m.nipc_head = 12;
 	for (int i = 0; i < 8; i++)
-		replay_v[i].bytes = 1050;
-	struct dlbn_steps real_ipc = real.m.ipc_steps, replay_ipc = replay.m.ipc_steps;
-	real.m.ipc_steps.v = real_v;
-	real.m.ipc_steps.n = 12;
-	replay.m.ipc_steps.v = replay_v;
-	replay.m.ipc_steps.n = 8;
-	dlbn_baseline_compare(&b, replay_path, &real.m, &real.a, &replay.m, &replay.a);
+		replay.m.ipc_head_bytes[i] = 1050;
+	replay.m.nipc_head = 8;
+	dlbn_baseline_compare(&b, replay_path, real.r, &real.m, &real.a, replay.r, &replay.m,
+			      &replay.a);
 	print_notes(&b);
 	CHECK(b.equivalent && !has_note(&b, "bytes"),
 	      "1050 vs 1000 bytes per batch over the 8 cached: within 10%%, equivalent");
 	for (int i = 0; i < 8; i++)
-		replay_v[i].bytes = 1200;
-	dlbn_baseline_compare(&b, replay_path, &real.m, &real.a, &replay.m, &replay.a);
+		replay.m.ipc_head_bytes[i] = 1200;
+	dlbn_baseline_compare(&b, replay_path, real.r, &real.m, &real.a, replay.r, &replay.m,
+			      &replay.a);
 	print_notes(&b);
 	CHECK(!b.equivalent && has_note(&b, "batch bytes differ: 1000 per batch in the real run, "
 					    "1200 in the replay run"),
 	      "1200 vs 1000 bytes per batch: not equivalent, says so");
-	real.m.ipc_steps = real_ipc;
-	replay.m.ipc_steps = replay_ipc;
 	release(&real);
 	release(&replay);
 }
@@ -268,8 +263,8 @@ static void unreadable(void)
 	dlbn_verdict_default_opts(&vo);
 	loop_trace(real_path, 40, 2 * MS, 2 * MS, 1 * MS, CFG);
 	analyse(&real, real_path);
-	int rc = dlbn_baseline_load(&b, "/nonexistent/replay.bin", &mo, &vo, &real.m, &real.a, err,
-				    sizeof(err));
+	int rc = dlbn_baseline_load(&b, "/nonexistent/replay.bin", &mo, &vo, real.r, &real.m,
+				    &real.a, err, sizeof(err));
 	CHECK(rc == -1 && err[0], "missing baseline trace: -1 with a message (%s)", err);
 	release(&real);
 }
@@ -284,7 +279,8 @@ static int compare_files(const char *real_trace, const char *replay_trace)
 	dlbn_model_default_opts(&mo);
 	dlbn_verdict_default_opts(&vo);
 	analyse(&real, real_trace);
-	int rc = dlbn_baseline_load(&b, replay_trace, &mo, &vo, &real.m, &real.a, err, sizeof(err));
+	int rc = dlbn_baseline_load(&b, replay_trace, &mo, &vo, real.r, &real.m, &real.a, err,
+				    sizeof(err));
 	if (rc == 0) {
 		dlbn_baseline_json(stdout, &b);
 		putchar('\n');

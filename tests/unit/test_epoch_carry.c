@@ -75,6 +75,7 @@ int main(void)
 	if (!r)
 		return 2;
 	dlbn_model_default_opts(&mo);
+	mo.keep_steps = 1;
 	dlbn_verdict_default_opts(&vo);
 	if (dlbn_model_build(&m, r, &mo) != 0 || dlbn_analyze(&m, dlbn_reader_stats(r), &vo, &a))
 		return 2;

@@ -35,7 +35,6 @@ struct run {
 	struct dlbn_reader *r;
 	struct dlbn_model m;
 	struct dlbn_analysis a;
-	struct dlbn_gpu gpu;
 	struct dlbn_export_input in;
 };
 
@@ -52,18 +51,14 @@ static void open_run(struct run *x, const char *path)
 	dlbn_model_default_opts(&mo);
 	dlbn_verdict_default_opts(&vo);
 	if (dlbn_model_build(&x->m, x->r, &mo) != 0 ||
-	    (x->m.has_cuda && dlbn_gpu_analyze(&x->m, x->r, NULL, &x->gpu) != 0) ||
-	    dlbn_analyze(&x->m, dlbn_reader_stats(x->r), &vo, &x->a) != 0)
+	    dlbn_analyze_gpu(&x->m, dlbn_reader_stats(x->r), &vo, &x->m.gpu, &x->a) != 0)
 		exit(1);
-	if (x->m.steps)
-		dlbn_gpu_window(&x->gpu, x->m.steps, x->a.window_begin, x->a.window_end);
-	x->in = (struct dlbn_export_input){path, x->r, &x->m, &x->a, &x->gpu, "test"};
+	x->in = (struct dlbn_export_input){path, x->r, &x->m, &x->a, &x->m.gpu, "test"};
 }
 
 static void close_run(struct run *x)
 {
 	dlbn_analysis_free(&x->a);
-	dlbn_gpu_free(&x->gpu);
 	dlbn_model_free(&x->m);
 	dlbn_reader_close(x->r);
 }
@@ -323,48 +318,67 @@ static void test_dataloader_run(int pin)
 	close_run(&x);
 }
 
-/* A model whose steps carry a GPU split (as gpu.c leaves them): the fetch
- * slices get "GPU busy" / "GPU idle" children inside them. */
+/* ---- NVTX ranges and hostile strings ---------------------------------- */
+
+#define T0 1000000000ll
+#define US 1000ll
+
+/* A loop with GPU probes (as the recorder writes them): each 3 ms fetch
+ * has its probe complete 1 ms in, so its wait splits 1 ms busy, 2 ms idle,
+ * and the fetch slices get "GPU busy" / "GPU idle" children inside them. */
+static void write_gpu_trace(int steps)
+{
+	const int64_t ms = 1000 * US, period = 10 * ms;
+	struct tg *g = tg_open(trace, 0);
+	if (!g)
+		exit(1);
+	struct tg_stream *s = tg_stream(g, 0, 0, 4444, 4444);
+	tg_process(s, T0 - 10 * ms, 4444, 1, -1, DLBN_START_ROOT, "python3");
+	tg_thread(s, T0 - 10 * ms, 4444, 1);
+	for (int i = 0; i < steps; i++) {
+		int64_t b = T0 + i * period;
+		tg_rec(s, DLBN_REC_LAUNCH, b - 2 * ms, "ii", (int64_t)0x7000,
+		       (int64_t)DLBN_CU_LAUNCH_KERNEL);
+		tg_mark(s, b, DLBN_MARK_FETCH_BEGIN, 1, i);
+		tg_rec(s, DLBN_REC_PROBE, b, "ii", (int64_t)(i + 1), (int64_t)0x7000);
+		if (i > 0)
+			tg_rec(s, DLBN_REC_PROBE_DONE, b + 5 * US, "iii", (int64_t)i,
+			       b - period + ms, (int64_t)0);
+		tg_mark(s, b + 3 * ms, DLBN_MARK_FETCH_END, 1, i);
+	}
+	int64_t end = T0 + steps * period;
+	tg_rec(s, DLBN_REC_PROBE_DONE, end, "iii", (int64_t)steps, end - period + ms, (int64_t)0);
+	tg_exit(s, end + ms, 0, DLBN_EXIT_DTOR);
+	tg_stream_final(s);
+	if (tg_close(g) != 0)
+		exit(1);
+}
+
 static void test_gpu_split_slices(void)
 {
-	struct tgsim_params p;
 	struct run x;
 	char err[256];
-	tgsim_default(&p);
-	p.steps = 40;
-	if (tgsim_write(trace, &p, NULL) != 0)
-		exit(1);
+	write_gpu_trace(40);
 	open_run(&x, trace);
-	struct dlbn_steps *st = x.m.steps == &x.m.py_steps ? &x.m.py_steps : &x.m.ipc_steps;
-	size_t waits = 0;
-	x.m.has_cuda = 1;
-	for (size_t i = 0; i < st->n; i++) {
-		struct dlbn_step *s = &st->v[i];
-		s->gpu_busy_ns = s->wait_ns / 3;
-		s->gpu_idle_ns = s->wait_ns - s->gpu_busy_ns;
-		waits += s->gpu_busy_ns > 0 && s->gpu_idle_ns > 0;
-	}
+	CHECK(x.m.gpu.present && x.m.steps == &x.m.py_steps && x.m.py_steps.n == 40,
+	      "gpu split: 40 Python-view steps with GPU work (got %zu)", x.m.py_steps.n);
 	int rc = dlbn_export_perfetto(jsonpath, &x.in, NULL, err, sizeof(err));
 	CHECK(rc == 0 && json_parse(jsonpath) == 0, "gpu split: JSON parses (%s)", rc ? err : "ok");
-	CHECK(waits > 0 && json_fig("gpu_children") >= (long long)(2 * waits) &&
+	CHECK(json_fig("gpu_children") >= 2 * 40 &&
 		      json_fig("gpu_children_inside") == json_fig("gpu_children"),
-	      "gpu split: %lld busy/idle slices, all inside their fetch (%zu split waits)",
-	      json_fig("gpu_children"), waits);
+	      "gpu split: %lld busy/idle slices, all inside their fetch (40 split waits)",
+	      json_fig("gpu_children"));
 	rc = dlbn_export_sqlite(dbpath, &x.in, NULL, err, sizeof(err));
 	sqlite3 *db = rc == 0 ? open_db(dbpath) : NULL;
 	CHECK(db &&
 		      q_int(db, "SELECT count(*) FROM steps WHERE gpu_busy_ns + gpu_idle_ns != "
 				"wait_ns") == 0 &&
-		      q_int(db, "SELECT count(*) FROM steps WHERE gpu_busy_ns > 0") > 0,
-	      "gpu split: steps rows carry busy + idle = wait");
+		      q_int(db, "SELECT count(*) FROM steps WHERE gpu_busy_ns = 1000000 AND "
+				"gpu_idle_ns = 2000000 AND gpu_evidence = 'probe'") == 40,
+	      "gpu split: every steps row carries 1 ms busy + 2 ms idle from its probe");
 	sqlite3_close(db);
 	close_run(&x);
 }
-
-/* ---- NVTX ranges and hostile strings ---------------------------------- */
-
-#define T0 1000000000ll
-#define US 1000ll
 
 static void write_nvtx_trace(void)
 {

@@ -87,15 +87,11 @@ static int run_one(const char *path, const uint8_t *b, size_t len, FILE *devnull
 	struct dlbn_verdict_opts vo;
 	dlbn_model_default_opts(&mo);
 	dlbn_verdict_default_opts(&vo);
-	struct dlbn_gpu gpu;
-	memset(&gpu, 0, sizeof(gpu));
 	int ok = 1;
-	if (dlbn_model_build(&m, r, &mo) == 0 && dlbn_gpu_analyze(&m, r, NULL, &gpu) == 0 &&
-	    dlbn_analyze(&m, dlbn_reader_stats(r), &vo, &a) == 0) {
-		if (m.steps)
-			dlbn_gpu_window(&gpu, m.steps, a.window_begin, a.window_end);
+	if (dlbn_model_build(&m, r, &mo) == 0 &&
+	    dlbn_analyze_gpu(&m, dlbn_reader_stats(r), &vo, &m.gpu, &a) == 0) {
 		struct dlbn_report_input in = {
-			.path = path, .rs = dlbn_reader_stats(r), .m = &m, .a = &a, .gpu = &gpu};
+			.path = path, .rs = dlbn_reader_stats(r), .m = &m, .a = &a, .gpu = &m.gpu};
 		dlbn_report_text(devnull, &in);
 		dlbn_report_json(devnull, &in);
 		dlbn_report_markdown(devnull, &in);
@@ -103,7 +99,6 @@ static int run_one(const char *path, const uint8_t *b, size_t len, FILE *devnull
 		ok = m.records <= len / 3;
 		dlbn_analysis_free(&a);
 	}
-	dlbn_gpu_free(&gpu);
 	dlbn_model_free(&m);
 	dlbn_reader_close(r);
 	return ok ? 1 : -1;

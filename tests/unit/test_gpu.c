@@ -13,6 +13,7 @@
  * time before they are written, because a PROBE_DONE is emitted long after
  * its PROBE.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -98,13 +99,14 @@ static void analyze(struct run *x)
 		exit(2);
 	}
 	dlbn_model_default_opts(&mo);
-	if (dlbn_model_build(&x->m, x->r, &mo) != 0 || dlbn_gpu_analyze(&x->m, x->r, NULL, &x->g))
+	mo.keep_steps = 1;
+	if (dlbn_model_build(&x->m, x->r, &mo) != 0)
 		exit(2);
+	x->g = x->m.gpu;
 }
 
 static void done(struct run *x)
 {
-	dlbn_gpu_free(&x->g);
 	dlbn_model_free(&x->m);
 	dlbn_reader_close(x->r);
 }
@@ -309,6 +311,48 @@ static void test_lost_bounded(void)
 	done(&x);
 }
 
+/*
+ * (d3) a lost probe never superseded: its side stream gets no later probe,
+ * so every later wait lacks its evidence until the trace ends.  Far more
+ * steps than the GPU pass holds pending: the oldest are split early (as
+ * unknown waits, which they are), and memory stays bounded.
+ */
+static void test_lost_never_superseded(void)
+{
+	enum { N = 20000 };
+	struct run x;
+
+	launch(step_begin(0) - HOST_NS, 0x7001);
+	for (int i = 0; i < N; i++) {
+		int64_t b = step_begin(i);
+		launch(b - HOST_NS + 10 * US, 0x7000);
+		fetch(b, WAIT_NS, i);
+		if (i == 0) {
+			probe(b + 20 * US, 1, 0x7001);
+			probe_done(b + 25 * US, 1, 0, 1);
+			continue;
+		}
+		probe(b + 30 * US, i + 1, 0x7000);
+		probe_done(b + PERIOD + 40 * US, i + 1, b + 3 * MS, 0);
+	}
+	write_trace();
+	analyze(&x);
+	CHECK(x.m.py_steps.n == N && x.m.py_steps.nkept == N, "never superseded: %d steps", N);
+	CHECK(x.g.waits_unknown == N && x.g.waits_with_probe == 0,
+	      "never superseded: all %d waits unknown (got %zu unknown, %zu probed)", N,
+	      x.g.waits_unknown, x.g.waits_with_probe);
+	CHECK(sum_busy(&x.m.py_steps) == (int64_t)(N - 1) * 3 * MS + 25 * US,
+	      "never superseded: each wait keeps its known 3 ms busy (total %lld ns)",
+	      (long long)sum_busy(&x.m.py_steps));
+	CHECK(x.g.steps_forced > 0 && x.g.steps_forced < (uint64_t)N,
+	      "never superseded: %llu steps split before the end of the trace",
+	      (unsigned long long)x.g.steps_forced);
+	window_all(&x);
+	CHECK(has_reason(&x.g, "split before all their GPU evidence"),
+	      "never superseded: a reason says steps were split early");
+	done(&x);
+}
+
 /* (d2) a lost probe superseded by the next probe on its stream. */
 static void test_lost_superseded(void)
 {
@@ -327,11 +371,11 @@ static void test_lost_superseded(void)
 	write_trace();
 	analyze(&x);
 	const struct dlbn_step *v = x.m.py_steps.v;
-	CHECK(x.g.view_step[0][2].evidence == DLBN_GPU_EV_UNKNOWN,
+	CHECK(x.m.py_steps.gs[2].evidence == DLBN_GPU_EV_UNKNOWN,
 	      "lost/superseded: the wait of the lost probe is unknown");
 	CHECK(v[2].gpu_busy_ns == 40 * US && v[2].gpu_idle_ns == WAIT_NS - 40 * US,
 	      "lost/superseded: it keeps the known 40 us busy, the rest counts idle");
-	CHECK(x.g.view_step[0][3].evidence == DLBN_GPU_EV_PROBE && v[3].gpu_busy_ns == 3 * MS,
+	CHECK(x.m.py_steps.gs[3].evidence == DLBN_GPU_EV_PROBE && v[3].gpu_busy_ns == 3 * MS,
 	      "lost/superseded: the next probe on the stream restores the evidence");
 	CHECK(x.g.waits_unknown == 1, "lost/superseded: one unknown wait (got %zu)",
 	      x.g.waits_unknown);
@@ -417,7 +461,7 @@ static void test_no_work_yet(void)
 	CHECK(x.g.waits_no_work == 3 && x.g.waits_with_probe == 5 && x.g.waits_unknown == 0,
 	      "no work yet: 3 waits before any GPU work, 5 probed (got %zu, %zu)",
 	      x.g.waits_no_work, x.g.waits_with_probe);
-	CHECK(x.g.view_step[0][0].evidence == DLBN_GPU_EV_NO_WORK &&
+	CHECK(x.m.py_steps.gs[0].evidence == DLBN_GPU_EV_NO_WORK &&
 		      x.m.py_steps.v[0].gpu_idle_ns == WAIT_NS &&
 		      x.m.py_steps.v[3].gpu_busy_ns == WAIT_NS,
 	      "no work yet: early waits idle, later waits busy from their probes");
@@ -477,8 +521,13 @@ static void test_ipc_view(void)
 	      x.m.ipc_steps.n);
 	for (size_t i = 0; i < x.m.ipc_steps.n; i++) {
 		const struct dlbn_step *st = &x.m.ipc_steps.v[i];
-		if (st->gpu_busy_ns != 5 * MS || st->gpu_idle_ns != st->wait_ns - 5 * MS)
+		if (st->gpu_busy_ns != 5 * MS || st->gpu_idle_ns != st->wait_ns - 5 * MS) {
+			if (ok)
+				printf("# step %zu: wait %lld busy %lld idle %lld ns\n", i,
+				       (long long)st->wait_ns, (long long)st->gpu_busy_ns,
+				       (long long)st->gpu_idle_ns);
 			ok = 0;
+		}
 	}
 	CHECK(ok && x.m.ipc_steps.n, "ipc: every wait 5 ms GPU-busy, the rest idle");
 	if (x.m.steps && x.m.steps->n) {
@@ -671,23 +720,25 @@ static void test_million_probes(void)
 	x.r = dlbn_reader_open(path, err, sizeof(err));
 	if (!x.r)
 		exit(2);
-	dlbn_model_default_opts(&mo);
+	dlbn_model_default_opts(&mo); /* steps not kept: memory as dlbn-analyze uses it */
+	rss0 = max_rss_kib();
 	if (dlbn_model_build(&x.m, x.r, &mo) != 0)
 		exit(2);
-	rss0 = max_rss_kib();
-	if (dlbn_gpu_analyze(&x.m, x.r, NULL, &x.g) != 0)
-		exit(2);
 	rss1 = max_rss_kib();
+	x.g = x.m.gpu;
 	CHECK(x.g.probes == (uint64_t)NSTEP * NSTREAM && x.g.probes_resolved == x.g.probes,
 	      "million: %llu probes, %llu resolved", (unsigned long long)x.g.probes,
 	      (unsigned long long)x.g.probes_resolved);
 	CHECK(x.g.streams == NSTREAM, "million: %zu streams", x.g.streams);
 	CHECK(x.g.waits_with_probe == NSTEP && x.g.waits_unknown == 0,
 	      "million: every wait has probe evidence");
-	CHECK(sum_busy(&x.m.py_steps) == (int64_t)NSTEP * 300 * US,
-	      "million: each wait 300 us busy (total %lld ns)", (long long)sum_busy(&x.m.py_steps));
+	CHECK(fabs(x.g.wait_gpu_busy_s - (double)NSTEP * 300e-6) < 1e-6,
+	      "million: each wait 300 us busy (total %.6f s)", x.g.wait_gpu_busy_s);
+	CHECK(x.m.py_steps.n == NSTEP && x.m.py_steps.nkept == 0, "million: %zu steps, none kept",
+	      x.m.py_steps.n);
 	CHECK(rss1 - rss0 < 8 * 1024,
-	      "million: peak memory grew %ld KiB during the GPU pass (bound 8 MiB)", rss1 - rss0);
+	      "million: peak memory grew %ld KiB during the build and GPU split (bound 8 MiB)",
+	      rss1 - rss0);
 	done(&x);
 }
 
@@ -704,6 +755,7 @@ int main(void)
 	test_probe_cutoff();
 	test_lost_bounded();
 	test_lost_superseded();
+	test_lost_never_superseded();
 	test_probing_stopped();
 	test_unresolved();
 	test_no_work_yet();

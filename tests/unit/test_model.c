@@ -39,6 +39,7 @@ static void open_run(struct run *x, int force_view)
 		exit(1);
 	}
 	dlbn_model_default_opts(&mo);
+	mo.keep_steps = 1;
 	mo.force_view = force_view;
 	dlbn_verdict_default_opts(&vo);
 	if (dlbn_model_build(&x->m, x->r, &mo) != 0 ||

@@ -112,11 +112,9 @@ static void analyze(struct run *x)
 	}
 	dlbn_model_default_opts(&mo);
 	dlbn_verdict_default_opts(&vo);
-	if (dlbn_model_build(&x->m, x->r, &mo) != 0 ||
-	    (x->m.has_cuda && dlbn_gpu_analyze(&x->m, x->r, NULL, &x->g) != 0))
+	if (dlbn_model_build(&x->m, x->r, &mo) != 0)
 		exit(2);
-	if (x->m.steps)
-		dlbn_gpu_window(&x->g, x->m.steps, x->m.steps->w.ws, x->m.steps->w.we);
+	x->g = x->m.gpu;
 	if (dlbn_analyze_gpu(&x->m, dlbn_reader_stats(x->r), &vo, &x->g, &x->a) != 0)
 		exit(2);
 	for (size_t i = 0; i < x->a.nreasons; i++) {
@@ -135,7 +133,6 @@ static void analyze(struct run *x)
 static void done(struct run *x)
 {
 	dlbn_analysis_free(&x->a);
-	dlbn_gpu_free(&x->g);
 	dlbn_model_free(&x->m);
 	dlbn_reader_close(x->r);
 }
