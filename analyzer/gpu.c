@@ -656,19 +656,17 @@ static void on_event(struct dlbn_gpu_pass *ps, const struct event *ev)
 /* ---- final splits ------------------------------------------------------- */
 
 /*
- * Split the wait at position p (see the rule in gpu.h) from busy_until and
- * the lost-range count up to it.  unknown: evidence known to be missing.
- * Returns 1 when the split would charge a refill bubble it cannot size yet
- * (no GPU work queued after the step so far).
+ * Split the wait of sl (see the rule in gpu.h), given busy_until at it and
+ * whether evidence for it is known to be missing.  refill_known: the next
+ * GPU work after the step is known (or never comes); without it, returns 1
+ * when the split would charge a refill bubble it cannot size yet.
  */
-static int split_step(struct track *tr, struct slot *sl, int64_t busy_until, int unknown,
-		      int refill_known)
+static int split_step(struct slot *sl, int64_t busy_until, int unknown, int refill_known)
 {
 	struct dlbn_step *s = &sl->s;
 	struct dlbn_gpu_step *gs = &sl->gs;
 	int64_t wait = sl->we - sl->wb, busy = 0;
 
-	(void)tr;
 	s->gpu_refill_ns = 0;
 	gs->refill_ns = 0;
 	if (wait <= 0) {
@@ -786,7 +784,7 @@ static void step_final(struct dlbn_gpu_pass *ps, struct track *tr, int forced)
 	}
 	tr->busy_until = max64(tr->busy_until, sl->maxdone);
 	tr->lost += sl->unknown_diff;
-	split_step(tr, sl, tr->busy_until, unknown || tr->lost > 0, 1);
+	split_step(sl, tr->busy_until, unknown || tr->lost > 0, 1);
 	win_add(&ps->g->view_all[tr->k], &sl->s, &sl->gs);
 	if (!sl->s.warmup)
 		win_add(&ps->g->view_win[tr->k], &sl->s, &sl->gs);
@@ -803,7 +801,7 @@ static void track_drain(struct dlbn_gpu_pass *ps, struct track *tr)
 		struct slot *sl = SLOT(tr, tr->base);
 		/* A refill bubble needs the next GPU work after the step. */
 		if (!ps->ending && tr->refill_next <= tr->base &&
-		    split_step(tr, sl, max64(tr->busy_until, sl->maxdone),
+		    split_step(sl, max64(tr->busy_until, sl->maxdone),
 			       tr->lost + sl->unknown_diff > 0, 0))
 			return;
 		step_final(ps, tr, 0);
@@ -1147,15 +1145,24 @@ static void window_reasons(struct dlbn_gpu *g)
 			   (unsigned long long)g->steps_forced);
 }
 
-void dlbn_gpu_finish(struct dlbn_gpu *g, int k, int64_t ws, int64_t we)
+/* Clear the window and its lines; 0 (with the CPU-only line) without GPU work. */
+static int window_begin(struct dlbn_gpu *g, int64_t ws, int64_t we)
 {
 	g->nreasons = 0;
 	memset(&g->win, 0, sizeof(g->win));
 	if (!g->present) {
 		add_reason(g, "no GPU activity recorded in the training process: the exposed "
 			      "wait is the stall (CPU-only rule)");
-		return;
+		return 0;
 	}
+	g->win.wall_s = we > ws ? ((double)we - (double)ws) / 1e9 : 0; /* ws may be INT64_MIN */
+	return 1;
+}
+
+void dlbn_gpu_finish(struct dlbn_gpu *g, int k, int64_t ws, int64_t we)
+{
+	if (!window_begin(g, ws, we))
+		return;
 	/* Whole run: the Python view if it has steps (exact fetches). */
 	const struct dlbn_gpu_win *all = &g->view_all[g->view_final[0] ? 0 : 1];
 	g->waits = all->waits;
@@ -1168,25 +1175,18 @@ void dlbn_gpu_finish(struct dlbn_gpu *g, int k, int64_t ws, int64_t we)
 	g->wait_unknown_s = all->wait_unknown_s;
 	if (k < 0 || k >= DLBN_GPU_VIEWS)
 		return;
+	double wall_s = g->win.wall_s;
 	g->win = g->view_win[k];
 	g->win.valid = 1;
-	g->win.wall_s = we > ws ? ((double)we - (double)ws) / 1e9 : 0; /* ws may be INT64_MIN */
+	g->win.wall_s = wall_s;
 	window_reasons(g);
 }
 
 void dlbn_gpu_window(struct dlbn_gpu *g, const struct dlbn_steps *st, int64_t ws, int64_t we)
 {
-	g->nreasons = 0;
-	memset(&g->win, 0, sizeof(g->win));
-	if (!g->present) {
-		add_reason(g, "no GPU activity recorded in the training process: the exposed "
-			      "wait is the stall (CPU-only rule)");
-		return;
-	}
-	if (!st)
+	if (!window_begin(g, ws, we) || !st)
 		return;
 	g->win.valid = 1;
-	g->win.wall_s = we > ws ? ((double)we - (double)ws) / 1e9 : 0;
 	for (size_t i = 0; st->gs && i < st->nkept; i++)
 		if (st->v[i].end > ws && st->v[i].end <= we)
 			win_add(&g->win, &st->v[i], &st->gs[i]);

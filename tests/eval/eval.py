@@ -24,6 +24,12 @@ Other programs' CPU use distorts timings on 2 cores: each run measures it
 (foreign load, in cores); a scenario whose runs saw more than
 BUSY_CORES is run again (once, up to MAX_RETRIES for the suite) and flagged
 "busy" if it still was.
+
+A run without the preload (Real or Replay) that crashes is run once more:
+torch's own DataLoader shutdown occasionally aborts a spawn worker ("terminate
+called without an active exception"), which says nothing about dlbn.  Such
+reruns are listed in the summary and results.json.  A crash with the preload
+is never rerun: it breaks the scenario.
 """
 
 import argparse
@@ -88,6 +94,7 @@ class Runner:
         self.python = python
         self.out_dir = out_dir
         self.lib = os.path.join(build, "libdlbn.so")
+        self.plain_reruns = []  # "tag: first stderr line" of crashed plain runs
         self.analyzer = os.path.join(build, "dlbn-analyze")
         self.workload = os.path.join(HERE, "eval_workload.py")
         sim = os.path.join(build, "tests", "simcuda")
@@ -147,11 +154,20 @@ class Runner:
             env["DLBN_OUTPUT"] = trace
         cmd = [self.python, self.workload, "--mode", mode, "--json-out", json_out]
         cmd += scenario["args"]
-        try:
-            proc = subprocess.run(cmd, env=env, cwd=self.out_dir, capture_output=True,
-                                  text=True, timeout=RUN_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise Broken("%s: timed out after %d s" % (tag, RUN_TIMEOUT_S))
+        for attempt in (1, 2):
+            try:
+                proc = subprocess.run(cmd, env=env, cwd=self.out_dir, capture_output=True,
+                                      text=True, timeout=RUN_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                raise Broken("%s: timed out after %d s" % (tag, RUN_TIMEOUT_S))
+            crashed = proc.returncode != 0 or not os.path.exists(json_out)
+            if not crashed or kind == "preload" or attempt == 2:
+                break
+            lines = [x for x in proc.stderr.splitlines() if x.strip()]
+            self.plain_reruns.append("%s: exited %d (%s)" % (
+                tag, proc.returncode, lines[0] if lines else "no stderr"))
+            print("  %s: crashed without dlbn (exit %d), running it again" % (
+                tag, proc.returncode), flush=True)
         if proc.returncode != 0 or not os.path.exists(json_out):
             raise Broken("%s: workload exited %d\n  cmd: %s\n  stderr: %s" % (
                 tag, proc.returncode, " ".join(cmd), proc.stderr[-1500:]))
@@ -422,10 +438,14 @@ def main(argv=None):
             100 * PREDICTION_BUDGET, ", ".join(off)))
     if broken:
         print("eval: BROKEN runs: %s" % ", ".join(broken))
+    if runner.plain_reruns:
+        print("eval: runs without dlbn that crashed and were run again: %s" % (
+            "; ".join(runner.plain_reruns)))
     print("%s (%.0f s)" % (line, elapsed))
 
     doc = {"when": stamp, "machine": machine_info(python), "binaries": binaries, "rounds": args.rounds,
            "elapsed_s": elapsed, "summary": line, "wrong": wrong, "off_budget": off, "broken": broken,
+           "plain_reruns": runner.plain_reruns,
            "thresholds": {"detected_above": DETECTED_ABOVE,
                           "potential_above": POTENTIAL_ABOVE, "near": NEAR},
            "scenarios": results}
