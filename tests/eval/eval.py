@@ -25,9 +25,9 @@ Other programs' CPU use distorts timings on 2 cores: each run measures it
 BUSY_CORES is run again (once, up to MAX_RETRIES for the suite) and flagged
 "busy" if it still was.
 
-A run without the preload (Real or Replay) that crashes is run once more:
-torch's own DataLoader shutdown occasionally aborts a spawn worker ("terminate
-called without an active exception"), which says nothing about dlbn.  Such
+A run without the preload (Real or Replay) that crashes is run once more: a
+spawn DataLoader worker has been seen to abort ("terminate called without an
+active exception") in a plain run, where dlbn is not even loaded.  Such
 reruns are listed in the summary and results.json.  A crash with the preload
 is never rerun: it breaks the scenario.
 """

@@ -8,7 +8,7 @@
  *   dlbn-gentrace -o trace.bin [--records N | --steps N] [--workers W]
  *       [--prefetch F] [--batch-ms X] [--loop-ms Y] [--file-ms Z]
  *       [--epochs E] [--persistent] [--pin] [--no-marks] [--kill-at STEP]
- *       [--extent-size BYTES] [--seed S]
+ *       [--extent-size BYTES] [--seed S] [--gpu-ms X] (and see usage())
  */
 #include <getopt.h>
 #include <stdint.h>
@@ -26,7 +26,8 @@ static int usage(void)
 		"  [--tensors T] [--epochs E] [--persistent] [--pin] [--no-marks]\n"
 		"  [--kill-at STEP] [--extent-size BYTES] [--seed S]\n"
 		"  [--rank R] [--world-size N] [--sched] [--worker-runq SHARE] [--main-runq "
-		"SHARE]\n");
+		"SHARE]\n"
+		"  [--gpu-ms X]   (CUDA: an X ms kernel per step, probes at each fetch)\n");
 	return 2;
 }
 
@@ -55,6 +56,7 @@ int main(int argc, char **argv)
 		{"sched", no_argument, NULL, 'c'},
 		{"worker-runq", required_argument, NULL, 'q'},
 		{"main-runq", required_argument, NULL, 'Q'},
+		{"gpu-ms", required_argument, NULL, 'G'},
 		{NULL, 0, NULL, 0},
 	};
 	struct tgsim_params p;
@@ -133,6 +135,9 @@ int main(int argc, char **argv)
 			p.main_runq = atof(optarg);
 			p.sched = 1;
 			break;
+		case 'G':
+			p.gpu_ms = atof(optarg);
+			break;
 		default:
 			return usage();
 		}
@@ -142,8 +147,9 @@ int main(int argc, char **argv)
 	if (records > 0) {
 		/* Records per step: receive 3 + 5 per tensor, marks 2, index
 		 * write 1, worker poll/reads 3 + 4 preads + result write 1,
-		 * pin path 2 semaphore records. */
-		long long per = 3 + 5 * p.tensors + (p.marks ? 2 : 0) + 1 + 8 + (p.pin ? 2 : 0);
+		 * pin path 2 semaphore records, GPU launch, probe and its done. */
+		long long per = 3 + 5 * p.tensors + (p.marks ? 2 : 0) + 1 + 8 + (p.pin ? 2 : 0) +
+				(p.gpu_ms > 0 ? 3 : 0);
 		p.steps = records / per > 0 ? records / per : 1;
 	}
 	uint64_t n = 0;

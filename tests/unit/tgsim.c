@@ -46,7 +46,30 @@ struct sim {
 	int64_t *ready;	   /* per step: result written by the worker */
 	int64_t pin_free;
 	int64_t main_run_ns, main_runq_ns;
+	/* GPU (gpu_ms > 0): the last probe and when the kernels queued so far end. */
+	int64_t probe_id, probe_done, gpu_free;
 };
+
+#define GPU_STREAM 0x7000
+
+/* At a fetch begin, as the recorder does: resolve the previous probe (its
+ * PROBE_DONE stamped a little later), then probe the stream. */
+static void gpu_fetch_begins(struct sim *s, int64_t fb)
+{
+	if (s->probe_id)
+		tg_rec(s->main, DLBN_REC_PROBE_DONE, fb + 2000, "iii", s->probe_id, s->probe_done,
+		       (int64_t)0);
+	tg_rec(s->main, DLBN_REC_PROBE, fb, "ii", ++s->probe_id, (int64_t)GPU_STREAM);
+	s->probe_done = s->gpu_free > fb ? s->gpu_free : fb;
+}
+
+/* After the batch is in hand the loop queues its step's kernel. */
+static void gpu_launch(struct sim *s, int64_t t)
+{
+	tg_rec(s->main, DLBN_REC_LAUNCH, t, "ii", (int64_t)GPU_STREAM,
+	       (int64_t)DLBN_CU_LAUNCH_KERNEL);
+	s->gpu_free = (s->gpu_free > t ? s->gpu_free : t) + (int64_t)(s->p.gpu_ms * MS);
+}
 
 /* A cumulative schedstat sample, as the recorder takes at IPC calls. */
 static void sched_sample(struct tg_stream *st, int64_t t, int tid, int64_t *run, int64_t *runq,
@@ -232,6 +255,8 @@ static void run(struct sim *s)
 			int64_t fb = loop_t, fe;
 			if (p->marks)
 				tg_mark(s->main, fb, DLBN_MARK_FETCH_BEGIN, e + 1, i);
+			if (p->gpu_ms > 0)
+				gpu_fetch_begins(s, fb);
 			if (!p->pin) {
 				fe = receive(s, s->main, fb, s->ready[i], pipe_epoch);
 			} else {
@@ -253,6 +278,8 @@ static void run(struct sim *s)
 					     p->main_runq);
 			if (p->marks)
 				tg_mark(s->main, fe + 5000, DLBN_MARK_FETCH_END, e + 1, i);
+			if (p->gpu_ms > 0)
+				gpu_launch(s, fe + 7000);
 			/* The loop consumed batch i: send the index of batch i + P. */
 			if (i + P < per_epoch) {
 				s->idx_sent[i + P] = fe + 20000;
@@ -268,6 +295,9 @@ static void run(struct sim *s)
 			stop_workers(s, t);
 	}
 	stop_workers(s, t + 5 * MS);
+	if (s->probe_id)
+		tg_rec(s->main, DLBN_REC_PROBE_DONE, t + 6 * MS, "iii", s->probe_id, s->probe_done,
+		       (int64_t)0);
 	tg_exit(s->main, t + 10 * MS, killed ? 1 : 0, DLBN_EXIT_DTOR);
 	free(s->idx_sent);
 	free(s->ready);

@@ -30,6 +30,8 @@ struct tgsim_params {
 	double worker_runq;   /* share of a worker's busy time spent waiting for a CPU */
 	double main_runq;     /* share of the loop's compute time spent waiting for a CPU */
 	uint32_t extent_size; /* 0: the format's default */
+	double gpu_ms;	      /* > 0: the loop launches a kernel this long per step, with the
+				 recorder's drain probe at each fetch (CUDA records) */
 	unsigned seed;
 };
 
