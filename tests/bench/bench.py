@@ -503,6 +503,8 @@ def bench_analyzer(opts, tmp):
             results[1]["steps"] > results[0]["steps"]:
         rss_per_step = ((results[1]["peak_rss_kib"] - base) * 1024.0
                         / (results[1]["steps"] - results[0]["steps"]))
+        if abs(rss_per_step) < 0.5:
+            rss_per_step = 0.0  # not "-0": no growth either way
     return {"rss_bytes_per_step": rss_per_step, "repetitions": opts.analyzer_reps, "cpu": opts.analyzer_cpu, "traces": results}
 
 
