@@ -19,7 +19,8 @@
  * final when its cutoff has passed, no probe of its epoch (or earlier) is
  * pending, no lost probe that may cover it awaits the next probe on its
  * stream, its loop period's host records are all in, and (when its split
- * needs it) the loop has queued GPU work again after it.
+ * charges a refill bubble) the loop has queued GPU work again after it, or
+ * none for REFILL_WAIT_NS.
  *
  * Invariants:
  *   - base <= cut <= n, base <= period <= n, refill_next <= n (positions
@@ -43,6 +44,7 @@
 #define STREAM_TABLE	       256	      /* distinct streams tracked (power of two) */
 #define GPU_PASS_STEPS_MAX     (1u << 14)     /* steps of a track not final yet, at most */
 #define GPU_PASS_QUEUE_MAX     (1u << 16)     /* CUDA records waiting for the horizon */
+#define REFILL_WAIT_NS	       10000000000    /* no GPU work this long after a step: none to come */
 #define NO_TIME		       INT64_MAX
 #define NO_EPOCH	       UINT64_MAX
 #define DEFAULT_PROBE_SLACK_NS 1000000
@@ -65,6 +67,7 @@ struct slot {
 	uint32_t pending;     /* probes of this epoch without their PROBE_DONE */
 	uint8_t uncovered;    /* queued work no probe covered */
 	uint8_t no_work;      /* no GPU work queued before the wait */
+	uint8_t cut;	      /* wait begin moved past records weighed without it */
 };
 
 struct track {
@@ -275,7 +278,7 @@ static int track_init(struct track *tr, int k, int pin)
 	return 0;
 }
 
-/* Room for positions base .. n + 1; 0, or -1 at the ceiling or out of memory. */
+/* Room for positions base .. n + 1; 0, -1 at the ceiling, -2 out of memory. */
 static int track_room(struct track *tr)
 {
 	size_t need = (size_t)(tr->n + 2 - tr->base);
@@ -286,7 +289,7 @@ static int track_room(struct track *tr)
 	size_t ncap = tr->cap * 2;
 	struct slot *nv = malloc(ncap * sizeof(*nv));
 	if (!nv)
-		return -1;
+		return -2;
 	for (uint64_t p = tr->base; p <= tr->n; p++)
 		nv[p & (ncap - 1)] = *SLOT(tr, p);
 	free(tr->ring);
@@ -382,7 +385,7 @@ static void attribute_host(struct dlbn_gpu_pass *ps, int64_t t,
 static void mark_unknown(struct track *tr, uint64_t from, uint64_t to)
 {
 	if (from < tr->base)
-		from = tr->base; /* final already (forced): nothing to mark */
+		from = tr->base; /* the final ones (forced) are past changing */
 	if (to > tr->n)
 		to = tr->n;
 	if (to <= from)
@@ -699,7 +702,7 @@ static int split_step(struct slot *sl, int64_t busy_until, int unknown, int refi
 	if (gs->evidence != DLBN_GPU_EV_PROBE || busy >= wait)
 		return 0;
 	if (!refill_known)
-		return 1;
+		return s->wait_ns > idle; /* a bubble is capped at wait - idle = busy */
 	if (gs->next_enqueue > s->end) {
 		int64_t refill = gs->next_enqueue - s->end;
 		if (idle + refill > s->wait_ns)
@@ -767,45 +770,52 @@ static int step_ready(const struct dlbn_gpu_pass *ps, const struct track *tr)
 	return ps->hdone > sl->s.end; /* its loop period's host records are in */
 }
 
-/* Split the oldest step and hand it over.  forced: before all evidence is
- * in (a ceiling was reached); what is missing makes it an unknown wait. */
-static void step_final(struct dlbn_gpu_pass *ps, struct track *tr, int forced)
+/*
+ * Split the oldest step and hand it over.  forced: before all evidence is
+ * in (a ceiling was reached); a probe answer still missing makes it an
+ * unknown wait.  Returns 0, leaving the step, when its refill bubble
+ * cannot be sized yet (the loop has queued no GPU work since).
+ */
+static int step_final(struct dlbn_gpu_pass *ps, struct track *tr, int forced)
 {
 	uint64_t p = tr->base;
 	struct slot *sl = SLOT(tr, p);
-	int unknown = 0;
+	int unknown = sl->cut;
 
 	if (forced) {
 		while (tr->cut <= p)
 			finalize_wait(ps, tr);
-		unknown = sl->pending || (ps->stash && ps->stash_epoch[tr->k] <= p) ||
-			  oldest_lost_open(ps, tr->k) <= p;
+		int missing = sl->pending || (ps->stash && ps->stash_epoch[tr->k] <= p) ||
+			      oldest_lost_open(ps, tr->k) <= p;
 		ps->g->steps_forced++;
+		ps->g->steps_forced_unknown += (uint64_t)missing;
+		unknown |= missing;
 	}
-	tr->busy_until = max64(tr->busy_until, sl->maxdone);
-	tr->lost += sl->unknown_diff;
-	split_step(sl, tr->busy_until, unknown || tr->lost > 0, 1);
+	int64_t busy_until = max64(tr->busy_until, sl->maxdone);
+	int32_t lost = tr->lost + sl->unknown_diff;
+	/* The next GPU work after the step sizes its refill bubble; a loop that
+	 * queued none for REFILL_WAIT_NS has stopped using the GPU, and the
+	 * step is taken as the trace's last GPU step would be (no bubble). */
+	int refill_known = forced || ps->ending || tr->refill_next > p ||
+			   ps->hdone - sl->s.end > REFILL_WAIT_NS;
+	if (split_step(sl, busy_until, unknown || lost > 0, refill_known))
+		return 0;
+	tr->busy_until = busy_until;
+	tr->lost = lost;
 	win_add(&ps->g->view_all[tr->k], &sl->s, &sl->gs);
 	if (!sl->s.warmup)
 		win_add(&ps->g->view_win[tr->k], &sl->s, &sl->gs);
-	ps->g->view_final[tr->k]++;
 	if (ps->fn)
 		ps->fn(ps->ctx, tr->k, &sl->s, &sl->gs);
 	tr->base++;
+	return 1;
 }
 
 /* Hand over every step of tr whose split is final. */
 static void track_drain(struct dlbn_gpu_pass *ps, struct track *tr)
 {
-	while (tr->base < tr->n && step_ready(ps, tr)) {
-		struct slot *sl = SLOT(tr, tr->base);
-		/* A refill bubble needs the next GPU work after the step. */
-		if (!ps->ending && tr->refill_next <= tr->base &&
-		    split_step(sl, max64(tr->busy_until, sl->maxdone),
-			       tr->lost + sl->unknown_diff > 0, 0))
-			return;
-		step_final(ps, tr, 0);
-	}
+	while (tr->base < tr->n && step_ready(ps, tr) && step_final(ps, tr, 0))
+		;
 }
 
 /* ---- the pass ----------------------------------------------------------- */
@@ -861,12 +871,12 @@ void dlbn_gpu_pass_step(struct dlbn_gpu_pass *ps, int k, const struct dlbn_step 
 {
 	struct track *tr = &ps->tr[k];
 
-	while (track_room(tr) != 0) {
-		if (tr->base == tr->n) { /* nothing to force out: out of memory */
+	for (int rc; (rc = track_room(tr)) != 0;) {
+		if (rc == -2) {
 			ps->oom = 1;
 			return;
 		}
-		step_final(ps, tr, 1);
+		step_final(ps, tr, 1); /* at the ceiling: the oldest goes now */
 	}
 	struct slot *sl = SLOT(tr, tr->n);
 	int64_t wb, we;
@@ -874,9 +884,15 @@ void dlbn_gpu_pass_step(struct dlbn_gpu_pass *ps, int k, const struct dlbn_step 
 	sl->s = *s;
 	wait_interval(tr, s, &wb, &we);
 	/* Waits stay in begin order, and a wait cannot begin before records
-	 * already weighed without it (only odd pin-path sums, or after a
-	 * queue overflow): what lies before is counted idle (`outside`). */
-	wb = max64(wb, max64(tr->last_wb, ps->hdone));
+	 * already weighed without it (a pin-path sum far longer than the
+	 * horizon's lag, or after records_forced): it is cut there, what lies
+	 * before counts idle (`outside`) and the wait as unknown. */
+	int64_t floor = max64(tr->last_wb, ps->hdone);
+	if (wb < floor && we > wb) {
+		sl->cut = 1;
+		ps->g->waits_cut++;
+	}
+	wb = max64(wb, floor);
 	sl->wb = wb;
 	sl->we = max64(we, wb);
 	tr->last_wb = wb;
@@ -899,8 +915,11 @@ static struct event *queue_push(struct dlbn_gpu_pass *ps)
 		size_t ncap = ps->qcap * 2;
 		struct event *nq = ncap <= GPU_PASS_QUEUE_MAX ? malloc(ncap * sizeof(*nq)) : NULL;
 		if (!nq) {
-			/* At the ceiling: weigh the oldest record now. */
+			/* At the ceiling (or out of memory): weigh the oldest
+			 * record now. */
 			int64_t t = ps->q[ps->qhead].t;
+			ps->oom |= ncap <= GPU_PASS_QUEUE_MAX;
+			ps->g->records_forced++;
 			queue_pop_one(ps);
 			ps->hdone = max64(ps->hdone, t);
 		} else {
@@ -1137,12 +1156,15 @@ static void window_reasons(struct dlbn_gpu *g)
 	reason_sync(g, &g->win);
 	reason_pageable(g, &g->win);
 	reason_evidence(g, &g->win);
-	if (g->steps_forced)
+	if (g->steps_forced || g->records_forced || g->waits_cut)
 		add_reason(g,
-			   "%llu step(s) split before all their GPU evidence was in (a lost probe "
-			   "never superseded, a probe never resolved or a step never closed held "
-			   "too many back): counted as unknown waits",
-			   (unsigned long long)g->steps_forced);
+			   "the GPU split ran out of lookahead (a lost probe never superseded, or "
+			   "a step that never closed, held too much back): %llu step(s) split "
+			   "early, %llu of them missing a probe's answer (unknown waits); %llu "
+			   "CUDA record(s) weighed early; %llu wait(s) cut short (unknown)",
+			   (unsigned long long)g->steps_forced,
+			   (unsigned long long)g->steps_forced_unknown,
+			   (unsigned long long)g->records_forced, (unsigned long long)g->waits_cut);
 }
 
 /* Clear the window and its lines; 0 (with the CPU-only line) without GPU work. */
@@ -1159,12 +1181,13 @@ static int window_begin(struct dlbn_gpu *g, int64_t ws, int64_t we)
 	return 1;
 }
 
-void dlbn_gpu_finish(struct dlbn_gpu *g, int k, int64_t ws, int64_t we)
+void dlbn_gpu_finish(struct dlbn_gpu *g, int whole, int k, int64_t ws, int64_t we)
 {
 	if (!window_begin(g, ws, we))
 		return;
 	/* Whole run: the Python view if it has steps (exact fetches). */
-	const struct dlbn_gpu_win *all = &g->view_all[g->view_final[0] ? 0 : 1];
+	const struct dlbn_gpu_win *all =
+		&g->view_all[whole >= 0 && whole < DLBN_GPU_VIEWS ? whole : 1];
 	g->waits = all->waits;
 	g->waits_with_probe = all->waits_with_probe;
 	g->waits_no_work = all->waits_no_work;

@@ -53,9 +53,14 @@
  * (about one step's worth); pending probes live in a fixed ring, streams
  * in a fixed table.  Nothing grows with the number of records or steps.
  * Both queues have a ceiling (GPU_PASS_STEPS_MAX, GPU_PASS_QUEUE_MAX in
- * gpu.c); a trace that reaches one (a view whose step never closes, a
- * probe that never resolves) has its oldest step split with what is known
- * then, as an unknown wait, and counted in steps_forced.
+ * gpu.c); a trace that reaches one (a lost probe never superseded, a view
+ * whose step never closes) has its oldest step split with what is known
+ * then (steps_forced; an unknown wait when a probe's answer was still
+ * missing: steps_forced_unknown), or its oldest CUDA record weighed early
+ * (records_forced).  A wait that would begin before records already
+ * weighed without it is cut there and counts as unknown (waits_cut: only
+ * pin-path waits far longer than the horizon's lag, or after
+ * records_forced).
  */
 #ifndef DLBN_GPU_H
 #define DLBN_GPU_H
@@ -155,12 +160,12 @@ struct dlbn_gpu {
 	struct dlbn_gpu_win win;
 	size_t nreasons;
 	char reasons[DLBN_GPU_MAX_REASONS][DLBN_GPU_LINE];
-	uint64_t steps_forced; /* split before all evidence was in (see Memory) */
+	/* Ceilings and cuts of the streaming pass (see Memory). */
+	uint64_t steps_forced, steps_forced_unknown, records_forced, waits_cut;
 	/* Window and whole-run sums per view (python, ipc, nvtx), gathered as
 	 * steps become final; dlbn_gpu_finish picks from them. */
 #define DLBN_GPU_VIEWS 3
 	struct dlbn_gpu_win view_win[DLBN_GPU_VIEWS], view_all[DLBN_GPU_VIEWS];
-	size_t view_final[DLBN_GPU_VIEWS];
 };
 
 void dlbn_gpu_default_opts(struct dlbn_gpu_opts *o);
@@ -195,12 +200,13 @@ int dlbn_gpu_pass_failed(const struct dlbn_gpu_pass *ps);
 void dlbn_gpu_pass_free(struct dlbn_gpu_pass *ps);
 
 /*
- * After the pass: whole-run wait figures (from the Python view if it has
- * steps, else the IPC one), the window figures of view k (the chosen view;
- * its window is (ws, we]) and the evidence lines about them.  Safe when
- * !g->present (gives the "no GPU activity" line).
+ * After the pass: whole-run wait figures from view `whole` (the model
+ * passes the Python view if it has steps, else the IPC one), the window
+ * figures of view k (the chosen view; its window is (ws, we]) and the
+ * evidence lines about them.  Safe when !g->present (gives the "no GPU
+ * activity" line).
  */
-void dlbn_gpu_finish(struct dlbn_gpu *g, int k, int64_t ws, int64_t we);
+void dlbn_gpu_finish(struct dlbn_gpu *g, int whole, int k, int64_t ws, int64_t we);
 
 /*
  * Window figures and evidence lines over the steps of st whose end lies in

@@ -179,6 +179,16 @@ static inline int64_t bounded(int64_t v, int64_t max)
 	return v < 0 ? 0 : v > max ? max : v;
 }
 
+static inline int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+static inline int64_t max64(int64_t a, int64_t b)
+{
+	return a > b ? a : b;
+}
+
 /* A small non-negative config number; -1 when not a number. */
 static int config_int(const char *v)
 {
@@ -643,10 +653,11 @@ struct pass2 {
 	struct dlbn_step pin_held;
 	int has_pin_held;
 	int64_t pin_acc;
-	/* Earliest begin of the waits summed into pin_acc / pin_held (the
-	 * horizon: a pin-path wait interval ends at its step's end and is
-	 * as long as its sum). */
-	int64_t pin_acc_first, pin_held_first;
+	/* Earliest begin and latest end of the waits summed into pin_acc /
+	 * pin_held (the horizon: a pin-path wait interval ends at its step's
+	 * end and is as long as its sum, so it begins no earlier than the
+	 * first wait's begin less how far the waits ran past the step). */
+	int64_t pin_acc_first, pin_held_first, pin_acc_last, pin_held_last;
 	struct nvtx_state nvtx;
 	struct dlbn_gpu_pass *gpu; /* NULL: no CUDA records, CPU-only rule */
 	int oom;
@@ -722,8 +733,10 @@ static void ipc_close(struct pass2 *ps)
 				feed(ps, &m->ipc_steps, &ps->pin_held);
 			s.wait_ns = ps->pin_acc;
 			ps->pin_held_first = ps->pin_acc_first;
+			ps->pin_held_last = ps->pin_acc_last;
 			ps->pin_acc = 0;
 			ps->pin_acc_first = INT64_MAX;
+			ps->pin_acc_last = INT64_MIN;
 			ps->pin_held = s;
 			ps->has_pin_held = 1;
 		}
@@ -902,12 +915,12 @@ static void pin_post_record(struct pass2 *ps, const struct dlbn_record *r)
 		int in_handoff = ps->fsm.state == IPC_HANDOFF || ps->fsm.state == IPC_RECEIVING;
 		if (!in_handoff && ps->has_pin_held) {
 			ps->pin_held.wait_ns += wait; /* the batch just delivered */
-			if (w->begin < ps->pin_held_first)
-				ps->pin_held_first = w->begin;
+			ps->pin_held_first = min64(ps->pin_held_first, w->begin);
+			ps->pin_held_last = max64(ps->pin_held_last, w->end);
 		} else {
 			ps->pin_acc += wait;
-			if (w->begin < ps->pin_acc_first)
-				ps->pin_acc_first = w->begin;
+			ps->pin_acc_first = min64(ps->pin_acc_first, w->begin);
+			ps->pin_acc_last = max64(ps->pin_acc_last, w->end);
 		}
 		ps->pend[i] = ps->pend[--ps->npend];
 		return;
@@ -1204,10 +1217,12 @@ static int64_t horizon(const struct pass2 *ps, int64_t t)
 	if (ps->fsm.state != IPC_IDLE && ps->fsm.begin < h)
 		h = ps->fsm.begin;
 	if (m->path == DLBN_PATH_PIN) {
-		if (ps->has_pin_held && ps->pin_held_first < h)
-			h = ps->pin_held_first;
-		if (ps->pin_acc_first < h)
-			h = ps->pin_acc_first;
+		if (ps->has_pin_held && ps->pin_held_first != INT64_MAX)
+			h = min64(h, ps->pin_held_first -
+					     max64(0, ps->pin_held_last - ps->pin_held.end));
+		if (ps->pin_acc_first != INT64_MAX)
+			h = min64(h, ps->pin_acc_first -
+					     max64(0, ps->pin_acc_last - ps->fsm.last_end));
 		for (size_t i = 0; i < ps->npend; i++)
 			if (ps->pend[i].begin < h)
 				h = ps->pend[i].begin;
@@ -1231,7 +1246,9 @@ static int run_pass2(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 			   .py_iter_begin = -1,
 			   .first_result_read = -1,
 			   .pin_acc_first = INT64_MAX,
-			   .pin_held_first = INT64_MAX};
+			   .pin_held_first = INT64_MAX,
+			   .pin_acc_last = INT64_MIN,
+			   .pin_held_last = INT64_MIN};
 	const struct dlbn_record *rec;
 	int have_config = 0;
 
@@ -1306,7 +1323,8 @@ int dlbn_model_build(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 	dlbn_wait_stacks_finish(&m->stacks);
 	/* The chosen view's GPU window is the verdict's: steps ending in
 	 * (ws, we] (the IPC view when there is none, as the verdict's). */
-	dlbn_gpu_finish(&m->gpu, view_index(m, m->steps), m->steps->w.ws, m->steps->w.we);
+	dlbn_gpu_finish(&m->gpu, m->py_steps.n ? 0 : 1, view_index(m, m->steps), m->steps->w.ws,
+			m->steps->w.we);
 	return 0;
 }
 

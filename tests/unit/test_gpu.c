@@ -344,12 +344,47 @@ static void test_lost_never_superseded(void)
 	CHECK(sum_busy(&x.m.py_steps) == (int64_t)(N - 1) * 3 * MS + 25 * US,
 	      "never superseded: each wait keeps its known 3 ms busy (total %lld ns)",
 	      (long long)sum_busy(&x.m.py_steps));
-	CHECK(x.g.steps_forced > 0 && x.g.steps_forced < (uint64_t)N,
-	      "never superseded: %llu steps split before the end of the trace",
+	CHECK(x.g.steps_forced > 0 && x.g.steps_forced < (uint64_t)N &&
+		      x.g.steps_forced_unknown == x.g.steps_forced,
+	      "never superseded: %llu steps split before the end of the trace, all unknown",
 	      (unsigned long long)x.g.steps_forced);
 	window_all(&x);
-	CHECK(has_reason(&x.g, "split before all their GPU evidence"),
+	CHECK(has_reason(&x.g, "ran out of lookahead"),
 	      "never superseded: a reason says steps were split early");
+	done(&x);
+}
+
+/*
+ * (d4) GPU work stops while the loop goes on (a CPU-only tail: evaluation,
+ * a data pass).  No later launch will size a refill bubble: waits the GPU
+ * was idle through have none to size, and the last GPU step's bubble is
+ * given up after REFILL_WAIT_NS without GPU work, as at the end of a trace;
+ * nothing is held back until the ceiling.
+ */
+static void test_gpu_then_cpu_tail(void)
+{
+	enum { GPU_STEPS = 10, N = 20000 };
+	struct run x;
+
+	for (int i = 0; i < N; i++) {
+		int64_t b = step_begin(i);
+		fetch(b, WAIT_NS, i);
+		if (i >= GPU_STEPS)
+			continue;
+		launch(b - HOST_NS + 10 * US, 0x7000);
+		probe(b + 30 * US, i + 1, 0x7000);
+		probe_done(b + PERIOD + 40 * US, i + 1, b + 3 * MS, 0);
+	}
+	write_trace();
+	analyze(&x);
+	CHECK(x.m.py_steps.n == N && x.g.steps_forced == 0 && x.g.waits_unknown == 0,
+	      "cpu tail: %d steps, none forced (got %llu), none unknown (got %zu)", N,
+	      (unsigned long long)x.g.steps_forced, x.g.waits_unknown);
+	CHECK(sum_busy(&x.m.py_steps) == (int64_t)GPU_STEPS * 3 * MS,
+	      "cpu tail: only the GPU steps' waits are busy (total %lld ns)",
+	      (long long)sum_busy(&x.m.py_steps));
+	window_all(&x);
+	CHECK(!has_reason(&x.g, "ran out of lookahead"), "cpu tail: no early-split line");
 	done(&x);
 }
 
@@ -756,6 +791,7 @@ int main(void)
 	test_lost_bounded();
 	test_lost_superseded();
 	test_lost_never_superseded();
+	test_gpu_then_cpu_tail();
 	test_probing_stopped();
 	test_unresolved();
 	test_no_work_yet();
