@@ -53,6 +53,8 @@ static void mutate(uint8_t *b, size_t *len)
 	case 3: { /* hostile extent header fields */
 		struct dlbn_file_header h;
 		memcpy(&h, b, sizeof(h));
+		if (!h.extent_size || (n - DLBN_FILE_HEADER_SIZE) / h.extent_size == 0)
+			break; /* an earlier mutation zeroed or grew the extent size */
 		size_t slots = (n - DLBN_FILE_HEADER_SIZE) / h.extent_size;
 		size_t at = DLBN_FILE_HEADER_SIZE + rnd((unsigned)slots) * h.extent_size;
 		uint32_t v = rnd(4) == 0 ? 0xffffffffu : rnd(1u << 20);
@@ -114,6 +116,7 @@ int main(void)
 	p.steps = 40;
 	p.extent_size = 2048;
 	p.pin = 1;
+	p.gpu_ms = 15; /* CUDA launches and probes: the streaming GPU split too */
 	CHECK(tgsim_write(path, &p, NULL) == 0, "seed trace written");
 	static uint8_t orig[1 << 20], work[1 << 20];
 	fd = open(path, O_RDONLY);
