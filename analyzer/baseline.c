@@ -304,8 +304,8 @@ int dlbn_baseline_load(struct dlbn_baseline *b, const char *path, const struct d
 
 static void json_number(FILE *out, double v, int valid)
 {
-	if (valid && isfinite(v))
-		fprintf(out, "%.6g", v);
+	if (valid)
+		dlbn_json_number(out, v);
 	else
 		fputs("null", out);
 }

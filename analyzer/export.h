@@ -89,6 +89,8 @@ const char *dlbn_start_name(int64_t start);
 const char *dlbn_exit_how_name(int64_t how);
 const char *dlbn_mark_name(int64_t kind);
 const char *dlbn_cu_api_name(int64_t api);
+/* A step's GPU evidence (gpu.h DLBN_GPU_EV_*), NULL for none. */
+const char *dlbn_evidence_name(int ev);
 /* "main", "pin", "worker-main", "feeder" ... for thread index ti. */
 const char *dlbn_thread_role(const struct dlbn_model *m, size_t ti);
 double dlbn_now_s(void);

@@ -163,6 +163,20 @@ const char *dlbn_mark_name(int64_t kind)
 	}
 }
 
+const char *dlbn_evidence_name(int ev)
+{
+	switch (ev) {
+	case DLBN_GPU_EV_PROBE:
+		return "probe";
+	case DLBN_GPU_EV_NO_WORK:
+		return "no_work";
+	case DLBN_GPU_EV_UNKNOWN:
+		return "unknown";
+	default:
+		return NULL;
+	}
+}
+
 const char *dlbn_cu_api_name(int64_t api)
 {
 	switch (api) {

@@ -213,14 +213,6 @@ static int write_metadata(struct pf *p)
 
 /* ---- the analysis tracks ---------------------------------------------- */
 
-static const char *evidence_name(int ev)
-{
-	return ev == DLBN_GPU_EV_PROBE	   ? "probe"
-	       : ev == DLBN_GPU_EV_NO_WORK ? "no_work"
-	       : ev == DLBN_GPU_EV_UNKNOWN ? "unknown"
-					   : "none";
-}
-
 static int slice(struct pf *p, int pid, int tid, int64_t b, int64_t e, const char *cat,
 		 const char *name)
 {
@@ -246,8 +238,10 @@ static int fetch_slice(struct pf *p, int pid, size_t i, const struct dlbn_step *
 	arg_us(p, "wait_us", x->wait_ns, &first);
 	arg_us(p, "gpu_busy_us", x->gpu_busy_ns, &first);
 	arg_us(p, "gpu_idle_us", x->gpu_idle_ns, &first);
-	if (gs)
-		arg_str(p, "gpu_evidence", evidence_name(gs->evidence), &first);
+	if (gs) {
+		const char *ev = dlbn_evidence_name(gs->evidence);
+		arg_str(p, "gpu_evidence", ev ? ev : "none", &first);
+	}
 	arg_us(p, "receive_us", x->recv_ns, &first);
 	arg_int(p, "bytes", x->bytes, &first);
 	arg_int(p, "fds", x->nfds, &first);

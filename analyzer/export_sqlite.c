@@ -343,20 +343,6 @@ static int insert_threads(struct sq *s)
 	return s->failed ? -1 : 0;
 }
 
-static const char *evidence_name(int ev)
-{
-	switch (ev) {
-	case DLBN_GPU_EV_PROBE:
-		return "probe";
-	case DLBN_GPU_EV_NO_WORK:
-		return "no_work";
-	case DLBN_GPU_EV_UNKNOWN:
-		return "unknown";
-	default:
-		return NULL;
-	}
-}
-
 struct step_rows {
 	struct sq *s;
 	sqlite3_stmt *st;
@@ -373,7 +359,7 @@ static void insert_step(void *ctx, size_t i, const struct dlbn_step *x,
 	if (sr->failed)
 		return;
 	const char *ev =
-		gs && s->in->gpu && s->in->gpu->present ? evidence_name(gs->evidence) : NULL;
+		gs && s->in->gpu && s->in->gpu->present ? dlbn_evidence_name(gs->evidence) : NULL;
 	int in_window = i >= a->steps_warmup && i < a->steps_warmup + a->steps_window;
 	int64_t v[] = {(int64_t)i,     x->epoch,      x->epoch_start,	 rel(s, x->begin),
 		       rel(s, x->end), x->begin,      x->end - x->begin, x->wait_ns,

@@ -38,6 +38,7 @@
 #include "gpu.h"
 #include "model.h"
 #include "reader.h"
+#include "report.h"
 
 #define NTRACKS		       DLBN_GPU_VIEWS /* the model's views: python, ipc, nvtx */
 #define PROBE_RING	       1024	      /* pending probes tracked at once (power of two) */
@@ -1227,24 +1228,7 @@ const struct dlbn_gpu_step *dlbn_gpu_steps_of(const struct dlbn_gpu *g, const st
 
 static void json_string(FILE *out, const char *s)
 {
-	fputc('"', out);
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			fprintf(out, "\\%c", *c);
-		else if (*c < 0x20 || *c >= 0x7f)
-			fprintf(out, "\\u%04x", *c);
-		else
-			fputc(*c, out);
-	}
-	fputc('"', out);
-}
-
-static void json_num(FILE *out, double v)
-{
-	if (v == v && v < 1e300 && v > -1e300)
-		fprintf(out, "%.6g", v);
-	else
-		fputs("null", out);
+	dlbn_json_string(out, s, strlen(s));
 }
 
 static void json_host(FILE *out, const struct dlbn_gpu_host *h, size_t steps)
@@ -1252,28 +1236,28 @@ static void json_host(FILE *out, const struct dlbn_gpu_host *h, size_t steps)
 	fprintf(out, "{\"launches\":%lld,\"syncs\":%lld,\"host_sync_s\":{", (long long)h->launches,
 		(long long)h->syncs);
 	fputs("\"stream\":", out);
-	json_num(out, (double)h->sync_ns[DLBN_GPU_SYNC_STREAM] / 1e9);
+	dlbn_json_number(out, (double)h->sync_ns[DLBN_GPU_SYNC_STREAM] / 1e9);
 	fputs(",\"context\":", out);
-	json_num(out, (double)h->sync_ns[DLBN_GPU_SYNC_CTX] / 1e9);
+	dlbn_json_number(out, (double)h->sync_ns[DLBN_GPU_SYNC_CTX] / 1e9);
 	fputs(",\"event\":", out);
-	json_num(out, (double)h->sync_ns[DLBN_GPU_SYNC_EVENT] / 1e9);
+	dlbn_json_number(out, (double)h->sync_ns[DLBN_GPU_SYNC_EVENT] / 1e9);
 	fputs(",\"other\":", out);
-	json_num(out, (double)h->sync_ns[DLBN_GPU_SYNC_OTHER] / 1e9);
+	dlbn_json_number(out, (double)h->sync_ns[DLBN_GPU_SYNC_OTHER] / 1e9);
 	fputs(",\"total\":", out);
-	json_num(out, (double)sync_total(h) / 1e9);
+	dlbn_json_number(out, (double)sync_total(h) / 1e9);
 	fputs("},\"copy_blocked_s\":{\"htod\":", out);
-	json_num(out, (double)h->copy_blocked_ns[DLBN_GPU_COPY_HTOD] / 1e9);
+	dlbn_json_number(out, (double)h->copy_blocked_ns[DLBN_GPU_COPY_HTOD] / 1e9);
 	fputs(",\"dtoh\":", out);
-	json_num(out, (double)h->copy_blocked_ns[DLBN_GPU_COPY_DTOH] / 1e9);
+	dlbn_json_number(out, (double)h->copy_blocked_ns[DLBN_GPU_COPY_DTOH] / 1e9);
 	fputs(",\"dtod\":", out);
-	json_num(out, (double)h->copy_blocked_ns[DLBN_GPU_COPY_DTOD] / 1e9);
+	dlbn_json_number(out, (double)h->copy_blocked_ns[DLBN_GPU_COPY_DTOD] / 1e9);
 	fputs(",\"other\":", out);
-	json_num(out, (double)h->copy_blocked_ns[DLBN_GPU_COPY_OTHER] / 1e9);
+	dlbn_json_number(out, (double)h->copy_blocked_ns[DLBN_GPU_COPY_OTHER] / 1e9);
 	fprintf(out, "},\"pageable_h2d\":{\"count\":%lld,\"bytes\":%lld,\"blocked_s\":",
 		(long long)h->pageable_h2d, (long long)h->pageable_h2d_bytes);
-	json_num(out, (double)h->pageable_h2d_ns / 1e9);
+	dlbn_json_number(out, (double)h->pageable_h2d_ns / 1e9);
 	fputs(",\"per_step_ms\":", out);
-	json_num(out, steps ? (double)h->pageable_h2d_ns / 1e6 / (double)steps : 0);
+	dlbn_json_number(out, steps ? (double)h->pageable_h2d_ns / 1e6 / (double)steps : 0);
 	fprintf(out,
 		"},\"pinned_h2d\":{\"count\":%lld,\"bytes\":%lld},\"async_copies\":%lld,"
 		"\"sync_copies\":%lld}",
@@ -1288,16 +1272,16 @@ static void json_waits(FILE *out, size_t waits, size_t probed, size_t no_work, s
 		"\"waits\":%zu,\"waits_with_probe\":%zu,\"waits_no_gpu_work\":%zu,"
 		"\"waits_unknown\":%zu,\"wait_s\":",
 		waits, probed, no_work, unknown);
-	json_num(out, wait_s);
+	dlbn_json_number(out, wait_s);
 	fputs(",\"wait_gpu_busy_s\":", out);
-	json_num(out, busy_s);
+	dlbn_json_number(out, busy_s);
 	fputs(",\"wait_gpu_idle_s\":", out);
-	json_num(out, idle_s);
+	dlbn_json_number(out, idle_s);
 	fputs(",\"wait_unknown_s\":", out);
-	json_num(out, unknown_s);
+	dlbn_json_number(out, unknown_s);
 	fputs(",\"wait_gpu_busy_fraction\":", out);
 	if (wait_s > 0)
-		json_num(out, busy_s / wait_s);
+		dlbn_json_number(out, busy_s / wait_s);
 	else
 		fputs("null", out);
 }
@@ -1323,14 +1307,15 @@ void dlbn_gpu_json(FILE *out, const struct dlbn_gpu *g)
 	fputs(",\"window\":", out);
 	if (w->valid) {
 		fprintf(out, "{\"steps\":%zu,\"wall_s\":", w->steps);
-		json_num(out, w->wall_s);
+		dlbn_json_number(out, w->wall_s);
 		fputc(',', out);
 		json_waits(out, w->waits, w->waits_with_probe, w->waits_no_work, w->waits_unknown,
 			   w->wait_s, w->wait_gpu_busy_s, w->wait_gpu_idle_s, w->wait_unknown_s);
 		fputs(",\"wait_unknown_idle_s\":", out);
-		json_num(out, w->wait_unknown_idle_s);
+		dlbn_json_number(out, w->wait_unknown_idle_s);
 		fputs(",\"host_sync_fraction\":", out);
-		json_num(out, w->wall_s > 0 ? (double)sync_total(&w->host) / 1e9 / w->wall_s : 0);
+		dlbn_json_number(out, w->wall_s > 0 ? (double)sync_total(&w->host) / 1e9 / w->wall_s
+						    : 0);
 		fputs(",\"host\":", out);
 		json_host(out, &w->host, w->steps);
 		fputc('}', out);

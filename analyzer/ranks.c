@@ -149,14 +149,6 @@ void dlbn_ranks_markdown(FILE *out, const struct dlbn_report_input *in)
 		in->ranks[job->worst].rank);
 }
 
-static void num(FILE *out, double v)
-{
-	if (isfinite(v))
-		fprintf(out, "%.6g", v);
-	else
-		fputs("null", out);
-}
-
 /* ,"ranks":[...],"job":{...} (always: one row for a single trace). */
 void dlbn_ranks_json(FILE *out, const struct dlbn_report_input *in)
 {
@@ -174,15 +166,15 @@ void dlbn_ranks_json(FILE *out, const struct dlbn_report_input *in)
 		fputs(",\"verdict\":", out);
 		fprintf(out, "\"%s\",\"predicted_speedup\":", dlbn_verdict_name(r->verdict));
 		if (r->speedup > 0)
-			num(out, r->speedup);
+			dlbn_json_number(out, r->speedup);
 		else
 			fputs("null", out);
 		fputs(",\"stall_s\":", out);
-		num(out, r->stall_s);
+		dlbn_json_number(out, r->stall_s);
 		fputs(",\"stall_fraction\":", out);
-		num(out, r->stall_fraction);
+		dlbn_json_number(out, r->stall_fraction);
 		fputs(",\"step_ms\":", out);
-		num(out, r->step_ms);
+		dlbn_json_number(out, r->step_ms);
 		fprintf(out, ",\"steps_window\":%zu,\"cause\":", r->steps_window);
 		dlbn_json_string(out, r->cause, strlen(r->cause));
 		fputc('}', out);
@@ -199,13 +191,13 @@ void dlbn_ranks_json(FILE *out, const struct dlbn_report_input *in)
 		dlbn_verdict_name(job->verdict), in->nranks, in->ranks[job->worst].rank, job->worst,
 		job->ninconclusive);
 	if (job->step_skew > 0)
-		num(out, job->step_skew);
+		dlbn_json_number(out, job->step_skew);
 	else
 		fputs("null", out);
 	fputs(",\"stall_min_s\":", out);
-	num(out, job->stall_min_s);
+	dlbn_json_number(out, job->stall_min_s);
 	fputs(",\"stall_max_s\":", out);
-	num(out, job->stall_max_s);
+	dlbn_json_number(out, job->stall_max_s);
 	fputs(",\"reason\":", out);
 	dlbn_json_string(out, job_why(job), strlen(job_why(job)));
 	fputc('}', out);

@@ -77,5 +77,7 @@ void dlbn_dump_record(FILE *out, const struct dlbn_record *r, int64_t t0);
 
 /* Write s (len bytes) as a JSON string literal, quotes included. */
 void dlbn_json_string(FILE *out, const char *s, size_t len);
+/* Write v as a JSON number (%.6g), or null when it is not finite. */
+void dlbn_json_number(FILE *out, double v);
 
 #endif /* DLBN_REPORT_H */

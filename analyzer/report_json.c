@@ -48,7 +48,7 @@ static void jstr(FILE *out, const char *s)
 	dlbn_json_string(out, s, strlen(s));
 }
 
-static void jnum(FILE *out, double v)
+void dlbn_json_number(FILE *out, double v)
 {
 	if (isfinite(v))
 		fprintf(out, "%.6g", v);
@@ -83,20 +83,20 @@ static void json_workers(FILE *out, const struct dlbn_analysis *a)
 		fprintf(out, "%s{\"pid\":%d,\"batches\":%llu,\"busy_fraction\":", i ? "," : "",
 			w->pid, (unsigned long long)w->batches);
 		if (w->busy_fraction >= 0)
-			jnum(out, w->busy_fraction);
+			dlbn_json_number(out, w->busy_fraction);
 		else
 			fputs("null", out);
 		fputs(",\"mean_batch_ms\":", out);
-		jnum(out, w->mean_batch_ms);
+		dlbn_json_number(out, w->mean_batch_ms);
 		fputs(",\"file_read_s\":", out);
-		jnum(out, w->file_read_s);
+		dlbn_json_number(out, w->file_read_s);
 		/* Busy time outside file reads: decoding, transforms, collation. */
 		fputs(",\"busy_s\":", out);
-		jnum(out, w->busy_s);
+		dlbn_json_number(out, w->busy_s);
 		fputs(",\"cpu_s\":", out);
-		jnum(out, w->busy_s > w->file_read_s ? w->busy_s - w->file_read_s : 0);
+		dlbn_json_number(out, w->busy_s > w->file_read_s ? w->busy_s - w->file_read_s : 0);
 		fprintf(out, ",\"exited\":%s,\"ended_s\":", w->exited ? "true" : "false");
-		jnum(out, w->ended_s);
+		dlbn_json_number(out, w->ended_s);
 		fputc('}', out);
 	}
 	fputc(']', out);
@@ -162,16 +162,16 @@ static void json_cpu(FILE *out, const struct dlbn_analysis *a)
 	}
 	fprintf(out, "{\"threads_sampled\":%zu,\"main_runq_fraction\":", a->sched_threads);
 	if (a->main_runq_fraction >= 0)
-		jnum(out, a->main_runq_fraction);
+		dlbn_json_number(out, a->main_runq_fraction);
 	else
 		fputs("null", out);
 	fputs(",\"workers_runq_share\":", out);
 	if (a->workers_runq_share >= 0)
-		jnum(out, a->workers_runq_share);
+		dlbn_json_number(out, a->workers_runq_share);
 	else
 		fputs("null", out);
 	fputs(",\"cpus_used\":", out);
-	jnum(out, a->cpus_used);
+	dlbn_json_number(out, a->cpus_used);
 	fprintf(out, ",\"contended\":%s}", a->cpu_contended ? "true" : "false");
 }
 
@@ -186,7 +186,7 @@ static void json_nvtx(FILE *out, const struct dlbn_model *m)
 		(unsigned long long)m->nvtx_ranges, (unsigned long long)m->nvtx_data_ranges,
 		(unsigned long long)m->nvtx_step_ranges);
 	if (m->nvtx_step_ranges)
-		jnum(out, (double)m->nvtx_step_ns / 1e6 / (double)m->nvtx_step_ranges);
+		dlbn_json_number(out, (double)m->nvtx_step_ns / 1e6 / (double)m->nvtx_step_ranges);
 	else
 		fputs("null", out);
 	fputc('}', out);
@@ -202,9 +202,9 @@ static void json_stacks(FILE *out, const struct dlbn_model *m)
 		const struct dlbn_window *w = m->steps ? &m->steps->w : NULL;
 		int in_window = w && w->window && s->wait_begin >= w->ws && s->wait_begin < w->we;
 		fprintf(out, "%s{\"wait_ms\":", k ? "," : "");
-		jnum(out, (double)s->wait_ns / 1e6);
+		dlbn_json_number(out, (double)s->wait_ns / 1e6);
 		fputs(",\"at_s\":", out);
-		jnum(out, (double)(s->wait_begin - m->t0) / 1e9);
+		dlbn_json_number(out, (double)(s->wait_begin - m->t0) / 1e9);
 		fprintf(out, ",\"in_window\":%s,\"call\":", in_window ? "true" : "false");
 		jstr(out, dlbn_wait_call_name(s->wait_type));
 		fprintf(out, ",\"tid\":%d,\"frames\":[", s->tid);
@@ -228,12 +228,12 @@ void dlbn_report_json(FILE *out, const struct dlbn_report_input *in)
 	jstr(out, dlbn_verdict_name(verdict));
 	fputs(",\"predicted_speedup\":", out);
 	if (a->predicted_speedup > 0)
-		jnum(out, a->predicted_speedup);
+		dlbn_json_number(out, a->predicted_speedup);
 	else
 		fputs("null", out);
 	fputs(",\"predicted_speedup_low\":", out);
 	if (a->predicted_speedup_low > 0)
-		jnum(out, a->predicted_speedup_low);
+		dlbn_json_number(out, a->predicted_speedup_low);
 	else
 		fputs("null", out);
 	fputs(",\"view\":", out);
@@ -243,11 +243,11 @@ void dlbn_report_json(FILE *out, const struct dlbn_report_input *in)
 	fprintf(out, ",\"steps\":{\"total\":%zu,\"window\":%zu,\"warmup\":%zu,\"epochs\":%d}",
 		a->steps_total, a->steps_window, a->steps_warmup, a->epochs);
 	fputs(",\"window\":{\"start_s\":", out);
-	jnum(out, a->start_s);
+	dlbn_json_number(out, a->start_s);
 	fputs(",\"end_s\":", out);
-	jnum(out, a->end_s);
+	dlbn_json_number(out, a->end_s);
 	fputs(",\"wall_s\":", out);
-	jnum(out, a->wall_s);
+	dlbn_json_number(out, a->wall_s);
 	fputs("},\"loader_wait\":{", out);
 	const char *names[] = {"exposed_s",
 			       "exposed_fraction",
@@ -268,7 +268,7 @@ void dlbn_report_json(FILE *out, const struct dlbn_report_input *in)
 			 a->contention_stall_s};
 	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
 		fprintf(out, "%s\"%s\":", i ? "," : "", names[i]);
-		jnum(out, vals[i]);
+		dlbn_json_number(out, vals[i]);
 	}
 	fputs("},\"gpu\":", out);
 	if (in->gpu && in->gpu->present)
@@ -279,7 +279,7 @@ void dlbn_report_json(FILE *out, const struct dlbn_report_input *in)
 	json_workers(out, a);
 	fputs(",\"workers_mean_busy\":", out);
 	if (a->mean_busy >= 0)
-		jnum(out, a->mean_busy);
+		dlbn_json_number(out, a->mean_busy);
 	else
 		fputs("null", out);
 	fputs(",\"config\":", out);
