@@ -12,6 +12,9 @@
 
 PREFIX ?= /usr/local
 CUDA_HOME ?= /usr/local/cuda
+# `make check` runs the Python suites on both PyTorch generations unless
+# PYTHON is given (tests/run-tests); the other targets use PYTHON.
+USER_PYTHON := $(PYTHON)
 PYTHON ?= /usr/bin/python3
 CC ?= cc
 BUILD := build
@@ -89,7 +92,7 @@ demo: deps all
 	@tests/demo/run-demo
 
 check: deps all $(UNIT_BINS)
-	@PYTHON=$(PYTHON) tests/run-tests
+	@$(if $(USER_PYTHON),PYTHON=$(USER_PYTHON)) tests/run-tests
 
 unit: all $(UNIT_BINS)
 	@PYTHON=$(PYTHON) tests/run-tests --unit-only
