@@ -804,7 +804,9 @@ static int step_final(struct dlbn_gpu_pass *ps, struct track *tr, int forced)
 	tr->busy_until = busy_until;
 	tr->lost = lost;
 	win_add(&ps->g->view_all[tr->k], &sl->s, &sl->gs);
-	if (!sl->s.warmup)
+	if (sl->s.aside) /* another loader's fetch: its loop period's host work only */
+		add_host(&ps->g->view_win[tr->k].host, &sl->gs.host);
+	else if (!sl->s.warmup)
 		win_add(&ps->g->view_win[tr->k], &sl->s, &sl->gs);
 	if (ps->fn)
 		ps->fn(ps->ctx, tr->k, &sl->s, &sl->gs);

@@ -299,7 +299,7 @@ static void copy_str(char *buf, size_t len, const struct dlbn_record *r, int i)
 	buf[n] = 0;
 }
 
-static void pass1_record(struct dlbn_model *m, const struct dlbn_record *r)
+static int pass1_record(struct dlbn_model *m, const struct dlbn_record *r)
 {
 	uint32_t ti = r->stream->index;
 	struct dlbn_thread *t = &m->threads[ti];
@@ -343,7 +343,9 @@ static void pass1_record(struct dlbn_model *m, const struct dlbn_record *r)
 			p->fetch_marks++;
 			m->has_marks = 1;
 		}
-		break;
+		return dlbn_loaders_record(m, t->proc_index, r);
+	case DLBN_REC_CONFIG:
+		return dlbn_loaders_record(m, t->proc_index, r);
 	case DLBN_REC_READ:
 	case DLBN_REC_WRITE:
 		if (fld(r, 2) == DLBN_FD_PIPE && fld(r, 4) > 0) {
@@ -382,6 +384,7 @@ static void pass1_record(struct dlbn_model *m, const struct dlbn_record *r)
 	default:
 		break;
 	}
+	return 0;
 }
 
 /* The parent process index of p, or -1 (by proc id, else by pid). */
@@ -636,14 +639,6 @@ struct pass2 {
 	struct dlbn_model *m;
 	const struct dlbn_model_opts *o;
 	struct ipc_fsm fsm;
-	int64_t py_open; /* FETCH_BEGIN time, -1 none */
-	int py_new_epoch;
-	/* Loader time between epochs that no fetch returns a batch for: the
-	 * fetch that ended the epoch (it shuts non-persistent workers down)
-	 * and iter() up to the next fetch (it starts them).  Replay has
-	 * neither, so it is charged to the next step's wait. */
-	int64_t py_carry_ns;
-	int64_t py_iter_begin;	   /* ITER_BEGIN time, -1 none */
 	int64_t first_result_read; /* -1 until seen */
 	struct pending_wait pend[PENDING_MAX];
 	size_t npend;
@@ -663,9 +658,11 @@ struct pass2 {
 	int oom;
 };
 
+/* Another loader's steps belong to the Python view (k = 0) too: the GPU
+ * split sees all fetches of the loop in time order. */
 static int view_index(const struct dlbn_model *m, const struct dlbn_steps *st)
 {
-	return st == &m->py_steps ? 0 : st == &m->ipc_steps ? 1 : 2;
+	return st == &m->ipc_steps ? 1 : st == &m->nvtx_steps ? 2 : 0;
 }
 
 static struct dlbn_steps *view_steps(struct dlbn_model *m, int k)
@@ -673,11 +670,19 @@ static struct dlbn_steps *view_steps(struct dlbn_model *m, int k)
 	return k == 0 ? &m->py_steps : k == 1 ? &m->ipc_steps : &m->nvtx_steps;
 }
 
+/* The steps a step of view k belongs to: its loader's when aside. */
+static struct dlbn_steps *steps_of(struct dlbn_model *m, int k, const struct dlbn_step *s)
+{
+	if (k == 0 && s->aside && s->loader >= 0)
+		return &m->loaders.v[s->loader].steps;
+	return view_steps(m, k);
+}
+
 /* A step's GPU split is final (gpu.c calls back, in step order). */
 static void step_split(void *ctx, int k, struct dlbn_step *s, const struct dlbn_gpu_step *gs)
 {
 	struct pass2 *ps = ctx;
-	if (dlbn_window_final(ps->m, view_steps(ps->m, k), s, gs) != 0)
+	if (dlbn_window_final(ps->m, steps_of(ps->m, k, s), s, gs) != 0)
 		ps->oom = 1;
 }
 
@@ -698,7 +703,7 @@ static void feed(struct pass2 *ps, struct dlbn_steps *st, struct dlbn_step *s)
 	if (st == &m->ipc_steps && s->bytes > 0 && m->nipc_head < DLBN_HEAD_STEPS)
 		m->ipc_head_bytes[m->nipc_head++] = s->bytes;
 	if (ps->gpu)
-		dlbn_gpu_pass_step(ps->gpu, view_index(m, st), s);
+		dlbn_gpu_pass_step(ps->gpu, s->aside ? 0 : view_index(m, st), s);
 	else if (dlbn_window_final(m, st, s, NULL) != 0)
 		ps->oom = 1;
 }
@@ -854,38 +859,54 @@ static void ipc_record(struct pass2 *ps, const struct dlbn_record *r)
 	}
 }
 
+/*
+ * A fetch mark of the loop's thread.  Each loader keeps its own fetch
+ * state (zipped loaders interleave their fetches).  Loader time between
+ * epochs that no fetch returns a batch for - the fetch that ended the
+ * epoch (it shuts non-persistent workers down) and iter() up to the next
+ * fetch (it starts them) - is charged to the loader's next step: Replay has
+ * neither.
+ */
 static void python_record(struct pass2 *ps, const struct dlbn_record *r)
 {
-	struct dlbn_steps *st = &ps->m->py_steps;
+	struct dlbn_model *m = ps->m;
+	int li = dlbn_loaders_of_iter(m, fld(r, 1));
+	if (li < 0)
+		return;
+	struct dlbn_loader *l = &m->loaders.v[li];
+	int aside = li != m->loaders.train;
+	struct dlbn_steps *st = aside ? &l->steps : &m->py_steps;
 	switch (fld(r, 0)) {
 	case DLBN_MARK_ITER_BEGIN:
-		ps->py_new_epoch = 1;
-		ps->py_open = -1;
-		ps->py_iter_begin = r->t_ns;
+		l->py_new_epoch = 1;
+		l->py_open = -1;
+		l->py_iter_begin = r->t_ns;
 		break;
 	case DLBN_MARK_FETCH_BEGIN:
-		ps->py_open = r->t_ns;
+		l->py_open = r->t_ns;
 		/* Only epochs after the first: the first iter() is warm-up. */
-		if (ps->py_iter_begin >= 0 && st->n > 0)
-			ps->py_carry_ns += r->t_ns - ps->py_iter_begin;
-		ps->py_iter_begin = -1;
+		if (l->py_iter_begin >= 0 && st->n > 0)
+			l->py_carry_ns += r->t_ns - l->py_iter_begin;
+		l->py_iter_begin = -1;
 		break;
 	case DLBN_MARK_FETCH_END:
-		if (ps->py_open >= 0) {
-			struct dlbn_step s = {.begin = ps->py_open,
+		if (l->py_open >= 0) {
+			struct dlbn_step s = {.begin = l->py_open,
 					      .end = r->t_ns,
-					      .wait_ns = r->t_ns - ps->py_open + ps->py_carry_ns};
-			number_epoch(st, &s, ps->py_new_epoch);
-			ps->py_new_epoch = 0;
-			ps->py_carry_ns = 0;
+					      .wait_ns = r->t_ns - l->py_open + l->py_carry_ns,
+					      .aside = (uint8_t)aside,
+					      .loader = (int16_t)li};
+			number_epoch(st, &s, l->py_new_epoch);
+			l->py_new_epoch = 0;
+			l->py_carry_ns = 0;
 			feed(ps, st, &s);
 		}
-		ps->py_open = -1;
+		l->py_open = -1;
 		break;
 	case DLBN_MARK_FETCH_STOP:
-		if (ps->py_open >= 0)
-			ps->py_carry_ns += r->t_ns - ps->py_open;
-		ps->py_open = -1;
+		if (l->py_open >= 0)
+			l->py_carry_ns += r->t_ns - l->py_open;
+		l->py_open = -1;
 		break;
 	default:
 		break;
@@ -1212,8 +1233,9 @@ static int64_t horizon(const struct pass2 *ps, int64_t t)
 {
 	const struct dlbn_model *m = ps->m;
 	int64_t h = t;
-	if (ps->py_open >= 0 && ps->py_open < h)
-		h = ps->py_open;
+	for (size_t i = 0; i < m->loaders.n; i++)
+		if (m->loaders.v[i].py_open >= 0 && m->loaders.v[i].py_open < h)
+			h = m->loaders.v[i].py_open;
 	if (ps->fsm.state != IPC_IDLE && ps->fsm.begin < h)
 		h = ps->fsm.begin;
 	if (m->path == DLBN_PATH_PIN) {
@@ -1242,15 +1264,12 @@ static int run_pass2(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 {
 	struct pass2 ps = {.m = m,
 			   .o = o,
-			   .py_open = -1,
-			   .py_iter_begin = -1,
 			   .first_result_read = -1,
 			   .pin_acc_first = INT64_MAX,
 			   .pin_held_first = INT64_MAX,
 			   .pin_acc_last = INT64_MIN,
 			   .pin_held_last = INT64_MIN};
 	const struct dlbn_record *rec;
-	int have_config = 0;
 
 	if (m->has_cuda && m->training >= 0 &&
 	    !(ps.gpu = dlbn_gpu_pass_new(m, &m->gpu, NULL, step_split, &ps)))
@@ -1264,11 +1283,6 @@ static int run_pass2(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 		if (p->role == DLBN_ROLE_WORKER) {
 			worker_record(&ps, p, rec);
 		} else if (p->role == DLBN_ROLE_TRAINING) {
-			if (rec->type == DLBN_REC_CONFIG && !have_config &&
-			    rec->kind[1] == DLBN_V_STR) {
-				dlbn_config_parse(&m->config, rec->str[1], (size_t)rec->f[1]);
-				have_config = 1;
-			}
 			training_record(&ps, rec);
 			int in_window = m->steps && m->steps->w.window > 0;
 			if (dlbn_wait_stacks_record(&m->stacks, rec, rec_dur(rec), in_window) != 0)
@@ -1297,11 +1311,15 @@ int dlbn_model_build(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 
 	memset(m, 0, sizeof(*m));
 	m->opts = *o;
+	m->py_steps.depth = m->ipc_steps.depth = m->nvtx_steps.depth = -1;
+	m->loaders.train = -1;
 	if (setup_procs(m, r) != 0)
 		return -1;
+	int oom = 0;
 	dlbn_reader_rewind(r);
 	while ((rec = dlbn_reader_next(r))) {
-		pass1_record(m, rec);
+		if (pass1_record(m, rec) != 0)
+			oom = 1;
 		int64_t end = rec->t_ns + rec_dur(rec);
 		if (rec->t_ns < m->t0)
 			m->t0 = rec->t_ns;
@@ -1312,6 +1330,10 @@ int dlbn_model_build(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 	if (m->t0 == INT64_MAX)
 		m->t0 = m->t_end = 0;
 	decide_roles(m);
+	if (oom || dlbn_loaders_decide(m) != 0)
+		return -1;
+	if (m->loaders.train >= 0 && m->loaders.v[m->loaders.train].has_config)
+		m->config = m->loaders.v[m->loaders.train].config;
 	infer_num_workers(m);
 	choose_view(m, o);
 	m->warmup_steps = o->warmup_steps;
@@ -1360,6 +1382,11 @@ void dlbn_model_free(struct dlbn_model *m)
 		free(st->gs);
 		dlbn_quantiles_free(st->w.waits);
 	}
+	for (size_t i = 0; i < m->loaders.n; i++) {
+		free(m->loaders.v[i].steps.v);
+		free(m->loaders.v[i].steps.gs);
+	}
+	dlbn_loaders_free(m);
 	free(m->sched_threads);
 	dlbn_range_names_free(m->range_names);
 	pipe_table_free(m->pipes);

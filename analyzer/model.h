@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include "gpu.h"
+#include "loaders.h"
 #include "ranges.h"
 #include "reader.h"
 #include "waitstacks.h"
@@ -80,6 +81,7 @@ struct dlbn_proc {
 	int64_t win_idle_ns, win_batch_ns, win_file_ns;
 	uint64_t win_batches;
 	int64_t file_bytes;
+	int loader; /* worker: index of the loader that started it; -1 unknown */
 };
 
 struct dlbn_thread {
@@ -119,6 +121,11 @@ struct dlbn_step {
 	int64_t gpu_refill_ns;
 	uint32_t in_epoch; /* position in its epoch (0: its first step) */
 	uint8_t warmup;	   /* before the steady-state window */
+	/* Python view: a step of another loader than the training one
+	 * (loaders.h); it has its own steps and window, and the GPU split
+	 * sees it in time order with the training loader's. */
+	uint8_t aside;
+	int16_t loader; /* index into m->loaders.v; -1 unknown */
 };
 
 /*
@@ -147,6 +154,8 @@ struct dlbn_window {
 /* The steps of one view: counts and window figures; the steps themselves
  * only with keep_steps. */
 struct dlbn_steps {
+	int depth; /* >= 0: prefetch depth of its own loader (another loader
+		    * than the training one); -1: the model's */
 	size_t n;      /* steps produced */
 	size_t nfinal; /* steps whose GPU split is final */
 	int epochs;
@@ -171,6 +180,59 @@ struct dlbn_config {
 	/* Parsed values; -1 unknown. */
 	int num_workers, prefetch_factor, batch_size, pin_memory, persistent_workers;
 	char start_method[24], dataset_kind[24];
+};
+
+/* One DataLoader of the training process (loaders.h). */
+struct dlbn_loader {
+	int64_t key; /* id(loader) from its CONFIG; 0: iterators without one */
+	uint32_t proc_index;
+	int role; /* DLBN_LOADER_* */
+	int has_config;
+	struct dlbn_config config; /* its first CONFIG */
+	/* Pass 1. */
+	uint64_t iterators, fetches;
+	int64_t fetch_ns; /* sum of its fetches (begin .. end) */
+	int64_t span_ns;  /* sum of its iterators' ITER_BEGIN .. last mark */
+	int64_t t_first;
+	size_t worker_procs; /* worker processes it started (CONFIG workers=) */
+	/* Pass 2: the Python view's fetch state (see model.c python_record). */
+	int64_t py_open, py_carry_ns, py_iter_begin;
+	int py_new_epoch;
+	struct dlbn_steps steps; /* another loader's steps (the training
+				  * loader's are m->py_steps) */
+	/* Its window steps that lie inside the training loader's window:
+	 * pending until the next training window step ends, then counted. */
+	struct dlbn_loader_sums pending, in_train_window;
+};
+
+struct dlbn_iter_ent {
+	int64_t iter_id;
+	uint32_t proc_index;
+	int32_t loader; /* -1: not known yet */
+	int64_t t_begin, t_last, open_t;
+};
+
+struct dlbn_worker_claim {
+	int pid;
+	int32_t loader;
+	int64_t t_begin; /* the iterator's ITER_BEGIN */
+};
+
+struct dlbn_loader_table {
+	struct dlbn_loader v[DLBN_LOADERS_MAX];
+	size_t n;
+	struct dlbn_iter_ent *iters;
+	size_t niters, capiters, last_hit;
+	struct dlbn_worker_claim *claims;
+	size_t nclaims, capclaims;
+	int train;	/* index of the training loader; -1 none */
+	size_t ntrain_proc; /* loaders of the training process */
+	char chosen_by[200]; /* how the training loader was chosen */
+	/* The bootstrap's process-level note (CONFIG of iter_id 0). */
+	int boot_note;	       /* a note was seen */
+	int boot_incompatible; /* bootstrap=incompatible: it left the loaders alone */
+	char boot_reason[200];
+	char torch_version[40];
 };
 
 struct dlbn_model_opts {
@@ -217,7 +279,8 @@ struct dlbn_model {
 	int view;			/* DLBN_VIEW_* chosen */
 	const struct dlbn_steps *steps; /* the chosen view's steps */
 
-	struct dlbn_config config;
+	struct dlbn_config config; /* the training loader's (first CONFIG) */
+	struct dlbn_loader_table loaders;
 
 	/* Pipes (opaque hash of inode -> readers/writers). */
 	struct pipe_table *pipes;

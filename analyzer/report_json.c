@@ -192,6 +192,61 @@ static void json_nvtx(FILE *out, const struct dlbn_model *m)
 	fputc('}', out);
 }
 
+static void json_sums(FILE *out, const struct dlbn_loader_sums *s)
+{
+	fprintf(out, "{\"steps\":%zu,\"wait_s\":", s->steps);
+	dlbn_json_number(out, (double)s->wait_ns / 1e9);
+	fputs(",\"stall_s\":", out);
+	dlbn_json_number(out, (double)s->stall_ns / 1e9);
+	fputc('}', out);
+}
+
+/* "loaders": every DataLoader of the training process (Python view); the
+ * top-level keys are the training loader's. */
+static void json_loaders(FILE *out, const struct dlbn_model *m, const struct dlbn_analysis *a)
+{
+	const struct dlbn_loader_table *t = &m->loaders;
+	fputc('[', out);
+	for (size_t i = 0; a->view == DLBN_VIEW_PYTHON && i < t->n; i++) {
+		struct dlbn_loader_summary ls;
+		dlbn_loader_summary(m, i, &ls);
+		fprintf(out, "%s{\"id\":%d,\"role\":", i ? "," : "", ls.id);
+		jstr(out, dlbn_loader_role_name(ls.role));
+		fprintf(out, ",\"training\":%s,\"steps\":%zu,\"window_steps\":%zu,\"epochs\":%d",
+			ls.training ? "true" : "false", ls.steps, ls.window_steps, ls.epochs);
+		fputs(",\"workers\":", out);
+		if (ls.num_workers >= 0)
+			fprintf(out, "%d", ls.num_workers);
+		else
+			fputs("null", out);
+		fprintf(out, ",\"worker_processes\":%zu,\"wait_s\":", ls.worker_procs);
+		dlbn_json_number(out, ls.wait_s);
+		fputs(",\"stall_s\":", out);
+		dlbn_json_number(out, ls.stall_s);
+		fputs(",\"in_window\":", out);
+		if (ls.training)
+			fputs("null", out);
+		else
+			json_sums(out, &ls.in_train_window);
+		fputs(",\"sampler\":", out);
+		jstr(out, ls.sampler);
+		fputs(",\"loader_class\":", out);
+		jstr(out, ls.loader_class);
+		fputs(",\"batch_size\":", out);
+		if (ls.batch_size >= 0)
+			fprintf(out, "%d", ls.batch_size);
+		else
+			fputs("null", out);
+		fputs(",\"chosen_by\":", out);
+		if (ls.training)
+			jstr(out, t->chosen_by);
+		else
+			fputs("null", out);
+		fputc('}', out);
+	}
+	fputc(']', out);
+}
+
 /* "stacks": the longest waits of the training process with their frames. */
 static void json_stacks(FILE *out, const struct dlbn_model *m)
 {
@@ -261,11 +316,12 @@ void dlbn_report_json(FILE *out, const struct dlbn_report_input *in)
 			       "receive_kib_per_batch",
 			       "fds_per_batch",
 			       "epoch_startup_stall_s",
-			       "contention_stall_s"};
+			       "contention_stall_s",
+			       "other_loaders_stall_s"};
 	double vals[] = {a->exposed_s,	       a->exposed_fraction, a->stall_s,	 a->stall_fraction,
 			 a->mean_ms,	       a->p50_ms,	    a->p95_ms,	 a->max_ms,
 			 a->recv_ms,	       a->recv_kib,	    a->recv_fds, a->startup_stall_s,
-			 a->contention_stall_s};
+			 a->contention_stall_s, a->other_loaders_stall_s};
 	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
 		fprintf(out, "%s\"%s\":", i ? "," : "", names[i]);
 		dlbn_json_number(out, vals[i]);
@@ -284,6 +340,8 @@ void dlbn_report_json(FILE *out, const struct dlbn_report_input *in)
 		fputs("null", out);
 	fputs(",\"config\":", out);
 	json_config(out, in->m, a);
+	fputs(",\"loaders\":", out);
+	json_loaders(out, in->m, a);
 	fputs(",\"cause\":", out);
 	jstr(out, a->cause);
 	fputs(",\"recommendations\":", out);

@@ -83,6 +83,33 @@ static void md_stacks(FILE *out, const struct dlbn_model *m)
 	}
 }
 
+/* Every DataLoader of the training process when there are several. */
+static void md_loaders(FILE *out, const struct dlbn_model *m)
+{
+	const struct dlbn_loader_table *t = &m->loaders;
+	if (m->view != DLBN_VIEW_PYTHON || t->n < 2 || t->train < 0)
+		return;
+	fprintf(out, "\n### DataLoaders\n\nThe verdict is loader #%d's, chosen as %s.\n\n",
+		t->train + 1, t->chosen_by);
+	fputs("| # | role | loader | steps | epochs | wait (s) | stall (s) | in the verdict's "
+	      "window: steps, stall (s) |\n|---|---|---|---|---|---|---|---|\n",
+	      out);
+	for (size_t i = 0; i < t->n; i++) {
+		struct dlbn_loader_summary ls;
+		char what[160];
+		dlbn_loader_summary(m, i, &ls);
+		dlbn_loader_describe(&ls, what, sizeof(what));
+		fprintf(out, "| %d | %s | %s | %zu | %d | %.3f | %.3f | ", ls.id,
+			dlbn_loader_role_name(ls.role), what, ls.steps, ls.epochs, ls.wait_s,
+			ls.stall_s);
+		if (ls.training)
+			fputs("(the window's own) |\n", out);
+		else
+			fprintf(out, "%zu, %.3f |\n", ls.in_train_window.steps,
+				(double)ls.in_train_window.stall_ns / 1e9);
+	}
+}
+
 void dlbn_report_markdown(FILE *out, const struct dlbn_report_input *in)
 {
 	const struct dlbn_analysis *a = in->a;
@@ -121,6 +148,7 @@ void dlbn_report_markdown(FILE *out, const struct dlbn_report_input *in)
 		fputs("`\n", out);
 	}
 	md_workers(out, a);
+	md_loaders(out, m);
 
 	fputs("\n## Localisation\n\n", out);
 	md_list(out, a->reasons, a->nreasons);

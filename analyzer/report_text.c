@@ -80,6 +80,39 @@ static void text_config(FILE *out, const struct dlbn_model *m, const struct dlbn
 		m->prefetch_writes ? " (index messages before the first batch)" : " (assumed)");
 }
 
+/* The loaders other than the verdict's (Python view, several loaders). */
+static void text_loaders(FILE *out, const struct dlbn_model *m)
+{
+	const struct dlbn_loader_table *t = &m->loaders;
+	if (m->view != DLBN_VIEW_PYTHON || t->n < 2 || t->train < 0)
+		return;
+	struct dlbn_loader_summary ls;
+	char what[160];
+	dlbn_loader_summary(m, (size_t)t->train, &ls);
+	dlbn_loader_describe(&ls, what, sizeof(what));
+	fprintf(out, "\nDataLoaders (%zu in the training process)\n", t->n);
+	fprintf(out, "  #%-2d train       %s: the verdict's loader, chosen as %s\n", ls.id, what,
+		t->chosen_by);
+	for (size_t i = 0; i < t->n; i++) {
+		if ((int)i == t->train)
+			continue;
+		dlbn_loader_summary(m, i, &ls);
+		dlbn_loader_describe(&ls, what, sizeof(what));
+		fprintf(out, "  #%-2d %-11s %s", ls.id, dlbn_loader_role_name(ls.role), what);
+		if (ls.worker_procs)
+			fprintf(out, " (%zu worker processes over the run)", ls.worker_procs);
+		fprintf(out,
+			"\n                   %zu steps in %d epoch(s), %zu after its warm-up: wait "
+			"%.3f s, stall %.3f s\n",
+			ls.steps, ls.epochs, ls.window_steps, ls.wait_s, ls.stall_s);
+		fprintf(out,
+			"                   inside the verdict's window: %zu steps, wait %.3f s, "
+			"stall %.3f s (in the prediction)\n",
+			ls.in_train_window.steps, (double)ls.in_train_window.wait_ns / 1e9,
+			(double)ls.in_train_window.stall_ns / 1e9);
+	}
+}
+
 #define TEXT_STACKS 3  /* longest waits shown with their stacks */
 #define TEXT_FRAMES 12 /* innermost frames shown per stack */
 
@@ -159,6 +192,7 @@ void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
 	text_cpu(out, a);
 	text_config(out, m, a);
 	text_workers(out, a);
+	text_loaders(out, m);
 	/* The GPU section lists its evidence lines; the cause list then
 	 * leaves out their "GPU: " copies. */
 	int gpu_shown = in->gpu && in->gpu->present;

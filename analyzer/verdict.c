@@ -144,6 +144,19 @@ static void loader_wait_stats(const struct dlbn_model *m, struct dlbn_analysis *
 		a->max_ms = (double)dlbn_quantiles_at(w->waits, 1.0) / 1e6;
 		a->loop_ms = (a->wall_s - a->stall_s) * 1e3 / (double)cnt;
 	}
+	/* Other loaders' fetches inside the window (Python view only: the
+	 * other views do not tell loaders apart). */
+	for (size_t i = 0; m->view == DLBN_VIEW_PYTHON && i < m->loaders.n; i++) {
+		const struct dlbn_loader_sums *in = &m->loaders.v[i].in_train_window;
+		a->other_loaders_steps += in->steps;
+		a->other_loaders_wait_s += (double)in->wait_ns / 1e9;
+		a->other_loaders_stall_s += (double)in->stall_ns / 1e9;
+	}
+	a->stall_s += a->other_loaders_stall_s;
+	if (a->wall_s > 0)
+		a->stall_fraction = a->stall_s / a->wall_s;
+	if (cnt)
+		a->loop_ms = (a->wall_s - a->stall_s) * 1e3 / (double)cnt;
 	/* Hand-off cost per batch: IPC steps inside the chosen view's window. */
 	const struct dlbn_window *iw = &m->ipc_steps.w;
 	if (iw->nrecv) {
@@ -456,6 +469,30 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 
 /* The stall wording follows the rule actually applied: gpu.present, not
  * m->has_cuda (another process's CUDA records set that one). */
+static void loaders_reasons(const struct dlbn_model *m, struct dlbn_analysis *a)
+{
+	const struct dlbn_loader_table *t = &m->loaders;
+	if (t->boot_incompatible)
+		REASON("the Python bootstrap left the DataLoader alone: %s; no fetch marks, so the "
+		       "%s view is used",
+		       t->boot_reason[0] ? t->boot_reason : "this torch's DataLoader internals "
+							    "differ from what it knows",
+		       dlbn_view_name(m->view));
+	if (m->view != DLBN_VIEW_PYTHON || t->train < 0 || t->n < 2)
+		return;
+	struct dlbn_loader_summary ls;
+	char what[160];
+	dlbn_loader_summary(m, (size_t)t->train, &ls);
+	dlbn_loader_describe(&ls, what, sizeof(what));
+	REASON("%zu DataLoaders in the training process; the verdict's is loader #%d (%s), "
+	       "chosen as %s",
+	       t->n, ls.id, what, t->chosen_by);
+	if (a->other_loaders_steps)
+		REASON("the other loaders' %zu fetches inside the window waited %.3f s, stall %.3f "
+		       "s: part of the stall (Replay caches every loader)",
+		       a->other_loaders_steps, a->other_loaders_wait_s, a->other_loaders_stall_s);
+}
+
 static void basis_reason(struct dlbn_analysis *a)
 {
 	if (a->predicted_speedup > 0)
@@ -612,6 +649,7 @@ int dlbn_analyze_gpu(const struct dlbn_model *m, const struct dlbn_reader_stats 
 	a->mean_busy = -1;
 	if (m->view == DLBN_VIEW_NONE || !m->steps || m->steps->n == 0) {
 		report_deaths(m, rs, a, m->t_end);
+		loaders_reasons(m, a);
 		return inconclusive_without_steps(m, a);
 	}
 	const struct dlbn_steps *st = m->steps;
@@ -637,6 +675,7 @@ int dlbn_analyze_gpu(const struct dlbn_model *m, const struct dlbn_reader_stats 
 		return -1;
 	cpu_contention(m, a);
 	add_contention_stall(a);
+	loaders_reasons(m, a);
 	a->verdict = dlbn_classify(a->predicted_speedup, a->steps_window, m->prefetch_depth, o);
 	if (gpu)
 		gpu_figures(gpu, a);

@@ -55,6 +55,10 @@ struct dlbn_analysis {
 	double loop_ms;			    /* loop time per step without the wait */
 	double recv_ms, recv_kib, recv_fds; /* IPC hand-off per batch (direct path) */
 	double startup_stall_s;		    /* stall in the warm-up steps of later epochs */
+	/* Other DataLoaders of the loop (loaders.h): their stall inside the
+	 * window, included in stall_s (Replay caches every loader). */
+	double other_loaders_stall_s, other_loaders_wait_s;
+	size_t other_loaders_steps;
 	int epochs;
 	int num_workers; /* config, else inferred; -1 unknown */
 	int prefetch_depth;

@@ -69,11 +69,17 @@ static void fold_worker(struct dlbn_proc *p, int64_t ws, int64_t e, int accumula
 	p->nsegs = k;
 }
 
+/* The training loader's workers (and those of no known loader) count;
+ * other loaders' workers only drop their pending evidence. */
 static void fold_workers(struct dlbn_model *m, int64_t ws, int64_t e, int accumulate)
 {
-	for (size_t i = 0; i < m->nprocs; i++)
-		if (m->procs[i].role == DLBN_ROLE_WORKER)
-			fold_worker(&m->procs[i], ws, e, accumulate);
+	for (size_t i = 0; i < m->nprocs; i++) {
+		struct dlbn_proc *p = &m->procs[i];
+		if (p->role != DLBN_ROLE_WORKER)
+			continue;
+		int ours = p->loader < 0 || p->loader == m->loaders.train;
+		fold_worker(p, ws, e, accumulate && ours);
+	}
 }
 
 /*
@@ -107,10 +113,13 @@ void dlbn_sched_window(const struct dlbn_model *m, size_t ti, int64_t *run_ns, i
 	*wait_ns = wait > 0 ? wait : 0;
 }
 
-static int is_warmup(const struct dlbn_model *m, size_t i, const struct dlbn_step *s)
+static int is_warmup(const struct dlbn_model *m, const struct dlbn_steps *st, size_t i,
+		     const struct dlbn_step *s)
 {
 	if (i == 0)
 		return 1;
+	if (st->depth >= 0) /* another loader: its own prefetch depth */
+		return s->epoch == 0 && i < (size_t)st->depth + 1;
 	if (m->warmup_steps >= 0)
 		return i < (size_t)m->warmup_steps;
 	return s->epoch == 0 && i < (size_t)m->prefetch_depth + 1;
@@ -135,7 +144,7 @@ void dlbn_window_feed(struct dlbn_model *m, struct dlbn_steps *st, struct dlbn_s
 		w->nfds += s->nfds;
 		w->nrecv++;
 	}
-	s->warmup = (uint8_t)is_warmup(m, i, s);
+	s->warmup = (uint8_t)is_warmup(m, st, i, s);
 	if (s->warmup) {
 		w->warmup++;
 		w->ws = s->end;
@@ -176,6 +185,35 @@ static int keep(struct dlbn_steps *st, const struct dlbn_step *s, const struct d
 	return 0;
 }
 
+/*
+ * Other loaders' steps between two steps of the training loader lie inside
+ * its window when the later one is a window step: they wait as pending
+ * until then (the last ones, after the training loader's last step, never
+ * count).  Their own warm-up never counts: Replay fills its cache there.
+ */
+static void other_loaders_window(struct dlbn_model *m, const struct dlbn_step *s)
+{
+	struct dlbn_loader_table *t = &m->loaders;
+	if (s->aside) {
+		if (s->warmup || s->loader < 0)
+			return;
+		struct dlbn_loader_sums *p = &t->v[s->loader].pending;
+		p->steps++;
+		p->wait_ns += s->wait_ns;
+		p->stall_ns += s->gpu_idle_ns + s->gpu_refill_ns;
+		return;
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		struct dlbn_loader *l = &t->v[i];
+		if (!s->warmup) {
+			l->in_train_window.steps += l->pending.steps;
+			l->in_train_window.wait_ns += l->pending.wait_ns;
+			l->in_train_window.stall_ns += l->pending.stall_ns;
+		}
+		memset(&l->pending, 0, sizeof(l->pending));
+	}
+}
+
 int dlbn_window_final(struct dlbn_model *m, struct dlbn_steps *st, const struct dlbn_step *s,
 		      const struct dlbn_gpu_step *gs)
 {
@@ -187,6 +225,8 @@ int dlbn_window_final(struct dlbn_model *m, struct dlbn_steps *st, const struct 
 		rc = -1;
 	if (st == m->steps && m->opts.sink)
 		m->opts.sink(m->opts.sink_ctx, i, s, gs);
+	if (st == &m->py_steps || s->aside)
+		other_loaders_window(m, s);
 	if (s->warmup)
 		return rc;
 	w->exposed_ns += s->wait_ns;
