@@ -355,8 +355,8 @@ static void choose_training(struct dlbn_model *m)
 		}
 		const struct dlbn_loader *b = &t->v[best];
 		int64_t hi = l->span_ns > b->span_ns ? l->span_ns : b->span_ns;
-		int64_t diff = l->span_ns > b->span_ns ? l->span_ns - b->span_ns
-						       : b->span_ns - l->span_ns;
+		int64_t diff =
+			l->span_ns > b->span_ns ? l->span_ns - b->span_ns : b->span_ns - l->span_ns;
 		if ((double)diff > SAME_SPAN_SHARE * (double)hi) {
 			if (l->span_ns > b->span_ns)
 				best = (int)i;

@@ -62,7 +62,7 @@ struct dlbn_loader_summary {
 	int epochs;
 	int num_workers; /* config; -1 unknown */
 	size_t worker_procs;
-	double wait_s, stall_s;		       /* its window steps (warm-up skipped) */
+	double wait_s, stall_s;			 /* its window steps (warm-up skipped) */
 	struct dlbn_loader_sums in_train_window; /* others: inside the verdict's window */
 	char sampler[48], loader_class[48];
 	int batch_size; /* -1 unknown */

@@ -154,8 +154,8 @@ struct dlbn_window {
 /* The steps of one view: counts and window figures; the steps themselves
  * only with keep_steps. */
 struct dlbn_steps {
-	int depth; /* >= 0: prefetch depth of its own loader (another loader
-		    * than the training one); -1: the model's */
+	int depth;     /* >= 0: prefetch depth of its own loader (another loader
+			* than the training one); -1: the model's */
 	size_t n;      /* steps produced */
 	size_t nfinal; /* steps whose GPU split is final */
 	int epochs;
@@ -225,8 +225,8 @@ struct dlbn_loader_table {
 	size_t niters, capiters, last_hit;
 	struct dlbn_worker_claim *claims;
 	size_t nclaims, capclaims;
-	int train;	/* index of the training loader; -1 none */
-	size_t ntrain_proc; /* loaders of the training process */
+	int train;	     /* index of the training loader; -1 none */
+	size_t ntrain_proc;  /* loaders of the training process */
 	char chosen_by[200]; /* how the training loader was chosen */
 	/* The bootstrap's process-level note (CONFIG of iter_id 0). */
 	int boot_note;	       /* a note was seen */

@@ -318,10 +318,20 @@ void dlbn_report_json(FILE *out, const struct dlbn_report_input *in)
 			       "epoch_startup_stall_s",
 			       "contention_stall_s",
 			       "other_loaders_stall_s"};
-	double vals[] = {a->exposed_s,	       a->exposed_fraction, a->stall_s,	 a->stall_fraction,
-			 a->mean_ms,	       a->p50_ms,	    a->p95_ms,	 a->max_ms,
-			 a->recv_ms,	       a->recv_kib,	    a->recv_fds, a->startup_stall_s,
-			 a->contention_stall_s, a->other_loaders_stall_s};
+	double vals[] = {a->exposed_s,
+			 a->exposed_fraction,
+			 a->stall_s,
+			 a->stall_fraction,
+			 a->mean_ms,
+			 a->p50_ms,
+			 a->p95_ms,
+			 a->max_ms,
+			 a->recv_ms,
+			 a->recv_kib,
+			 a->recv_fds,
+			 a->startup_stall_s,
+			 a->contention_stall_s,
+			 a->other_loaders_stall_s};
 	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
 		fprintf(out, "%s\"%s\":", i ? "," : "", names[i]);
 		dlbn_json_number(out, vals[i]);

@@ -102,7 +102,8 @@ static void text_loaders(FILE *out, const struct dlbn_model *m)
 		if (ls.worker_procs)
 			fprintf(out, " (%zu worker processes over the run)", ls.worker_procs);
 		fprintf(out,
-			"\n                   %zu steps in %d epoch(s), %zu after its warm-up: wait "
+			"\n                   %zu steps in %d epoch(s), %zu after its warm-up: "
+			"wait "
 			"%.3f s, stall %.3f s\n",
 			ls.steps, ls.epochs, ls.window_steps, ls.wait_s, ls.stall_s);
 		fprintf(out,

@@ -475,8 +475,9 @@ static void loaders_reasons(const struct dlbn_model *m, struct dlbn_analysis *a)
 	if (t->boot_incompatible)
 		REASON("the Python bootstrap left the DataLoader alone: %s; no fetch marks, so the "
 		       "%s view is used",
-		       t->boot_reason[0] ? t->boot_reason : "this torch's DataLoader internals "
-							    "differ from what it knows",
+		       t->boot_reason[0] ? t->boot_reason
+					 : "this torch's DataLoader internals "
+					   "differ from what it knows",
 		       dlbn_view_name(m->view));
 	if (m->view != DLBN_VIEW_PYTHON || t->train < 0 || t->n < 2)
 		return;

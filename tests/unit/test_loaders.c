@@ -25,12 +25,12 @@
 static char path[] = "/tmp/dlbn-test-loaders-XXXXXX";
 
 #define TRAIN_CFG                                                                                  \
-	"num_workers=2;batch_size=32;prefetch_factor=2;pin_memory=0;persistent_workers=0;"        \
-	"start_method=fork;dataset_kind=map;sampler=RandomSampler;loader_class=DataLoader;"       \
+	"num_workers=2;batch_size=32;prefetch_factor=2;pin_memory=0;persistent_workers=0;"         \
+	"start_method=fork;dataset_kind=map;sampler=RandomSampler;loader_class=DataLoader;"        \
 	"loader=1111"
 #define VAL_CFG                                                                                    \
-	"num_workers=1;batch_size=64;prefetch_factor=2;pin_memory=0;persistent_workers=0;"        \
-	"start_method=fork;dataset_kind=map;sampler=SequentialSampler;loader_class=DataLoader;"   \
+	"num_workers=1;batch_size=64;prefetch_factor=2;pin_memory=0;persistent_workers=0;"         \
+	"start_method=fork;dataset_kind=map;sampler=SequentialSampler;loader_class=DataLoader;"    \
 	"loader=2222"
 
 struct run {
@@ -199,8 +199,7 @@ static void zipped(void)
 	      "zipped: the loader the loop waits for longer is the training one, the other "
 	      "is zipped (train %d, role %d)",
 	      lt->train, lt->n == 2 ? lt->v[0].role : -1);
-	CHECK(strstr(lt->chosen_by, "same epochs") != NULL, "chosen_by says so: %s",
-	      lt->chosen_by);
+	CHECK(strstr(lt->chosen_by, "same epochs") != NULL, "chosen_by says so: %s", lt->chosen_by);
 	CHECK(x.m.py_steps.n == 60 && lt->v[0].steps.n == 60,
 	      "each loader has its 60 steps (got %zu, %zu)", x.m.py_steps.n, lt->v[0].steps.n);
 	CHECK(x.m.config.batch_size == 8, "config of the training loader (batch 8)");
