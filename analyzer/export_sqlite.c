@@ -4,8 +4,9 @@
  *
  * Tables: meta (key/value: verdict, speedup, window, versions ...),
  * findings (reasons, recommendations, warnings), processes, threads,
- * events (every record), steps (the chosen view), workers, batches (worker
- * batch segments), ranges (NVTX intervals).  Indexes on events by
+ * events (every record), steps (the chosen view), workers, loaders (the
+ * training process's DataLoaders), batches (worker batch segments), ranges
+ * (NVTX intervals).  Indexes on events by
  * (proc_id, t_ns) and by type; views main_thread_waits, worker_busy,
  * step_summary, window_steps, time_by_type.
  *
@@ -24,7 +25,8 @@
 
 #include "export.h"
 
-#define SCHEMA_VERSION 1
+/* 2: the loaders table and workers.loader. */
+#define SCHEMA_VERSION 2
 
 static const char schema_sql[] =
 	"CREATE TABLE meta(key TEXT PRIMARY KEY, value);\n"
@@ -46,7 +48,12 @@ static const char schema_sql[] =
 	" gpu_refill_ns INTEGER);\n"
 	"CREATE TABLE workers(proc_id INTEGER PRIMARY KEY, pid INTEGER, batches INTEGER,"
 	" busy_fraction REAL, busy_s REAL, mean_batch_ms REAL, file_read_s REAL, exited INTEGER,"
-	" ended_s REAL, in_window INTEGER);\n"
+	" ended_s REAL, in_window INTEGER, loader INTEGER);\n"
+	"CREATE TABLE loaders(id INTEGER PRIMARY KEY, role TEXT, training INTEGER,"
+	" steps INTEGER, window_steps INTEGER, epochs INTEGER, num_workers INTEGER,"
+	" worker_processes INTEGER, wait_s REAL, stall_s REAL, in_window_steps INTEGER,"
+	" in_window_wait_s REAL, in_window_stall_s REAL, sampler TEXT, loader_class TEXT,"
+	" batch_size INTEGER, config TEXT);\n"
 	"CREATE TABLE batches(proc_id INTEGER, seq INTEGER, thread_no INTEGER,"
 	" end_thread_no INTEGER, begin_ns INTEGER, end_ns INTEGER, dur_ns INTEGER);\n"
 	"CREATE TABLE ranges(id INTEGER PRIMARY KEY, kind TEXT, proc_id INTEGER,"
@@ -419,7 +426,7 @@ static int insert_workers(struct sq *s)
 {
 	const struct dlbn_model *m = s->m;
 	sqlite3_stmt *st;
-	if (sq_prepare(s, "INSERT INTO workers VALUES(?,?,?,?,?,?,?,?,?,?)", &st))
+	if (sq_prepare(s, "INSERT INTO workers VALUES(?,?,?,?,?,?,?,?,?,?,?)", &st))
 		return -1;
 	for (size_t i = 0; i < m->nprocs; i++) {
 		const struct dlbn_proc *p = &m->procs[i];
@@ -437,6 +444,52 @@ static int insert_workers(struct sq *s)
 		sqlite3_bind_int(st, 8, w.exited);
 		bind_real(st, 9, w.ended_s, 1);
 		sqlite3_bind_int(st, 10, worker_in_window(s->in->a, w.pid));
+		if (p->loader >= 0)
+			sqlite3_bind_int(st, 11, p->loader + 1);
+		else
+			sqlite3_bind_null(st, 11);
+		if (sq_row(s, st))
+			break;
+	}
+	sqlite3_finalize(st);
+	return s->failed ? -1 : 0;
+}
+
+/* Every DataLoader of the training process (the JSON report's "loaders"). */
+static int insert_loaders(struct sq *s)
+{
+	const struct dlbn_model *m = s->m;
+	sqlite3_stmt *st;
+	if (sq_prepare(s, "INSERT INTO loaders VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
+		return -1;
+	for (size_t i = 0; i < m->loaders.n; i++) {
+		struct dlbn_loader_summary ls;
+		const struct dlbn_loader *l = &m->loaders.v[i];
+		dlbn_loader_summary(m, i, &ls);
+		sqlite3_bind_int(st, 1, ls.id);
+		sqlite3_bind_text(st, 2, dlbn_loader_role_name(ls.role), -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 3, ls.training);
+		sqlite3_bind_int64(st, 4, (int64_t)ls.steps);
+		sqlite3_bind_int64(st, 5, (int64_t)ls.window_steps);
+		sqlite3_bind_int(st, 6, ls.epochs);
+		if (ls.num_workers >= 0)
+			sqlite3_bind_int(st, 7, ls.num_workers);
+		else
+			sqlite3_bind_null(st, 7);
+		sqlite3_bind_int64(st, 8, (int64_t)ls.worker_procs);
+		bind_real(st, 9, ls.wait_s, 1);
+		bind_real(st, 10, ls.stall_s, 1);
+		sqlite3_bind_int64(st, 11, (int64_t)ls.in_train_window.steps);
+		bind_real(st, 12, (double)ls.in_train_window.wait_ns / 1e9, !ls.training);
+		bind_real(st, 13, (double)ls.in_train_window.stall_ns / 1e9, !ls.training);
+		sqlite3_bind_text(st, 14, ls.sampler, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 15, ls.loader_class, -1, SQLITE_TRANSIENT);
+		if (ls.batch_size >= 0)
+			sqlite3_bind_int(st, 16, ls.batch_size);
+		else
+			sqlite3_bind_null(st, 16);
+		sqlite3_bind_text(st, 17, l->has_config ? l->config.text : "", -1,
+				  SQLITE_TRANSIENT);
 		if (sq_row(s, st))
 			break;
 	}
@@ -626,7 +679,8 @@ static int build(struct sq *s, const char *file, struct dlbn_export_stats *stats
 		       " PRAGMA cache_size = -32768;"
 		       " BEGIN;") ||
 	    sq_exec(s, schema_sql) || insert_meta(s) || insert_findings(s) || insert_processes(s) ||
-	    insert_threads(s) || insert_steps(s) || insert_workers(s) || prepare_pass_statements(s))
+	    insert_threads(s) || insert_steps(s) || insert_workers(s) || insert_loaders(s) ||
+	    prepare_pass_statements(s))
 		return -1;
 	double t = dlbn_now_s();
 	if (event_pass(s, &stats->events))

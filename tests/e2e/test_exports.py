@@ -60,6 +60,10 @@ def test_sqlite_holds_the_model(runs):
     assert one(db, "SELECT count(*) FROM threads WHERE role = 'main'") == 1
     assert one(db, "SELECT count(*) FROM events WHERE type = 'MARK' AND "
                    "json_extract(detail, '$.kind') = 'FETCH_BEGIN'") >= 60
+    # one DataLoader: the training one, as in the JSON report's "loaders"
+    loaders = query(db, "SELECT id, role, training, steps, epochs FROM loaders")
+    assert loaders == [(1, "train", 1, 60, 2)], loaders
+    assert [(l["id"], l["steps"]) for l in report["loaders"]] == [(1, 60)]
 
 
 def test_sqlite_views_answer(runs):
