@@ -338,6 +338,13 @@ struct dlbn_worker_stats {
 void dlbn_worker_window_stats(const struct dlbn_model *m, size_t proc_index,
 			      struct dlbn_worker_stats *out);
 
+/* A worker of the training loader (or of no known loader). */
+static inline int dlbn_training_worker(const struct dlbn_model *m, size_t proc_index)
+{
+	const struct dlbn_proc *p = &m->procs[proc_index];
+	return p->role == DLBN_ROLE_WORKER && (p->loader < 0 || p->loader == m->loaders.train);
+}
+
 /* window.c: the prefetch depth P (config, index writes, or 2 x workers). */
 void dlbn_prefetch_depth(struct dlbn_model *m);
 /* window.c: a thread's time on a CPU and runnable-waiting inside the window. */

@@ -174,7 +174,7 @@ static int collect_workers(const struct dlbn_model *m, struct dlbn_analysis *a)
 	double busy = 0;
 	size_t nbusy = 0;
 	for (size_t i = 0; i < m->nprocs; i++) {
-		if (m->procs[i].role != DLBN_ROLE_WORKER)
+		if (!dlbn_training_worker(m, i))
 			continue;
 		struct dlbn_worker_stats ws;
 		dlbn_worker_window_stats(m, i, &ws);
@@ -203,8 +203,7 @@ static void cpu_contention(const struct dlbn_model *m, struct dlbn_analysis *a)
 			continue;
 		a->sched_threads++;
 		run_all += run;
-		const struct dlbn_proc *p = &m->procs[m->threads[ti].proc_index];
-		if (p->role == DLBN_ROLE_WORKER) {
+		if (dlbn_training_worker(m, m->threads[ti].proc_index)) {
 			wrun += run;
 			wwait += wait;
 		} else if ((ssize_t)ti == m->main_thread) {

@@ -75,10 +75,8 @@ static void fold_workers(struct dlbn_model *m, int64_t ws, int64_t e, int accumu
 {
 	for (size_t i = 0; i < m->nprocs; i++) {
 		struct dlbn_proc *p = &m->procs[i];
-		if (p->role != DLBN_ROLE_WORKER)
-			continue;
-		int ours = p->loader < 0 || p->loader == m->loaders.train;
-		fold_worker(p, ws, e, accumulate && ours);
+		if (p->role == DLBN_ROLE_WORKER)
+			fold_worker(p, ws, e, accumulate && dlbn_training_worker(m, i));
 	}
 }
 
