@@ -50,7 +50,7 @@ static int replay_batches_of(const struct dlbn_config *c)
 /* Keys that legitimately differ between a Real and its Replay run. */
 static int config_key_ignored(const char *key)
 {
-	return !strcmp(key, "replay") || !strcmp(key, "loader");
+	return !strcmp(key, "replay") || !strcmp(key, "loader") || !strcmp(key, "workers");
 }
 
 /* 1 when every compared key has the same value in both (absent = ""). */

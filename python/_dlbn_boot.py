@@ -1,22 +1,39 @@
 """dlbn Python bootstrap, DataLoader half: exact fetch marks (DESIGN section 3).
 
 sitecustomize.py (the start-up half) loads this module when torch imports
-torch.utils.data.dataloader and calls patch_dataloader_module(), which wraps
+torch.utils.data.dataloader and calls patch_module(), which wraps
     DataLoader.__iter__           -> ITER_BEGIN mark + CONFIG record
     _BaseDataLoaderIter.__next__  -> FETCH_BEGIN / FETCH_END, or FETCH_STOP
 through the marker API that libdlbn.so exports (dlbn_mark, dlbn_config,
 dlbn_active), reached with ctypes.PyDLL(None).  Without the library (symbols
-missing) or with dlbn_active() == 0 nothing is wrapped.
+missing) or with dlbn_active() == 0 nothing is wrapped.  When torchdata's
+stateful_dataloader module is imported too, StatefulDataLoader.__iter__ (which
+does not call DataLoader's) is wrapped the same way.
+
+Only a torch whose DataLoader internals are the ones the wrappers use is
+patched: before wrapping, every class, method and private attribute they rely
+on is checked (see "Compatibility" below).  On a mismatch nothing is wrapped
+(no marks, no replay), the trace gets a process-level note (CONFIG, iter_id
+0) "bootstrap=incompatible;torch=V;reason=..." and stderr one "dlbn:" line
+(unless DLBN_LOG=quiet; always when DLBN_REPLAY asked for replay, which is
+then off).  A compatible torch gets the note "bootstrap=ok;torch=V".
 
 Rules (it runs inside someone else's training job): dlbn's own failures never
 raise into the host program - every wrapper body is guarded and falls back to
-the unwrapped call; exceptions of the wrapped calls pass through unchanged.
+the unwrapped call; exceptions of the wrapped calls pass through unchanged,
+with the traceback they would have without dlbn (the wrappers take their own
+frames out of it).
 
 Mark arguments (the kinds are DLBN_MARK_* of libintercept/dlbn_trace.h):
   ITER_BEGIN  iter_id, arg = how many iterators this DataLoader made before
               (the epoch number when there is one iter() per epoch)
   CONFIG      iter_id, "key=value;..." (emitted right after the iterator is
-              made, so pin_memory is the effective value)
+              made, so pin_memory is the effective value; under 500 bytes):
+              num_workers, batch_size, prefetch_factor, pin_memory,
+              persistent_workers, start_method, dataset_kind, drop_last,
+              timeout, loader (its id()), loader_class, sampler (class name
+              of what orders the samples), replay (with DLBN_REPLAY), workers
+              (pids of a multiprocess iterator's workers, up to 64)
   FETCH_BEGIN iter_id, arg = batch index within the epoch
   FETCH_END   iter_id, arg = the same batch index
   FETCH_STOP  iter_id, arg = batches yielded in the epoch (StopIteration),
@@ -55,7 +72,12 @@ MARK_FETCH_STOP = 3
 MARK_ITER_BEGIN = 4
 MARK_STEP = 5
 
-_patched = False
+_patched = False     # patch_dataloader_module ran (it runs once)
+_status = None       # then: "ok" (wrapped), "incompatible" or "off" (left alone)
+_torch_module = None  # the torch.utils.data.dataloader wrapped
+_stateful_done = False  # patch_stateful_module ran
+_skip_iter_types = ()   # iterator classes of loaders left alone
+_environ = {}        # the environment patching read (DLBN_LOG)
 _api = None          # the marker API once patched
 _next_iter_id = 1    # incremented under the GIL
 _replay = 0          # DLBN_REPLAY: cached batches per loader, 0 = off
@@ -142,39 +164,387 @@ def _emit(kind, iter_id, arg):
 
 
 # ---------------------------------------------------------------------------
+# Compatibility: what the wrappers rely on, checked before anything is wrapped
+#
+# The wrappers reach into torch's private DataLoader internals.  A torch that
+# renamed or restructured them would get wrong marks (a batch index that never
+# moves, a CONFIG that describes nothing) or, worse, a wrapper that gets in the
+# way.  So patching first checks, without making a loader (that would start
+# workers, or need a dataset), that every internal the wrappers and the
+# CONFIG text use is where this code expects it: the classes and methods exist
+# and are plain functions, and every attribute read from a loader or iterator
+# is named by the __init__ that sets it (the names a code object uses,
+# co_names: present for an attribute it stores or loads, gone when a rename
+# happened).  On any mismatch nothing is wrapped and the trace says why.
+
+# Set by DataLoader.__init__ (read by the CONFIG text; __len__ by replay).
+_LOADER_ATTRS = ("num_workers", "batch_size", "batch_sampler", "sampler",
+                 "prefetch_factor", "pin_memory", "persistent_workers",
+                 "multiprocessing_context", "_dataset_kind", "drop_last", "timeout")
+# Set by the iterator classes' __init__ (base class or one of the two kinds;
+# torch 1.13 sets _prefetch_factor in the base, 2.x in the multiprocess one).
+_ITER_ATTRS = ("_num_yielded", "_pin_memory", "_index_sampler", "_dataset_kind",
+               "_num_workers", "_drop_last", "_timeout", "_persistent_workers",
+               "_prefetch_factor")
+# Set by the multiprocess iterator's __init__: its worker processes.
+_MP_ITER_ATTRS = ("_workers",)
+
+
+def _code_names(func):
+    """Every name the code of func (and of the functions and comprehensions
+    nested in it) uses: attributes, globals.  None when func has no code."""
+    for _ in range(8):  # decorated with functools.wraps: the function inside
+        inner = getattr(func, "__wrapped__", None)
+        if inner is None:
+            break
+        func = inner
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return None
+    names, todo = set(), [code]
+    while todo:
+        code = todo.pop()
+        names.update(code.co_names)
+        todo.extend(c for c in code.co_consts if hasattr(c, "co_names"))
+    return names
+
+
+def _init_names(cls):
+    """Names used by the __init__ of cls and of its bases (each __init__ that
+    runs, or may run through super(), on a new instance)."""
+    names = set()
+    for klass in cls.__mro__:
+        found = _code_names(klass.__dict__.get("__init__"))
+        if found:
+            names |= found
+    return names
+
+
+def _own_function(cls, name):
+    """cls.__dict__[name] when it is a plain Python function, else a reason."""
+    import types
+    value = cls.__dict__.get(name)
+    if value is None:
+        return None, "%s.%s missing" % (cls.__name__, name)
+    if not isinstance(value, types.FunctionType):
+        return None, "%s.%s is a %s not a function" % (
+            cls.__name__, name, type(value).__name__)
+    return value, None
+
+
+def _class(module, name, base=None):
+    cls = getattr(module, name, None)
+    if not isinstance(cls, type):
+        return None, "no class %s" % name
+    if base is not None and not issubclass(cls, base):
+        return None, "%s is not a %s" % (name, base.__name__)
+    if not cls.__dictoffset__:  # the wrappers keep their state in __dict__
+        return None, "%s has no instance __dict__" % name
+    return cls, None
+
+
+def _missing(names, wanted):
+    return [n for n in wanted if n not in names]
+
+
+def _check_iterators(base_cls, single_cls, multi_cls):
+    """Reason why these iterator classes do not fit, or None."""
+    orig_next, reason = _own_function(base_cls, "__next__")
+    if reason:
+        return reason
+    for cls in (single_cls, multi_cls):
+        if "__next__" in cls.__dict__:
+            # its own __next__ would run instead of the wrapped one
+            return "%s overrides __next__" % cls.__name__
+    # The batch index of the marks: __next__ counts the batches it yielded.
+    if "_num_yielded" not in (_code_names(orig_next) or ()):
+        return "%s.__next__ does not count _num_yielded" % base_cls.__name__
+    if "_num_yielded" in base_cls.__dict__:
+        return "_num_yielded is a class attribute"
+    single_names, multi_names = _init_names(single_cls), _init_names(multi_cls)
+    lost = _missing(single_names | multi_names, _ITER_ATTRS)
+    lost += _missing(multi_names, _MP_ITER_ATTRS)
+    if lost:
+        return "iterator __init__ sets no %s" % ",".join(lost)
+    return None
+
+
+def _torch_incompatibility(module):
+    """Why the wrappers cannot be trusted with this torch.utils.data.dataloader,
+    or None when everything they use is where they expect it."""
+    loader_cls, reason = _class(module, "DataLoader")
+    if reason:
+        return reason
+    base_cls, reason = _class(module, "_BaseDataLoaderIter")
+    if reason:
+        return reason
+    single_cls, reason = _class(module, "_SingleProcessDataLoaderIter", base_cls)
+    if reason:
+        return reason
+    multi_cls, reason = _class(module, "_MultiProcessingDataLoaderIter", base_cls)
+    if reason:
+        return reason
+    for name in ("__iter__", "__len__"):
+        reason = _own_function(loader_cls, name)[1]
+        if reason:
+            return reason
+    lost = _missing(_init_names(loader_cls), _LOADER_ATTRS)
+    if lost:
+        return "DataLoader.__init__ sets no %s" % ",".join(lost)
+    reason = _check_iterators(base_cls, single_cls, multi_cls)
+    if reason:
+        return reason
+    kind = getattr(module, "_DatasetKind", None)
+    if getattr(kind, "Iterable", None) != 1 or getattr(kind, "Map", None) != 0:
+        return "_DatasetKind differs"   # _dataset_kind() reads 1 as iterable
+    return None
+
+
+def _stateful_incompatibility(module, torch_module):
+    """The same for torchdata's StatefulDataLoader (torchdata.stateful_dataloader
+    .stateful_dataloader): a DataLoader subclass with its own __iter__ (it
+    makes its iterators without DataLoader.__iter__) and iterator classes that
+    reach torch's (wrapped) __next__ through super()."""
+    loader_cls, reason = _class(module, "StatefulDataLoader", torch_module.DataLoader)
+    if reason:
+        return reason
+    reason = _own_function(loader_cls, "__iter__")[1]
+    if reason:
+        return reason
+    lost = _missing(_init_names(loader_cls), _LOADER_ATTRS)
+    if lost:
+        return "StatefulDataLoader.__init__ sets no %s" % ",".join(lost)
+    base_cls, reason = _class(module, "_StatefulBaseDataLoaderIter",
+                              torch_module._BaseDataLoaderIter)
+    if reason:
+        return reason
+    if "__next__" in base_cls.__dict__:
+        own_next, reason = _own_function(base_cls, "__next__")
+        if reason:
+            return reason
+        if not {"super", "__next__"} <= (_code_names(own_next) or set()):
+            return "_StatefulBaseDataLoaderIter.__next__ does not call super"
+    single_cls, reason = _class(module, "_StatefulSingleProcessDataLoaderIter", base_cls)
+    if reason:
+        return reason
+    multi_cls, reason = _class(module, "_StatefulMultiProcessingDataLoaderIter", base_cls)
+    if reason:
+        return reason
+    return _check_iterators(torch_module._BaseDataLoaderIter, single_cls, multi_cls)
+
+
+def _note_text(text):
+    """A value for the "key=value;..." notes: no separators, short."""
+    text = str(text).replace(";", ",").replace("=", ":")
+    return text[:120]
+
+
+def _module_version(name):
+    import sys
+    module = sys.modules.get(name)
+    return _note_text(getattr(module, "__version__", None) or "unknown")
+
+
+def _quiet(environ):
+    return environ.get("DLBN_LOG", "").strip() == "quiet"
+
+
+def _in_child_process():
+    """A multiprocessing child (spawn/forkserver DataLoader workers import
+    torch again): its stderr lines would repeat the main process's."""
+    try:
+        import sys
+        process = sys.modules.get("multiprocessing.process")
+        return process is not None and process.parent_process() is not None
+    except Exception:
+        return False
+
+
+# ---------------------------------------------------------------------------
 # Patching
+
+# Modules that sitecustomize hands over once imported, and what patches them.
+TORCH_MODULE = "torch.utils.data.dataloader"
+STATEFUL_MODULE = "torchdata.stateful_dataloader.stateful_dataloader"
+
+
+def patch_module(name, module):
+    """Patch one module that sitecustomize's import hook saw executed; return
+    the names of the modules still worth handing over (the hook stops
+    listening when there are none)."""
+    try:
+        if name == TORCH_MODULE:
+            patch_dataloader_module(module)
+        elif name == STATEFUL_MODULE:
+            patch_stateful_module(module)
+        return _still_wanted()
+    except Exception:
+        return ()
+
+
+def _still_wanted():
+    """StatefulDataLoader's module is worth waiting for only when torch's
+    DataLoader was wrapped and torchdata is installed at all."""
+    import sys
+    if _status != "ok" or _stateful_done or STATEFUL_MODULE in sys.modules:
+        return ()
+    try:
+        import _frozen_importlib_external
+        if _frozen_importlib_external.PathFinder.find_spec("torchdata") is None:
+            return ()
+    except Exception:
+        return ()
+    return (STATEFUL_MODULE,)
 
 
 def patch_dataloader_module(module, api=None, environ=None):
-    """Wrap the DataLoader iterator protocol of a loaded dataloader module.
+    """Wrap the DataLoader iterator protocol of a loaded dataloader module,
+    if this torch's internals are the ones the wrappers know (else leave it
+    alone and say why, in the trace and on stderr).
 
     `api` replaces the library's marker API (tests pass a recorder object
     with mark(kind, iter_id, arg) and config(iter_id, bytes) methods);
-    `environ` replaces os.environ for the replay settings.
+    `environ` replaces os.environ for the replay and log settings.
     """
-    global _api, _patched, _replay, _replay_copy, _orig_next
+    global _api, _patched, _status, _environ, _replay, _replay_copy, _orig_next
+    global _torch_module
     if _patched:
         return
+    _patched = True
     try:
         if environ is None:
             import os
             environ = os.environ
+        _environ = environ
         _replay, _replay_copy = _replay_setting(environ)
         _api = api if api is not None else _load_marker_api()
         if _api is None and _replay:
             _api = _NullApi()
         if _api is None:
+            _status = "off"
             return
+    except Exception:
+        _status = "off"
+        return
+    try:
+        reason = _torch_incompatibility(module)
+    except Exception as exc:  # a module too strange to inspect
+        reason = "check failed with %s" % type(exc).__name__
+    if reason is not None:
+        _refuse(reason)
+        return
+    saved = []
+    try:
         loader_cls = module.DataLoader
         base_iter_cls = module._BaseDataLoaderIter
         orig_iter = loader_cls.__dict__["__iter__"]
         orig_next = base_iter_cls.__dict__["__next__"]
+        _orig_next = orig_next
+        saved.append((loader_cls, "__iter__", orig_iter))
+        loader_cls.__iter__ = _make_iter_wrapper(orig_iter)
+        saved.append((base_iter_cls, "__next__", orig_next))
+        base_iter_cls.__next__ = _make_next_wrapper(orig_next)
     except Exception:
+        _unpatch(*saved)
+        _status, _replay = "off", 0
         return
-    _orig_next = orig_next
-    loader_cls.__iter__ = _make_iter_wrapper(orig_iter)
-    base_iter_cls.__next__ = _make_next_wrapper(orig_next)
-    _patched = True
+    _status, _torch_module = "ok", module
+    _note("bootstrap=ok;torch=%s" % _module_version("torch"))
+
+
+def _refuse(reason):
+    """This torch's DataLoader is left alone: no wrappers, so no marks and no
+    replay.  The trace gets a process-level note (iter_id 0) that the
+    analyzer turns into a reason line; stderr gets one line (not from
+    multiprocessing children - spawned DataLoader workers import torch too -
+    whose parent said it already)."""
+    global _status, _replay
+    _status = "incompatible"
+    replay, _replay = _replay, 0
+    try:
+        reason, torch_version = _note_text(reason), _module_version("torch")
+        _note("bootstrap=incompatible;torch=%s;reason=%s" % (torch_version, reason))
+        message = ("this torch's DataLoader (torch %s) differs from what the bootstrap "
+                   "knows: %s; DataLoaders are left alone (no fetch marks, the analyzer "
+                   "uses the IPC view)" % (torch_version, reason))
+        if _in_child_process():
+            return
+        if replay:
+            # Not informational: the run does not do what DLBN_REPLAY asked.
+            _warn(message + "; DLBN_REPLAY is off: this run loads its data")
+        elif not _quiet(_environ):
+            _warn(message)
+    except Exception:
+        pass
+
+
+def _note(text):
+    """A process-level note in the trace (CONFIG with iter_id 0)."""
+    try:
+        _api.config(0, text.encode("utf-8", "replace"))
+    except Exception:
+        pass
+
+
+def _unpatch(*saved):
+    for cls, name, orig in saved:
+        try:
+            setattr(cls, name, orig)
+        except Exception:
+            pass
+
+
+def patch_stateful_module(module):
+    """Wrap torchdata's StatefulDataLoader.__iter__ as DataLoader.__iter__ is
+    (its iterators' __next__ already runs torch's wrapped one through super(),
+    but its __iter__ never calls DataLoader's: without this the iterators are
+    only adopted at their first fetch - no loader in CONFIG, no new iter_id
+    when persistent workers reuse one, no replay).  Only after torch's
+    DataLoader was wrapped; on a mismatch its iterators are left alone too."""
+    global _stateful_done, _skip_iter_types
+    if _stateful_done or _status != "ok":
+        return
+    _stateful_done = True
+    try:
+        version = _module_version("torchdata")
+    except Exception:
+        version = "unknown"
+    try:
+        reason = _stateful_incompatibility(module, _torch_module)
+    except Exception as exc:  # a module too strange to inspect
+        reason = "check failed with %s" % type(exc).__name__
+    if reason is not None:
+        try:
+            # the wrapped __next__ passes these through untouched
+            _skip_iter_types = (module._StatefulBaseDataLoaderIter,)
+        except Exception:
+            pass
+        try:
+            reason = _note_text(reason)
+            _note("stateful_dataloader=incompatible;torchdata=%s;stateful_reason=%s"
+                  % (version, reason))
+            message = ("torchdata's StatefulDataLoader (torchdata %s) differs from what "
+                       "the bootstrap knows: %s; it is left alone (no fetch marks)"
+                       % (version, reason))
+            if _in_child_process():
+                return
+            if _replay:
+                _warn(message + "; DLBN_REPLAY does not apply to it")
+            elif not _quiet(_environ):
+                _warn(message)
+        except Exception:
+            pass
+        return
+    saved = []
+    try:
+        loader_cls = module.StatefulDataLoader
+        orig_iter = loader_cls.__dict__["__iter__"]
+        saved.append((loader_cls, "__iter__", orig_iter))
+        loader_cls.__iter__ = _make_iter_wrapper(orig_iter)
+    except Exception:
+        _unpatch(*saved)
+        return
+    _note("stateful_dataloader=ok;torchdata=%s" % version)
 
 
 def _new_iter_id():
@@ -184,25 +554,51 @@ def _new_iter_id():
     return iter_id
 
 
+# Exceptions that pass through a wrapper keep the traceback they would have
+# without dlbn: the wrapper removes its own frames (and those of the replay
+# code it called) from the head of the traceback, then re-raises with a bare
+# `raise`, which - unlike `raise exc` - adds no entry for the re-raising frame.
+# Python 3.11 and later re-raise exc.__traceback__ as set here; 3.10 and
+# earlier re-raise the traceback saved when the handler was entered, so there
+# the wrapper's frame stays in the traceback (one extra entry).
+def _drop_own_frames(exc):
+    try:
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename == _OWN_FILE:
+            tb = tb.tb_next
+        exc.__traceback__ = tb
+    except Exception:
+        pass
+
+
+_OWN_FILE = _drop_own_frames.__code__.co_filename
+
+
 def _make_iter_wrapper(orig_iter):
     def __iter__(self):
+        iter_id = 0
         try:
             iter_id = _new_iter_id()
             epoch = self.__dict__.get("_dlbn_epochs", 0)
             self.__dict__["_dlbn_epochs"] = epoch + 1
             _emit(MARK_ITER_BEGIN, iter_id, epoch)
         except Exception:
-            return orig_iter(self)
-        if _replay:
-            replaying = _replay_iterator(self, orig_iter, iter_id)
-            if replaying is not None:
-                return replaying
-        it = orig_iter(self)
+            iter_id = 0
         try:
-            it._dlbn_iter_id = iter_id
-            _emit_config(iter_id, self, it, replay=0 if _replay else None)
-        except Exception:
-            pass
+            it = None
+            if iter_id and _replay:
+                it = _replay_iterator(self, orig_iter, iter_id)
+            if it is None:
+                it = orig_iter(self)
+        except BaseException as exc:
+            _drop_own_frames(exc)
+            raise
+        if iter_id and type(it) is not _ReplayIterator:
+            try:
+                it._dlbn_iter_id = iter_id
+                _emit_config(iter_id, self, it, replay=0 if _replay else None)
+            except Exception:
+                pass
         return it
 
     _copy_names(__iter__, orig_iter)
@@ -216,18 +612,24 @@ def _make_next_wrapper(orig_next):
             if iter_id is None:
                 iter_id = _adopt_iterator(self)
             index = self.__dict__.get("_num_yielded", -1)
-            _emit(MARK_FETCH_BEGIN, iter_id, index)
+            if iter_id:
+                _emit(MARK_FETCH_BEGIN, iter_id, index)
         except Exception:
-            return orig_next(self)
+            iter_id = 0
         try:
             data = orig_next(self)
-        except StopIteration:
-            _emit(MARK_FETCH_STOP, iter_id, index)
+        except StopIteration as exc:
+            if iter_id:
+                _emit(MARK_FETCH_STOP, iter_id, index)
+            _drop_own_frames(exc)
             raise
-        except BaseException:
-            _emit(MARK_FETCH_STOP, iter_id, -1)
+        except BaseException as exc:
+            if iter_id:
+                _emit(MARK_FETCH_STOP, iter_id, -1)
+            _drop_own_frames(exc)
             raise
-        _emit(MARK_FETCH_END, iter_id, index)
+        if iter_id:
+            _emit(MARK_FETCH_END, iter_id, index)
         return data
 
     _copy_names(__next__, orig_next)
@@ -244,8 +646,12 @@ def _copy_names(wrapper, orig):
 
 
 def _adopt_iterator(it):
-    """An iterator made without DataLoader.__iter__ (a subclass overriding
-    it, or a direct _get_iterator()): announce it at its first fetch."""
+    """An iterator made without a wrapped __iter__ (a subclass overriding it,
+    or a direct _get_iterator()): announce it at its first fetch.  Returns 0
+    (no marks, ever) for the iterators of a loader left alone."""
+    if _skip_iter_types and isinstance(it, _skip_iter_types):
+        it._dlbn_iter_id = 0
+        return 0
     iter_id = _new_iter_id()
     it._dlbn_iter_id = iter_id
     _emit(MARK_ITER_BEGIN, iter_id, 0)
@@ -253,19 +659,20 @@ def _adopt_iterator(it):
     return iter_id
 
 
+# The CONFIG text stays under this many bytes (the worker list is cut first).
+_CONFIG_MAX = 500
+_WORKERS_MAX = 64
+
+
 def _emit_config(iter_id, loader, it, replay=None):
     try:
-        text = _config_text(loader, it)
-        if replay is not None:
-            text += ";replay=%d" % replay
-        text = text.encode("utf-8", "replace")
-        _api.config(iter_id, text)
+        _api.config(iter_id, _config_text(loader, it, replay))
     except Exception:
         pass
 
 
-def _config_text(loader, it):
-    """ "key=value;..." from the loader (when known) and its iterator."""
+def _config_text(loader, it, replay=None):
+    """ "key=value;..." (bytes) from the loader (when known) and its iterator."""
     def pick(loader_attr, iter_attr, default=None):
         if loader is not None and hasattr(loader, loader_attr):
             return getattr(loader, loader_attr)
@@ -301,15 +708,70 @@ def _config_text(loader, it):
     items.append(("timeout", pick("timeout", "_timeout")))
     if loader is not None:
         items.append(("loader", id(loader)))
-    return ";".join("%s=%s" % (key, _config_value(value))
+        items.append(("loader_class", type(loader).__name__))
+    items.append(("sampler", _sampler_name(loader, it)))
+    if replay is not None:
+        items.append(("replay", replay))
+    text = ";".join("%s=%s" % (key, _config_value(value))
                     for key, value in items if value is not None)
+    return _add_workers(text.encode("utf-8", "replace"), it)
+
+
+def _add_workers(text, it):
+    """text + ";workers=pid,pid,..." for a multiprocess iterator: the pids
+    of its worker processes (the analyzer gives each worker to its loader),
+    as many as fit in _CONFIG_MAX.  Persistent workers are listed again for
+    every iter(): the iterator object, and its _workers, are reused."""
+    workers = getattr(it, "_workers", None)
+    if not workers:
+        return text
+    pids = []
+    for worker in list(workers)[:_WORKERS_MAX]:
+        pid = getattr(worker, "pid", None)
+        if isinstance(pid, int) and pid > 0:
+            pids.append(b"%d" % pid)
+    if not pids:
+        return text
+    text += b";workers=" + pids[0]
+    if len(text) >= _CONFIG_MAX:
+        return text.rsplit(b";workers=", 1)[0]
+    for pid in pids[1:]:
+        if len(text) + 1 + len(pid) >= _CONFIG_MAX:
+            break
+        text += b"," + pid
+    return text
+
+
+def _sampler_name(loader, it):
+    """Class name of what orders the samples: the loader's sampler, or the
+    user's batch sampler (then loader.sampler is a placeholder torch made)."""
+    if loader is not None:
+        sampler = getattr(loader, "sampler", None)
+        batch_sampler = getattr(loader, "batch_sampler", None)
+    else:
+        sampler, batch_sampler = None, getattr(it, "_index_sampler", None)
+    if batch_sampler is not None and (
+            sampler is None or type(batch_sampler).__name__ != "BatchSampler"):
+        # A user's batch sampler, or one wrapping torch's (timm's
+        # MultiEpochsDataLoader repeats it forever): the sampler inside.
+        sampler = batch_sampler
+        for _ in range(4):
+            inner = getattr(sampler, "sampler", None)
+            if inner is None:
+                break
+            sampler = inner
+            if "BatchSampler" not in type(sampler).__name__:
+                break
+    if sampler is None:
+        return None
+    return type(sampler).__name__
 
 
 def _config_value(value):
     if isinstance(value, bool):
         return "1" if value else "0"
     text = str(value)
-    return text.replace(";", ",").replace("=", ":")
+    return text.replace(";", ",").replace("=", ":")[:120]
 
 
 def _start_method(loader, num_workers):
@@ -402,11 +864,13 @@ class _ReplayIterator:
             if index >= self._steps:
                 raise StopIteration
             data = self._dlbn_state.batch(index)
-        except StopIteration:
+        except StopIteration as exc:
             _emit(MARK_FETCH_STOP, iter_id, index)
+            _drop_own_frames(exc)
             raise
-        except BaseException:
+        except BaseException as exc:
             _emit(MARK_FETCH_STOP, iter_id, -1)
+            _drop_own_frames(exc)
             raise
         self._num_yielded = index + 1
         _emit(MARK_FETCH_END, iter_id, index)
@@ -437,7 +901,9 @@ def _replay_iterator(loader, orig_iter, iter_id):
         state = _ReplayState(orig_iter(loader))
         loader.__dict__["_dlbn_replay"] = state
     it = _ReplayIterator(state, iter_id, steps, state.pin_memory)
-    _emit_config(iter_id, loader, it, replay=_replay)
+    # The real iterator, while it lives (first epoch), names the workers.
+    real_iter = state.real_iter
+    _emit_config(iter_id, loader, it if real_iter is None else real_iter, replay=_replay)
     return it
 
 

@@ -5,9 +5,12 @@ CPython's `site` imports this module at start-up.  It must cost nothing
 measurable there, so it only
   1. takes dlbn's directory back out of sys.path (the environment keeps it,
      so child interpreters - spawn/forkserver workers - bootstrap too);
-  2. puts a meta-path finder in front that answers for exactly one module,
-     torch.utils.data.dataloader: when torch imports it, the finder loads
-     _dlbn_boot (from this directory) to wrap the DataLoader iterator;
+  2. puts a meta-path finder in front that answers for exactly two modules,
+     torch.utils.data.dataloader and torchdata's stateful_dataloader: when
+     one is imported, the finder loads _dlbn_boot (from this directory) to
+     wrap the DataLoader iterator once the module executed; it leaves
+     sys.meta_path as soon as _dlbn_boot wants no other module (right after
+     torch's when torchdata is not installed);
   3. runs the sitecustomize this one shadows (the next one on sys.path
      outside dlbn's directories: the user's or the distribution's) exactly
      once, under the name "sitecustomize".
@@ -19,7 +22,11 @@ import os
 import sys
 
 _DLBN_DIR = os.path.dirname(os.path.abspath(__file__))
-_DLBN_TARGET = "torch.utils.data.dataloader"
+# The modules _dlbn_boot patches (its TORCH_MODULE and STATEFUL_MODULE).
+# torchdata's is listed from the start: imported first, it imports torch
+# from inside its own execution, after its spec was found.
+_DLBN_TARGETS = ("torch.utils.data.dataloader",
+                 "torchdata.stateful_dataloader.stateful_dataloader")
 
 
 def _dlbn_is_own_dir(path):
@@ -45,16 +52,17 @@ def _dlbn_machinery():
 
 
 class _DlbnDataLoaderHook:
-    """Meta-path finder for torch.utils.data.dataloader only.  Finds the real
+    """Meta-path finder for the modules in `pending` only.  Finds the real
     spec through the other finders and wraps its loader so that _dlbn_boot
     patches the module right after it executed.  Any other import costs one
-    string comparison."""
+    set lookup."""
 
-    def __init__(self):
+    def __init__(self, targets):
         self.busy = False
+        self.pending = set(targets)
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != _DLBN_TARGET or self.busy:
+        if fullname not in self.pending or self.busy:
             return None
         self.busy = True
         try:
@@ -70,6 +78,7 @@ class _DlbnDataLoaderHook:
             if spec.loader is None or not hasattr(spec.loader, "exec_module"):
                 return None
             spec.loader = _DlbnPatchingLoader(spec.loader, self)
+            self.pending.discard(fullname)
             return spec
         except Exception:
             return None
@@ -78,6 +87,13 @@ class _DlbnDataLoaderHook:
 
     def invalidate_caches(self):
         pass
+
+    def keep_only(self, wanted):
+        """Listen only for the modules _dlbn_boot still wants; leave
+        sys.meta_path when there are none."""
+        self.pending &= set(wanted)
+        if not self.pending and self in sys.meta_path:
+            sys.meta_path.remove(self)
 
 
 class _DlbnPatchingLoader:
@@ -97,11 +113,13 @@ class _DlbnPatchingLoader:
             module.__loader__ = self._loader
             if getattr(module, "__spec__", None) is not None:
                 module.__spec__.loader = self._loader
-            if self._hook in sys.meta_path:
-                sys.meta_path.remove(self._hook)
-            _dlbn_load_boot().patch_dataloader_module(module)
+            wanted = _dlbn_load_boot().patch_module(module.__name__, module)
+            self._hook.keep_only(wanted)
         except Exception:
-            pass
+            try:
+                self._hook.keep_only(())
+            except Exception:
+                pass
 
     def __getattr__(self, name):
         return getattr(self._loader, name)
@@ -124,10 +142,14 @@ def _dlbn_start():
                    if not (p and os.path.abspath(p) == _DLBN_DIR)]
     if os.environ.get("DLBN_PYTHON", "1") == "0":
         return
-    if _DLBN_TARGET in sys.modules:
-        _dlbn_load_boot().patch_dataloader_module(sys.modules[_DLBN_TARGET])
-    else:
-        sys.meta_path.insert(0, _DlbnDataLoaderHook())
+    hook = _DlbnDataLoaderHook(_DLBN_TARGETS)
+    for name in _DLBN_TARGETS:  # imported before start-up (torch first)
+        if name in sys.modules:
+            hook.pending.discard(name)
+            wanted = _dlbn_load_boot().patch_module(name, sys.modules[name])
+            hook.pending &= set(wanted)
+    if hook.pending:
+        sys.meta_path.insert(0, hook)
 
 
 def _dlbn_find_shadowed_sitecustomize():

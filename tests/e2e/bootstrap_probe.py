@@ -37,8 +37,12 @@ if use_fake:
 import torch  # noqa: E402  (after the fake is in place, as in real life)
 from torch.utils.data import DataLoader, Dataset, IterableDataset  # noqa: E402
 
-facts["hook_left_after_import"] = any(type(f).__name__ == "_DlbnDataLoaderHook"
-                                      for f in sys.meta_path)
+hooks = [f for f in sys.meta_path if type(f).__name__ == "_DlbnDataLoaderHook"]
+facts["hook_left_after_import"] = bool(hooks)
+# what a hook left in place still answers for (torchdata's module, if installed)
+facts["hook_pending"] = sorted(hooks[0].pending) if hooks else []
+import importlib.util  # noqa: E402
+facts["torchdata_installed"] = importlib.util.find_spec("torchdata") is not None
 facts["iter_wrapped"] = hasattr(DataLoader.__iter__, "__wrapped__")
 facts["boot_loaded_after_torch"] = "_dlbn_boot" in sys.modules
 
@@ -80,7 +84,9 @@ def main():
         loader = DataLoader(Stream(), batch_size=3, num_workers=1, prefetch_factor=3,
                             persistent_workers=True, drop_last=True,
                             multiprocessing_context="spawn")
-        facts["batches"] = [len(list(loader))]
+        it = iter(loader)
+        facts["worker_pids"] = [w.pid for w in it._workers]
+        facts["batches"] = [len(list(it))]
         facts["loader_id"] = id(loader)
     elif scenario == "direct_iterator":
         loader = DataLoader(Items(4), batch_size=2)

@@ -13,6 +13,7 @@ from e2e_common import BOOT_DIR, PYTHON, clean_env
 
 PROBE = Path(__file__).resolve().parent / "bootstrap_probe.py"
 BEGIN, END, STOP, ITER = 1, 2, 3, 4
+STATEFUL_MODULE = "torchdata.stateful_dataloader.stateful_dataloader"
 
 
 def probe(scenario, fake=True):
@@ -24,6 +25,11 @@ def probe(scenario, fake=True):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def iterator_configs(result):
+    """The CONFIG records of iterators (iter_id 0 is the process-level note)."""
+    return [e for e in result["log"] if e[0] == "config" and e[1] != 0]
 
 
 def marks(result):
@@ -44,8 +50,22 @@ def test_lazy_hook_and_path_hygiene():
     assert not facts["boot_loaded_before_torch"], "torch-side half loaded at start-up"
     assert not facts["boot_dir_on_sys_path"], "dlbn's directory left on sys.path"
     assert facts["boot_loaded_after_torch"]
-    assert not facts["hook_left_after_import"], "import hook not removed after firing"
+    # The hook stays only to see torchdata's StatefulDataLoader module, and
+    # only where torchdata is installed.
+    if facts["torchdata_installed"]:
+        assert facts["hook_pending"] == [STATEFUL_MODULE]
+    else:
+        assert not facts["hook_left_after_import"], "import hook not removed after firing"
     assert facts["iter_wrapped"]
+
+
+def test_process_note_says_which_torch():
+    """One CONFIG with iter_id 0 at patch time, before any iterator's."""
+    log = probe("nw0")["log"]
+    notes = [e for e in log if e[0] == "config" and e[1] == 0]
+    assert len(notes) == 1 and log[0] == notes[0], log[:3]
+    fields = dict(kv.split("=", 1) for kv in notes[0][2].split(";"))
+    assert fields["bootstrap"] == "ok" and fields["torch"].split(".")[0] in ("1", "2"), fields
 
 
 def test_inert_without_library():
@@ -63,8 +83,11 @@ def test_persistent_workers_new_iter_id_each_epoch():
     result = probe("persistent")
     assert result["facts"]["batches"] == [4, 4]
     assert marks(result) == epoch_marks(1, 4, 0) + epoch_marks(2, 4, 1)
-    configs = [e for e in result["log"] if e[0] == "config"]
+    configs = iterator_configs(result)
     assert [c[1] for c in configs] == [1, 2]
+    # The reused iterator's workers are listed for every iter().
+    workers = [dict(kv.split("=", 1) for kv in c[2].split(";"))["workers"] for c in configs]
+    assert workers[0] == workers[1] and len(workers[0].split(",")) == 2, workers
 
 
 def test_respawned_workers():
@@ -81,17 +104,25 @@ def test_exception_passes_through_and_closes_the_fetch():
 def test_iterator_made_without_dataloader_iter_is_adopted():
     result = probe("direct_iterator")
     assert marks(result) == epoch_marks(1, 2)
-    assert [e[0] for e in result["log"]][:2] == ["mark", "config"]
+    announced = [e[0] for e in result["log"] if not (e[0] == "config" and e[1] == 0)]
+    assert announced[:2] == ["mark", "config"]
+    fields = dict(kv.split("=", 1) for kv in iterator_configs(result)[0][2].split(";"))
+    # no loader known: no loader id or class; the sampler from the iterator
+    assert "loader" not in fields and "loader_class" not in fields
+    assert fields["sampler"] == "SequentialSampler"
 
 
 def test_config_text():
     result = probe("config")
-    configs = [e for e in result["log"] if e[0] == "config"]
+    configs = iterator_configs(result)
     assert len(configs) == 1
     fields = dict(item.split("=", 1) for item in configs[0][2].split(";"))
     assert fields == {
         "num_workers": "1", "batch_size": "3", "prefetch_factor": "3",
         "pin_memory": "0", "persistent_workers": "1", "start_method": "spawn",
         "dataset_kind": "iterable", "drop_last": "1", "timeout": "0",
-        "loader": str(result["facts"]["loader_id"]),
+        "loader": str(result["facts"]["loader_id"]), "loader_class": "DataLoader",
+        # an IterableDataset's loader gets torch's placeholder sampler
+        "sampler": "_InfiniteConstantSampler",
+        "workers": ",".join(str(p) for p in result["facts"]["worker_pids"]),
     }

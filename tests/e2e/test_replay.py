@@ -134,7 +134,7 @@ def marks(result):
 
 def configs(result):
     return [dict(kv.split("=", 1) for kv in e[2].split(";"))
-            for e in result["log"] if e[0] == "config"]
+            for e in result["log"] if e[0] == "config" and e[1] != 0]
 
 
 def epoch_marks(iter_id, batches, epoch):

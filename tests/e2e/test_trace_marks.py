@@ -22,8 +22,10 @@ ARGS = ["--workers", "2", "--batch-size", "4", "--sample-ms", "2",
 def marked(runs):
     run = runs("marks", ARGS + ["--persistent"])
     trace = Trace(run.trace)
-    return run, trace.records_of_pid(run.record["pid"], "MARK"), \
-        trace.records_of_pid(run.record["pid"], "CONFIG")
+    configs = trace.records_of_pid(run.record["pid"], "CONFIG")
+    # iter_id 0: the bootstrap's process-level note, before any iterator's
+    assert configs[0]["iter_id"] == 0 and configs[0]["text"].startswith("bootstrap=ok;")
+    return run, trace.records_of_pid(run.record["pid"], "MARK"), configs[1:]
 
 
 def test_mark_sequence(marked):
