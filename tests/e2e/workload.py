@@ -106,6 +106,14 @@ def install_pin_memory_standin():
     torch.cuda.current_device = lambda: 0
     torch.cuda.set_device = lambda device: None
     pin_module.pin_memory = lambda data, device=None: data
+    # torch 2.x asks torch.accelerator instead: the iterator's _pin_memory,
+    # the pin thread's device index, and set_device_index in that thread.
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None:
+        accelerator.is_available = lambda: True
+        accelerator.current_accelerator = lambda *args, **kwargs: None
+        accelerator.current_device_index = lambda: 0
+        accelerator.set_device_index = lambda device: None
 
 
 def add_loader_args(ap, steps_per_epoch):
