@@ -100,8 +100,9 @@ unit: all $(UNIT_BINS)
 bench: deps all
 	@PYTHON=$(PYTHON) tests/bench/run-bench
 
+# Both PyTorch generations unless PYTHON is given (tests/eval/run-eval).
 eval: deps all
-	@PYTHON=$(PYTHON) tests/eval/run-eval
+	@$(if $(USER_PYTHON),PYTHON=$(USER_PYTHON)) tests/eval/run-eval
 
 sanitize:
 	$(MAKE) BUILD=build/san OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \

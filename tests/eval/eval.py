@@ -1,35 +1,69 @@
 """dlbn's ground-truth scenario suite (`make eval`).
 
-For every scenario of scenarios.py, eval_workload.py runs three ways, in
-rounds (real, replay, preload; real, replay, preload; ...), one run at a
-time (parallel runs corrupt timings on 2 cores):
-  real     the DataLoader loop, no preload;
-  replay   the same loop over cached batches, no preload (same kernels,
-           copies, syncs and host work);
-  preload  the real loop under LD_PRELOAD=libdlbn.so, then
-           dlbn-analyze --format json on its trace.
-S = median real window / median replay window (the window: see
-eval_workload.py; the steps the analyzer's window spans).  predicted and
-verdict come from the analyzer on round 1's trace (what a user gets from one
-run; later rounds are kept in results.json).  overhead = median preload
-window / median real window; S_own = round 1's preload window / median
-replay window (the ratio its own prediction is made from).
+Every scenario of scenarios.py runs, on each PyTorch generation, in rounds,
+one run at a time (parallel runs corrupt timings on 2 cores).  A round is
+  real         the training loop, no preload;
+  replay       the same loop over cached batches, no preload (same kernels,
+               copies, syncs and host work): eval's own Replay run;
+  preload      the real loop under LD_PRELOAD=libdlbn.so, then
+               dlbn-analyze --format json on its trace;
+and, in the first --ref-rounds rounds, the two other ways of measuring the
+speedup:
+  le-log       the loop over DALI's LoaderEvaluator(loader, mode="log"), no
+               preload;
+  le-replay    the loop over LoaderEvaluator(loader, mode="replay",
+               num_cached_batches=N), no preload: the reference method the
+               way its authors run it;
+  dlbn-replay  the real loop under the preload with DLBN_REPLAY=N (what
+               `dlbn-run --replay N` sets): dlbn's own Replay run, compared
+               with the same round's preload trace by
+               dlbn-analyze PRELOAD --baseline DLBN-REPLAY.
+N is the scenario's replay_batches (8).  A scenario is eval_workload.py with
+its args, or a program of its own (`program`, e.g. a real pipeline under
+tests/pipelines/) that takes the same --mode and --json-out and writes the
+same record.
+
+Figures (windows: the steps the analyzer's window spans, eval_workload.py):
+  S          median real window / median replay window (the ground truth the
+             verdict is judged by);
+  predicted  and verdict: the analyzer on round 1's preload trace (what a user
+             gets from one run; later rounds are kept in results.json);
+  S_dr       dlbn's measured speedup: dlbn-analyze's baseline
+             measured_speedup (median over the reference rounds);
+  S_dr_w     the same two runs on eval's clock: median preload window /
+             median dlbn-replay window (whether dlbn's Replay run itself is
+             faithful, apart from how the analyzer measures it);
+  S_LE       median le-log window / median le-replay window;
+  overhead   median preload window / median real window;
+  S_own      round 1's preload window / median replay window (the ratio its
+             own prediction is made from).
+Where predicted, S_dr and S_LE are more than 5% apart (largest / smallest)
+the table says so ("agree?" column) and results.json carries the spread.
 
 A verdict is right when it is S's class (> 1.50 DETECTED, (1.10, 1.50]
 POTENTIAL, <= 1.10 NOT_DETECTED), or either neighbour when S is within 5%
 of a threshold.  The figures are the output, not a gate: the exit status is
-1 only when a run broke (a workload or the analyzer failed), 0 otherwise.
+1 only when a run broke (a workload or the analyzer failed) or a
+generation's interpreter has no torch, 0 otherwise.
+
+Generations: with PYTHON set, that interpreter only; otherwise torch 1.13
+(.venv-torch1/bin/python, else /usr/bin/python3) and torch 2.x
+(.venv/bin/python), each with its own output directory OUT/<torch-X.Y>/.
+A scenario whose program exits 77 (its packages do not import under that
+interpreter, tests/pipelines/loop.py) is listed as skipped for that
+generation.  A scenario's `rounds` caps --rounds for it (the real-pipeline
+scenarios take several seconds a run).
 
 Other programs' CPU use distorts timings on 2 cores: each run measures it
 (foreign load, in cores); a scenario whose runs saw more than
-BUSY_CORES is run again (once, up to MAX_RETRIES for the suite) and flagged
-"busy" if it still was.
+BUSY_CORES is run again (once, up to MAX_RETRIES per generation) and
+flagged "busy" if it still was.
 
-A run without the preload (Real or Replay) that crashes is run once more: a
-spawn DataLoader worker has been seen to abort ("terminate called without an
-active exception") in a plain run, where dlbn is not even loaded.  Such
-reruns are listed in the summary and results.json.  A crash with the preload
-is never rerun: it breaks the scenario.
+A run without the preload that crashes is run once more: a spawn DataLoader
+worker has been seen to abort ("terminate called without an active
+exception") in a plain run, where dlbn is not even loaded.  Such reruns are
+listed in the summary and results.json.  A crash with the preload is never
+rerun: it breaks the scenario.
 """
 
 import argparse
@@ -53,10 +87,17 @@ from scenarios import SCENARIOS  # noqa: E402
 DETECTED_ABOVE = 1.50
 POTENTIAL_ABOVE = 1.10
 NEAR = 0.05            # "within 5% of a threshold"
+AGREE = 0.05           # predicted, S_dr and S_LE agree when within 5% of each other
 BUSY_CORES = 0.5       # foreign load above which a scenario's timings are suspect
-MAX_RETRIES = 4        # scenario re-runs for a busy machine, whole suite
+MAX_RETRIES = 4        # scenario re-runs for a busy machine, per generation
 RUN_TIMEOUT_S = 180
 PREDICTION_BUDGET = 0.10  # DESIGN section 8: predicted within 10% of measured
+REPLAY_BATCHES = 8     # N: eval's replay, LoaderEvaluator's cache, DLBN_REPLAY
+SKIP_STATUS = 77       # a scenario program's "does not apply here"
+
+BASE_KINDS = ("real", "replay", "preload")
+REF_KINDS = ("le-log", "le-replay", "dlbn-replay")
+PRELOADED = ("preload", "dlbn-replay")
 
 
 def speedup_class(s):
@@ -84,63 +125,100 @@ def expected_text(s):
     return main + "".join("|" + o for o in others)
 
 
+def is_number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0
+
+
+def median_or_none(values):
+    values = [v for v in values if is_number(v)]
+    return statistics.median(values) if values else None
+
+
 class Broken(Exception):
     """A run that did not produce its figures."""
 
 
-class Runner:
-    def __init__(self, build, python, out_dir):
+class Skipped(Exception):
+    """A scenario that does not apply on this interpreter (exit 77)."""
+
+
+class Snapshot:
+    """Copies of libdlbn.so (with its dlbn-python/ bootstrap, which it finds
+    beside itself) and dlbn-analyze in OUT/bin, used by every run: a rebuild
+    during the run (a shared tree) must not mix versions."""
+
+    def __init__(self, build, out_dir):
         self.build = build
+        self.bin_dir = os.path.join(out_dir, "bin")
+        self.lib = os.path.join(build, "libdlbn.so")
+        self.analyzer = os.path.join(build, "dlbn-analyze")
+        self.sim = os.path.join(build, "tests", "simcuda")
+        self.info = {}
+
+    def check_built(self):
+        need = [self.lib, self.analyzer,
+                os.path.join(self.sim, "libcuda.so.1"),
+                os.path.join(self.sim, "libsimrt.so"),
+                os.path.join(self.sim, "libsimrt_direct.so")]
+        missing = [p for p in need if not os.path.exists(p)]
+        if missing:
+            raise SystemExit("eval: not built: %s (run make all)" % ", ".join(missing))
+
+    def take(self):
+        if os.path.isdir(self.bin_dir):
+            shutil.rmtree(self.bin_dir)
+        os.makedirs(self.bin_dir)
+        shutil.copy2(self.lib, self.bin_dir)
+        shutil.copy2(self.analyzer, self.bin_dir)
+        boot = os.path.join(self.build, "dlbn-python")
+        if os.path.isdir(boot):
+            shutil.copytree(boot, os.path.join(self.bin_dir, "dlbn-python"))
+        for path in (self.lib, self.analyzer):
+            with open(path, "rb") as f:
+                self.info[os.path.basename(path)] = {
+                    "sha256": hashlib.sha256(f.read()).hexdigest()[:16],
+                    "built": datetime.datetime.fromtimestamp(
+                        os.path.getmtime(path), datetime.timezone.utc).strftime("%H:%M:%S")}
+        self.lib = os.path.join(self.bin_dir, "libdlbn.so")
+        self.analyzer = os.path.join(self.bin_dir, "dlbn-analyze")
+        return self.info
+
+
+class Runner:
+    """The runs of one generation (one interpreter) into out_dir."""
+
+    def __init__(self, snapshot, python, out_dir):
+        self.snap = snapshot
         self.python = python
         self.out_dir = out_dir
-        self.lib = os.path.join(build, "libdlbn.so")
         self.plain_reruns = []  # "tag: first stderr line" of crashed plain runs
-        self.analyzer = os.path.join(build, "dlbn-analyze")
         self.workload = os.path.join(HERE, "eval_workload.py")
-        sim = os.path.join(build, "tests", "simcuda")
+        # The real-pipeline programs make (and cache) their data files here,
+        # shared by the generations: made once, by the first run that needs them.
+        self.data_dir = os.path.join(os.path.dirname(out_dir), "data")
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("DLBN_") and k not in ("LD_PRELOAD", "PYTHONPATH")}
         env["PYTHONUNBUFFERED"] = "1"
         # The runtime reach path dlopen()s libcuda.so.1 by soname, like libcudart.
         old = env.get("LD_LIBRARY_PATH")
-        env["LD_LIBRARY_PATH"] = sim + (":" + old if old else "")
+        env["LD_LIBRARY_PATH"] = snapshot.sim + (":" + old if old else "")
         self.env = env
+        for sub in ("runs", "traces"):
+            os.makedirs(os.path.join(out_dir, sub), exist_ok=True)
 
-    def snapshot(self):
-        """Copy libdlbn.so (with its dlbn-python/ bootstrap, which it finds
-        beside itself) and dlbn-analyze into OUT/bin and use the copies: a
-        rebuild during the run (a shared tree) must not mix versions."""
-        bin_dir = os.path.join(self.out_dir, "bin")
-        if os.path.isdir(bin_dir):
-            shutil.rmtree(bin_dir)
-        os.makedirs(bin_dir)
-        shutil.copy2(self.lib, bin_dir)
-        shutil.copy2(self.analyzer, bin_dir)
-        boot = os.path.join(self.build, "dlbn-python")
-        if os.path.isdir(boot):
-            shutil.copytree(boot, os.path.join(bin_dir, "dlbn-python"))
-        info = {}
-        for path in (self.lib, self.analyzer):
-            with open(path, "rb") as f:
-                info[os.path.basename(path)] = {
-                    "sha256": hashlib.sha256(f.read()).hexdigest()[:16],
-                    "built": datetime.datetime.fromtimestamp(
-                        os.path.getmtime(path), datetime.timezone.utc).strftime("%H:%M:%S")}
-        self.lib = os.path.join(bin_dir, "libdlbn.so")
-        self.analyzer = os.path.join(bin_dir, "dlbn-analyze")
-        return info
-
-    def check_built(self):
-        need = [self.lib, self.analyzer,
-                os.path.join(self.build, "tests", "simcuda", "libcuda.so.1"),
-                os.path.join(self.build, "tests", "simcuda", "libsimrt.so"),
-                os.path.join(self.build, "tests", "simcuda", "libsimrt_direct.so")]
-        missing = [p for p in need if not os.path.exists(p)]
-        if missing:
-            raise SystemExit("eval: not built: %s (run make all)" % ", ".join(missing))
+    def command(self, scenario, mode, json_out):
+        program = scenario.get("program")
+        path = os.path.join(ROOT, program) if program else self.workload
+        cmd = [self.python, path, "--mode", mode, "--json-out", json_out]
+        if program:
+            cmd += ["--data-dir", self.data_dir]
+        if scenario.get("replay_batches"):
+            cmd += ["--replay-batches", str(scenario["replay_batches"])]
+        return cmd + list(scenario["args"])
 
     def run(self, scenario, kind, round_no):
-        """One workload run; returns its record (plus analysis for preload)."""
+        """One run; returns its record summary (plus the trace for preloaded
+        runs and the analysis for preload)."""
         tag = "%s-%s-r%d" % (scenario["name"], kind, round_no)
         json_out = os.path.join(self.out_dir, "runs", tag + ".json")
         trace = os.path.join(self.out_dir, "traces", tag + ".bin")
@@ -148,20 +226,26 @@ class Runner:
             if os.path.exists(path):
                 os.unlink(path)
         env = dict(self.env)
-        mode = "replay" if kind == "replay" else "real"
-        if kind == "preload":
-            env["LD_PRELOAD"] = self.lib
+        mode = {"preload": "real", "dlbn-replay": "real"}.get(kind, kind)
+        if kind in PRELOADED:
+            env["LD_PRELOAD"] = self.snap.lib
             env["DLBN_OUTPUT"] = trace
-        cmd = [self.python, self.workload, "--mode", mode, "--json-out", json_out]
-        cmd += scenario["args"]
+        if kind == "dlbn-replay":
+            env["DLBN_REPLAY"] = str(scenario.get("replay_batches") or REPLAY_BATCHES)
+        cmd = self.command(scenario, mode, json_out)
+        started = time.monotonic()
         for attempt in (1, 2):
             try:
                 proc = subprocess.run(cmd, env=env, cwd=self.out_dir, capture_output=True,
                                       text=True, timeout=RUN_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 raise Broken("%s: timed out after %d s" % (tag, RUN_TIMEOUT_S))
+            if proc.returncode == SKIP_STATUS:
+                lines = [x for x in proc.stderr.splitlines() if x.strip()]
+                raise Skipped(lines[-1] if lines else "exit %d (does not apply here)"
+                              % SKIP_STATUS)
             crashed = proc.returncode != 0 or not os.path.exists(json_out)
-            if not crashed or kind == "preload" or attempt == 2:
+            if not crashed or kind in PRELOADED or attempt == 2:
                 break
             lines = [x for x in proc.stderr.splitlines() if x.strip()]
             self.plain_reruns.append("%s: exited %d (%s)" % (
@@ -169,26 +253,34 @@ class Runner:
             print("  %s: crashed without dlbn (exit %d), running it again" % (
                 tag, proc.returncode), flush=True)
         if proc.returncode != 0 or not os.path.exists(json_out):
-            raise Broken("%s: workload exited %d\n  cmd: %s\n  stderr: %s" % (
+            raise Broken("%s: exited %d\n  cmd: %s\n  stderr: %s" % (
                 tag, proc.returncode, " ".join(cmd), proc.stderr[-1500:]))
         with open(json_out) as f:
             record = json.load(f)
         if not record.get("window_s") or record["window_s"] <= 0:
             raise Broken("%s: no steady-state window (%s steps)" % (tag, record.get("steps")))
         result = {"window_s": record["window_s"],
-                  "fetch_window_s": record["fetch_window_s"],
+                  "run_s": time.monotonic() - started,
+                  "fetch_window_s": record.get("fetch_window_s"),
                   "steps": record["steps"],
                   "runq_window_s": record.get("runq_window_s"),
-                  "foreign_load_cores": record["foreign_load_cores"]}
-        if kind == "preload":
+                  "foreign_load_cores": record.get("foreign_load_cores")}
+        if kind.startswith("le-"):
+            totals = record.get("le_total_s") or []
+            result["le_total_s"] = (sum(totals) if totals and all(is_number(t) for t in totals)
+                                    else None)
+            result["le_cache_s"] = record.get("le_cache_s")
+            result["le_origin"] = record.get("le_origin")
+        if kind in PRELOADED:
+            if not os.path.exists(trace):
+                raise Broken("%s: no trace written at %s" % (tag, trace))
             result["trace"] = shown(trace)
-            result["analysis"] = self.analyze(tag, trace)
+        if kind == "preload":
+            result["analysis"] = self.analyze(tag, [trace])
         return result
 
-    def analyze(self, tag, trace):
-        if not os.path.exists(trace):
-            raise Broken("%s: no trace written at %s" % (tag, trace))
-        proc = subprocess.run([self.analyzer, "--format", "json", trace],
+    def analyze(self, tag, args):
+        proc = subprocess.run([self.snap.analyzer, "--format", "json"] + args,
                               capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             raise Broken("%s: dlbn-analyze exited %d: %s" % (tag, proc.returncode,
@@ -197,6 +289,22 @@ class Runner:
             return json.loads(proc.stdout)
         except ValueError as exc:
             raise Broken("%s: dlbn-analyze printed invalid JSON: %s" % (tag, exc))
+
+    def baseline(self, scenario, round_no, real_trace, replay_trace):
+        """dlbn-analyze REAL --baseline REPLAY: dlbn's own measured speedup."""
+        tag = "%s-baseline-r%d" % (scenario["name"], round_no)
+        a = self.analyze(tag, [os.path.join(ROOT, real_trace) if not os.path.isabs(real_trace)
+                               else real_trace, "--baseline",
+                               os.path.join(ROOT, replay_trace)
+                               if not os.path.isabs(replay_trace) else replay_trace])
+        b = a.get("baseline") or {}
+        return {"measured_speedup": b.get("measured_speedup"),
+                "predicted_speedup": b.get("predicted_speedup"),
+                "replay_batches": b.get("replay_batches"),
+                "window": b.get("window"),
+                "replay_own_predicted_speedup": b.get("replay_own_predicted_speedup"),
+                "equivalent": b.get("equivalent"),
+                "notes": b.get("notes")}
 
 
 def summarise_analysis(a):
@@ -215,10 +323,29 @@ def summarise_analysis(a):
             "warnings": a.get("warnings")}
 
 
-def run_scenario(runner, scenario, rounds):
-    runs = {"real": [], "replay": [], "preload": []}
+def disagreement(values):
+    """How far apart the available speedups are: spread = largest /
+    smallest - 1 over predicted, S_dr and S_LE; every pair (S included)
+    with its ratio - 1."""
+    have = {k: v for k, v in values.items() if is_number(v)}
+    three = [have[k] for k in ("predicted", "S_dr", "S_LE") if k in have]
+    spread = (max(three) / min(three) - 1.0) if len(three) >= 2 else None
+    pairs = {}
+    keys = [k for k in ("S", "predicted", "S_dr", "S_LE") if k in have]
+    for i, a in enumerate(keys):
+        for b in keys[i + 1:]:
+            pairs["%s/%s" % (a, b)] = have[a] / have[b] - 1.0
+    over = [p for p, d in pairs.items()
+            if abs(d) > AGREE and not p.startswith("S/")]
+    return {"values": have, "spread": spread, "over_5pct": spread is not None
+            and spread > AGREE, "pairs": pairs, "pairs_over_5pct": over}
+
+
+def run_scenario(runner, scenario, rounds, ref_rounds):
+    runs = {k: [] for k in BASE_KINDS + REF_KINDS}
     for r in range(1, rounds + 1):
-        for kind in ("real", "replay", "preload"):
+        kinds = BASE_KINDS + (REF_KINDS if r <= ref_rounds else ())
+        for kind in kinds:
             runs[kind].append(runner.run(scenario, kind, r))
     real = statistics.median(x["window_s"] for x in runs["real"])
     replay = statistics.median(x["window_s"] for x in runs["replay"])
@@ -228,29 +355,65 @@ def run_scenario(runner, scenario, rounds):
     first = analyses[0]
     predicted = first["predicted"]
     verdict = first["verdict"]
+
+    # The reference columns.
+    le_log = median_or_none(x["window_s"] for x in runs["le-log"])
+    le_replay = median_or_none(x["window_s"] for x in runs["le-replay"])
+    S_LE = le_log / le_replay if le_log and le_replay else None
+    le_tot_log = median_or_none(x.get("le_total_s") for x in runs["le-log"])
+    le_tot_replay = median_or_none(x.get("le_total_s") for x in runs["le-replay"])
+    baselines = []
+    for k, dr in enumerate(runs["dlbn-replay"]):
+        baselines.append(runner.baseline(scenario, k + 1, runs["preload"][k]["trace"],
+                                         dr["trace"]))
+    S_dr = median_or_none(b["measured_speedup"] for b in baselines
+                          if (b.get("replay_batches") or 0) >= 1)
+    dr_window = median_or_none(x["window_s"] for x in runs["dlbn-replay"])
+    pre_ref = median_or_none(x["window_s"] for x in runs["preload"][:len(runs["dlbn-replay"])])
+
     offcpu = {}
     for kind, rs in runs.items():
         fr = [x["runq_window_s"] / x["fetch_window_s"] for x in rs
-              if x["runq_window_s"] is not None and x["fetch_window_s"]]
+              if x.get("runq_window_s") is not None and x.get("fetch_window_s")]
         offcpu[kind] = statistics.median(fr) if fr else None
     loads = [x["foreign_load_cores"] for k in runs for x in runs[k]
-             if x["foreign_load_cores"] is not None]
+             if x.get("foreign_load_cores") is not None]
     return {
         "name": scenario["name"],
         "covers": scenario["covers"],
         "built_for": scenario["built_for"],
+        "program": scenario.get("program"),
         "args": scenario["args"],
+        "rounds": rounds,
         "real_s": real, "replay_s": replay, "preload_s": preload,
         "S": S,
         "predicted": predicted,
+        "S_dr": S_dr,
+        "S_LE": S_LE,
+        "agreement": disagreement({"S": S, "predicted": predicted, "S_dr": S_dr,
+                                   "S_LE": S_LE}),
         "expected": expected_text(S),
         "verdict": verdict,
         "right": verdict in acceptable_verdicts(S),
-        "error": (predicted / S - 1.0) if isinstance(predicted, (int, float)) else None,
+        "error": (predicted / S - 1.0) if is_number(predicted) else None,
         "overhead": preload / real,
         # The round-1 preload run's own Real/Replay ratio: what its prediction
         # is made from, free of run-to-run differences between Real runs.
         "S_own": runs["preload"][0]["window_s"] / replay,
+        "reference": {
+            "rounds": len(runs["le-log"]),
+            "le_log_s": le_log, "le_replay_s": le_replay,
+            # LoaderEvaluator's own figure: its start-to-end time of the
+            # epochs (warm-up included, the GPU's queued work not awaited).
+            "S_LE_total": (le_tot_log / le_tot_replay
+                           if le_tot_log and le_tot_replay else None),
+            "le_cache_s": median_or_none(x.get("le_cache_s") for x in runs["le-replay"]),
+            "le_origin": (runs["le-log"] or [{}])[0].get("le_origin"),
+            "dlbn_replay_s": dr_window,
+            # dlbn's Replay run on eval's clock: preload window / its window.
+            "S_dr_window": pre_ref / dr_window if pre_ref and dr_window else None,
+            "baselines": baselines,
+        },
         "foreign_load_max": max(loads) if loads else None,
         "loop_runq_fraction": offcpu,
         "analysis": first,
@@ -260,70 +423,110 @@ def run_scenario(runner, scenario, rounds):
 
 
 def fmt(x, spec):
-    return spec % x if isinstance(x, (int, float)) else "-"
+    return spec % x if is_number(x) or isinstance(x, (int, float)) else "-"
+
+
+def agree_text(r):
+    a = r.get("agreement") or {}
+    if a.get("spread") is None:
+        return "-"
+    if a["spread"] >= 1.0:
+        return "NO %.0fx" % (1.0 + a["spread"])
+    return ("NO %.0f%%" if a["over_5pct"] else "yes %.0f%%") % (100 * a["spread"])
+
+
+def notes_of(r, markdown=False):
+    notes = []
+    if r["foreign_load_max"] is not None and r["foreign_load_max"] > BUSY_CORES:
+        notes.append("busy %.1f cores" % r["foreign_load_max"])
+    runq = r["loop_runq_fraction"]
+    if (runq.get("real") or 0) > 0.10:
+        notes.append(("loop off-CPU %.0f%% real / %.0f%% replay" if markdown else
+                      "loop runnable-not-running %.0f%% real, %.0f%% replay") % (
+            100 * runq["real"], 100 * (runq.get("replay") or 0)))
+    for k, later in enumerate(r["later_rounds"], 2):
+        if later["verdict"] != r["verdict"]:
+            notes.append("round %d: %s %s" % (k, later["verdict"],
+                                              fmt(later["predicted"], "%.2f")))
+    for b in r["reference"]["baselines"]:
+        if (b.get("replay_batches") or 0) < 1:
+            notes.append("dlbn replay did not apply")
+        elif b.get("equivalent") is False:
+            notes.append("dlbn baseline: not equivalent")
+    return notes
+
+
+HEAD = ("scenario", "S", "predicted", "S_dr", "S_dr_w", "S_LE", "agree?", "expected",
+        "verdict", "right?", "overhead", "S_own", "note")
 
 
 def print_table(results, out=sys.stdout):
-    head = "%-22s %6s %9s %-24s %-13s %-6s %8s %6s  %s" % (
-        "scenario", "S", "predicted", "expected", "verdict", "right?", "overhead", "S_own",
-        "note")
+    row = "%-22s %6s %9s %6s %6s %6s %-9s %-24s %-13s %-6s %8s %6s  %s"
+    head = row % HEAD
     print(head, file=out)
     print("-" * len(head), file=out)
     for r in results:
         if r.get("broken"):
             print("%-22s BROKEN: %s" % (r["name"], r["broken"].splitlines()[0]), file=out)
             continue
-        notes = []
-        if r["foreign_load_max"] is not None and r["foreign_load_max"] > BUSY_CORES:
-            notes.append("busy %.1f cores" % r["foreign_load_max"])
-        runq = r["loop_runq_fraction"]
-        if (runq.get("real") or 0) > 0.10:
-            notes.append("loop runnable-not-running %.0f%% real, %.0f%% replay" % (
-                100 * runq["real"], 100 * (runq.get("replay") or 0)))
-        for k, later in enumerate(r["later_rounds"], 2):
-            if later["verdict"] != r["verdict"]:
-                notes.append("round %d: %s %s" % (k, later["verdict"],
-                                                  fmt(later["predicted"], "%.2f")))
-        print("%-22s %6.2f %9s %-24s %-13s %-6s %8s %6.2f  %s" % (
-            r["name"], r["S"], fmt(r["predicted"], "%.2f"), r["expected"], r["verdict"],
-            "yes" if r["right"] else "WRONG", fmt((r["overhead"] - 1) * 100, "%+.1f%%"),
-            r["S_own"], "; ".join(notes)), file=out)
+        if r.get("skipped"):
+            print("%-22s skipped: %s" % (r["name"], r["skipped"]), file=out)
+            continue
+        print(row % (
+            r["name"], fmt(r["S"], "%.2f"), fmt(r["predicted"], "%.2f"),
+            fmt(r["S_dr"], "%.2f"), fmt(r["reference"]["S_dr_window"], "%.2f"),
+            fmt(r["S_LE"], "%.2f"), agree_text(r),
+            r["expected"], r["verdict"], "yes" if r["right"] else "WRONG",
+            fmt((r["overhead"] - 1) * 100, "%+.1f%%"), fmt(r["S_own"], "%.2f"),
+            "; ".join(notes_of(r))), file=out)
 
 
 def markdown_table(results):
     """The table as Markdown (docs/EVAL.md carries the latest one)."""
-    rows = ["| scenario | S | predicted | expected | verdict | right? | overhead | S_own | note |",
-            "|---|---:|---:|---|---|---|---:|---:|---|"]
+    rows = ["| " + " | ".join(HEAD) + " |",
+            "|---|---:|---:|---:|---:|---:|---|---|---|---|---:|---:|---|"]
+    blank = " |" * (len(HEAD) - 3)
     for r in results:
         if r.get("broken"):
-            rows.append("| %s | | | | BROKEN | | | | %s |" % (
-                r["name"], r["broken"].splitlines()[0].replace("|", "/")))
+            rows.append("| %s | BROKEN%s %s |" % (
+                r["name"], blank, r["broken"].splitlines()[0].replace("|", "/")))
             continue
-        runq = r["loop_runq_fraction"]
-        note = []
-        if r["foreign_load_max"] is not None and r["foreign_load_max"] > BUSY_CORES:
-            note.append("busy %.1f cores" % r["foreign_load_max"])
-        if (runq.get("real") or 0) > 0.10:
-            note.append("loop off-CPU %.0f%% real / %.0f%% replay" % (
-                100 * runq["real"], 100 * (runq.get("replay") or 0)))
-        rows.append("| %s | %.2f | %s | %s | %s | %s | %s | %.2f | %s |" % (
-            r["name"], r["S"], fmt(r["predicted"], "%.2f"), r["expected"].replace("|", " or "),
-            r["verdict"], "yes" if r["right"] else "**WRONG**",
-            fmt((r["overhead"] - 1) * 100, "%+.1f%%"), r["S_own"], "; ".join(note)))
+        if r.get("skipped"):
+            rows.append("| %s | skipped%s %s |" % (
+                r["name"], blank, r["skipped"].replace("|", "/")))
+            continue
+        agree = agree_text(r)
+        if agree.startswith("NO"):
+            agree = "**%s**" % agree
+        rows.append("| %s |" % " | ".join((
+            r["name"], fmt(r["S"], "%.2f"), fmt(r["predicted"], "%.2f"),
+            fmt(r["S_dr"], "%.2f"), fmt(r["reference"]["S_dr_window"], "%.2f"),
+            fmt(r["S_LE"], "%.2f"), agree,
+            r["expected"].replace("|", " or "), r["verdict"],
+            "yes" if r["right"] else "**WRONG**",
+            fmt((r["overhead"] - 1) * 100, "%+.1f%%"), fmt(r["S_own"], "%.2f"),
+            "; ".join(notes_of(r, markdown=True)))))
     return "\n".join(rows) + "\n"
 
 
-def summary_line(results):
-    ok = [r for r in results if not r.get("broken")]
+def summary_line(label, results):
+    ok = [r for r in results if not r.get("broken") and not r.get("skipped")]
     right = sum(1 for r in ok if r["right"])
     errors = [abs(r["error"]) for r in ok if r["error"] is not None]
     overheads = [r["overhead"] - 1 for r in ok]
-    line = "eval: %d/%d verdicts right" % (right, len(results))
+    compared = [r for r in ok if (r.get("agreement") or {}).get("spread") is not None]
+    line = "eval %s: %d/%d verdicts right" % (label, right, len(ok))
     if errors:
         line += ", median |predicted/S - 1| = %.1f%%" % (100 * statistics.median(errors))
     if overheads:
         line += ", median overhead %+.1f%%" % (100 * statistics.median(overheads))
-    broken = len(results) - len(ok)
+    if compared:
+        agree = sum(1 for r in compared if not r["agreement"]["over_5pct"])
+        line += ", predicted/S_dr/S_LE within 5%%: %d/%d" % (agree, len(compared))
+    skipped = sum(1 for r in results if r.get("skipped"))
+    if skipped:
+        line += ", %d skipped" % skipped
+    broken = sum(1 for r in results if r.get("broken"))
     if broken:
         line += ", %d broken" % broken
     return line
@@ -335,75 +538,98 @@ def shown(path):
     return path if rel.startswith("..") else rel
 
 
-def machine_info(python):
-    def read(path):
-        try:
-            with open(path) as f:
-                return f.read()
-        except OSError:
-            return ""
+def read_text(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def machine_info():
     cpu = ""
-    for line in read("/proc/cpuinfo").splitlines():
+    for line in read_text("/proc/cpuinfo").splitlines():
         if line.startswith("model name"):
             cpu = line.split(":", 1)[1].strip()
             break
-    info = {"host": socket.gethostname(), "cpu": cpu, "cores": os.cpu_count(),
-            "kernel": platform.release(), "python": platform.python_version(),
-            "clocksource": read("/sys/devices/system/clocksource/clocksource0/"
-                                "current_clocksource").strip()}
+    return {"host": socket.gethostname(), "cpu": cpu, "cores": os.cpu_count(),
+            "kernel": platform.release(),
+            "clocksource": read_text("/sys/devices/system/clocksource/clocksource0/"
+                                     "current_clocksource").strip()}
+
+
+def interpreter_info(python):
+    """{"python": version, "torch": version or None}."""
+    code = ("import platform\nprint(platform.python_version())\n"
+            "try:\n    import torch\n    print(torch.__version__)\n"
+            "except Exception as e:\n    print('')\n")
     try:
-        out = subprocess.run([python, "-c", "import torch; print(torch.__version__)"],
-                             capture_output=True, text=True, timeout=60)
-        info["torch"] = out.stdout.strip()
+        out = subprocess.run([python, "-c", code], capture_output=True, text=True,
+                             timeout=120).stdout.split("\n")
     except (OSError, subprocess.TimeoutExpired):
-        info["torch"] = None
-    return info
+        return {"python": None, "torch": None}
+    return {"python": out[0].strip() or None,
+            "torch": (out[1].strip() if len(out) > 1 else "") or None}
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description="dlbn ground-truth scenario suite")
-    ap.add_argument("--rounds", type=int, default=3,
-                    help="real/replay/preload rounds per scenario (default 3)")
-    ap.add_argument("--only", default=None, help="comma-separated scenario names")
-    ap.add_argument("--list", action="store_true", help="list the scenarios and exit")
-    ap.add_argument("--build", default=os.environ.get("BUILD", "build"))
-    ap.add_argument("--out", default=None, help="output directory (default BUILD/eval)")
-    args = ap.parse_args(argv)
-    if args.list:
-        for s in SCENARIOS:
-            print("%-22s %s" % (s["name"], s["covers"]))
-        return 0
-    if args.rounds < 1:
-        ap.error("--rounds must be >= 1")
-    build = args.build if os.path.isabs(args.build) else os.path.join(ROOT, args.build)
-    out_dir = os.path.abspath(args.out or os.path.join(build, "eval"))
-    for sub in ("runs", "traces"):
-        os.makedirs(os.path.join(out_dir, sub), exist_ok=True)
-    scenarios = SCENARIOS
-    if args.only:
-        wanted = args.only.split(",")
-        unknown = [w for w in wanted if w not in {s["name"] for s in SCENARIOS}]
-        if unknown:
-            ap.error("unknown scenario(s): %s (see --list)" % ", ".join(unknown))
-        scenarios = [s for s in SCENARIOS if s["name"] in wanted]
-    python = os.environ.get("PYTHON") or sys.executable
-    runner = Runner(build, python, out_dir)
-    runner.check_built()
-    binaries = runner.snapshot()
+def generations():
+    """[(python, wanted)] : PYTHON alone, or both PyTorch generations."""
+    python = os.environ.get("PYTHON")
+    if python:
+        return [(python, None)]
+    torch1 = os.path.join(ROOT, ".venv-torch1", "bin", "python")
+    if not os.access(torch1, os.X_OK):
+        torch1 = "/usr/bin/python3"
+    return [(torch1, "torch 1.13"), (os.path.join(ROOT, ".venv", "bin", "python"),
+                                     "torch 2.x")]
 
+
+def absolute_python(python):
+    if os.sep in python:
+        return os.path.abspath(python)
+    return shutil.which(python) or python
+
+
+def generation_label(torch_version, taken):
+    parts = (torch_version or "").split("+")[0].split(".")
+    label = "torch-" + ".".join(parts[:2]) if len(parts) >= 2 else "torch-unknown"
+    base, k = label, 2
+    while label in taken:
+        label = "%s-%d" % (base, k)
+        k += 1
+    return label
+
+
+def run_generation(snap, gen, scenarios, args, out_dir):
+    """Every scenario on one interpreter; returns its results document."""
+    label, python = gen["label"], gen["python"]
+    runner = Runner(snap, python, out_dir)
     started = time.monotonic()
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    print("eval: %d scenarios x %d rounds x (real, replay, preload); output in %s" % (
-        len(scenarios), args.rounds, shown(out_dir)), flush=True)
+    plan = {}
+    for scenario in scenarios:
+        rounds = min(args.rounds, scenario.get("rounds", args.rounds))
+        plan[rounds] = plan.get(rounds, 0) + 1
+    print("eval %s: %s (Python %s, torch %s): %s of real, replay, preload, the first "
+          "%d of them with le-log, le-replay, dlbn-replay; output in %s" % (
+              label, python, gen["info"]["python"], gen["info"]["torch"],
+              ", ".join("%d scenarios x %d round(s)" % (n, r)
+                        for r, n in sorted(plan.items(), reverse=True)),
+              args.ref_rounds, shown(out_dir)), flush=True)
     results = []
     retries = 0
     for scenario in scenarios:
         t0 = time.monotonic()
+        rounds = min(args.rounds, scenario.get("rounds", args.rounds))
         for attempt in (1, 2):
             try:
-                result = run_scenario(runner, scenario, args.rounds)
+                result = run_scenario(runner, scenario, rounds, args.ref_rounds)
+                result["attempts"] = attempt
             except Broken as exc:
                 result = {"name": scenario["name"], "broken": str(exc)}
+                break
+            except Skipped as exc:
+                result = {"name": scenario["name"], "skipped": str(exc)}
                 break
             busy = (result["foreign_load_max"] or 0) > BUSY_CORES
             if not busy or retries >= MAX_RETRIES or attempt == 2:
@@ -411,65 +637,190 @@ def main(argv=None):
             retries += 1
             print("  %s: machine busy (%.1f cores of other work), running it again" % (
                 scenario["name"], result["foreign_load_max"]), flush=True)
+        result["elapsed_s"] = time.monotonic() - t0
         results.append(result)
         if result.get("broken"):
-            print("  %-22s BROKEN (%.0f s)\n%s" % (scenario["name"], time.monotonic() - t0,
+            print("  %-22s BROKEN (%.0f s)\n%s" % (scenario["name"], result["elapsed_s"],
                                                   result["broken"]), flush=True)
+        elif result.get("skipped"):
+            print("  %-22s skipped: %s" % (scenario["name"], result["skipped"]), flush=True)
         else:
-            print("  %-22s S %.2f  predicted %s  %s  %s (%.0f s)" % (
+            print("  %-22s S %.2f  predicted %s  S_dr %s  S_LE %s  %s  %s (%.0f s)" % (
                 result["name"], result["S"], fmt(result["predicted"], "%.2f"),
+                fmt(result["S_dr"], "%.2f"), fmt(result["S_LE"], "%.2f"),
                 result["verdict"], "right" if result["right"] else "WRONG",
-                time.monotonic() - t0), flush=True)
+                result["elapsed_s"]), flush=True)
     elapsed = time.monotonic() - started
 
     print()
+    print("eval %s (%s, torch %s):" % (label, python, gen["info"]["torch"]))
     print_table(results)
-    line = summary_line(results)
-    wrong = [r["name"] for r in results if not r.get("broken") and not r["right"]]
-    off = ["%s (%+.0f%%)" % (r["name"], 100 * r["error"]) for r in results
-           if not r.get("broken") and r["error"] is not None
-           and abs(r["error"]) > PREDICTION_BUDGET]
+    line = summary_line(label, results)
+    ok = [r for r in results if not r.get("broken") and not r.get("skipped")]
+    wrong = [r["name"] for r in ok if not r["right"]]
+    off = ["%s (%+.0f%%)" % (r["name"], 100 * r["error"]) for r in ok
+           if r["error"] is not None and abs(r["error"]) > PREDICTION_BUDGET]
+    disagree = ["%s (%s)" % (r["name"], ", ".join(
+        "%s %+.0f%%" % (p, 100 * r["agreement"]["pairs"][p])
+        for p in r["agreement"]["pairs_over_5pct"])) for r in ok
+        if r["agreement"]["over_5pct"]]
     broken = [r["name"] for r in results if r.get("broken")]
+    skipped = [r["name"] for r in results if r.get("skipped")]
     print()
     if wrong:
-        print("eval: WRONG verdicts: %s" % ", ".join(wrong))
+        print("eval %s: WRONG verdicts: %s" % (label, ", ".join(wrong)))
     if off:
-        print("eval: predicted speedup off by more than %.0f%% of S (DESIGN budget): %s" % (
-            100 * PREDICTION_BUDGET, ", ".join(off)))
+        print("eval %s: predicted speedup off by more than %.0f%% of S (DESIGN budget): %s"
+              % (label, 100 * PREDICTION_BUDGET, ", ".join(off)))
+    if disagree:
+        print("eval %s: predicted, S_dr and S_LE more than %.0f%% apart: %s" % (
+            label, 100 * AGREE, "; ".join(disagree)))
+    if skipped:
+        print("eval %s: skipped here: %s" % (label, ", ".join(skipped)))
     if broken:
-        print("eval: BROKEN runs: %s" % ", ".join(broken))
+        print("eval %s: BROKEN runs: %s" % (label, ", ".join(broken)))
     if runner.plain_reruns:
-        print("eval: runs without dlbn that crashed and were run again: %s" % (
-            "; ".join(runner.plain_reruns)))
+        print("eval %s: runs without dlbn that crashed and were run again: %s" % (
+            label, "; ".join(runner.plain_reruns)))
     print("%s (%.0f s)" % (line, elapsed))
 
-    doc = {"when": stamp, "machine": machine_info(python), "binaries": binaries, "rounds": args.rounds,
-           "elapsed_s": elapsed, "summary": line, "wrong": wrong, "off_budget": off, "broken": broken,
+    doc = {"when": stamp, "generation": label, "interpreter": python,
+           "machine": dict(machine_info(), **gen["info"]), "binaries": snap.info,
+           "rounds": args.rounds, "ref_rounds": min(args.ref_rounds, args.rounds),
+           "replay_batches": REPLAY_BATCHES,
+           "elapsed_s": elapsed, "summary": line, "wrong": wrong, "off_budget": off,
+           "disagree": disagree, "skipped": skipped, "broken": broken,
            "plain_reruns": runner.plain_reruns,
            "thresholds": {"detected_above": DETECTED_ABOVE,
-                          "potential_above": POTENTIAL_ABOVE, "near": NEAR},
+                          "potential_above": POTENTIAL_ABOVE, "near": NEAR,
+                          "agree": AGREE},
            "scenarios": results}
-    path = os.path.join(out_dir, "results.json")
-    with open(path, "w") as f:
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump(doc, f, indent=1)
-    m = doc["machine"]
     with open(os.path.join(out_dir, "results.md"), "w") as f:
-        f.write("Run %s on %s (%s, %d cores, Linux %s, Python %s, torch %s), "
-                "%d round(s), %.0f s.\n\n" % (
-                    stamp, m["host"], m["cpu"], m["cores"] or 0, m["kernel"], m["python"],
-                    m["torch"], args.rounds, elapsed))
-        f.write("Binaries (copied at the start of the run): %s.\n\n" % ", ".join(
-            "%s sha256 %s… built %s UTC" % (name, b["sha256"], b["built"])
-            for name, b in binaries.items()))
-        f.write(markdown_table(results))
-        f.write("\n`%s`\n" % line)
-        if wrong:
-            f.write("\nWrong verdicts: %s.\n" % ", ".join(wrong))
-        if off:
-            f.write("\nPredicted speedup off by more than %.0f%% of S (DESIGN section 8 "
-                    "budget): %s.\n" % (100 * PREDICTION_BUDGET, ", ".join(off)))
-    print("eval: results in %s (and results.md)" % shown(path))
-    return 1 if broken else 0
+        f.write(results_markdown(doc))
+    return doc
+
+
+def results_markdown(doc):
+    m = doc["machine"]
+    plan = {}
+    for r in doc["scenarios"]:
+        if r.get("rounds"):
+            plan[r["rounds"]] = plan.get(r["rounds"], 0) + 1
+    rounds = " + ".join("%d x %d" % (n, k) for k, n in sorted(plan.items(), reverse=True))
+    text = ("Run %s on %s (%s, %d cores, Linux %s), %s: Python %s, torch %s; "
+            "scenarios x rounds of real/replay/preload: %s, the first %d round(s) with "
+            "le-log/le-replay/dlbn-replay; %.0f s.\n\n" % (
+                doc["when"], m["host"], m["cpu"], m["cores"] or 0, m["kernel"],
+                shown(doc["interpreter"]), m["python"], m["torch"], rounds or "none",
+                doc["ref_rounds"], doc["elapsed_s"]))
+    text += "Binaries (copied at the start of the run): %s.\n\n" % ", ".join(
+        "%s sha256 %s… built %s UTC" % (name, b["sha256"], b["built"])
+        for name, b in doc["binaries"].items())
+    text += markdown_table(doc["scenarios"])
+    text += "\n`%s`\n" % doc["summary"]
+    if doc["wrong"]:
+        text += "\nWrong verdicts: %s.\n" % ", ".join(doc["wrong"])
+    if doc["off_budget"]:
+        text += ("\nPredicted speedup off by more than %.0f%% of S (DESIGN section 8 "
+                 "budget): %s.\n" % (100 * PREDICTION_BUDGET, ", ".join(doc["off_budget"])))
+    if doc["disagree"]:
+        text += ("\nPredicted, S_dr and S_LE more than %.0f%% apart: %s.\n" % (
+            100 * AGREE, "; ".join(doc["disagree"])))
+    if doc["skipped"]:
+        text += "\nSkipped on this interpreter: %s.\n" % "; ".join(
+            "%s (%s)" % (r["name"], r["skipped"]) for r in doc["scenarios"]
+            if r.get("skipped"))
+    return text
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="dlbn ground-truth scenario suite")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="real/replay/preload rounds per scenario (default 3)")
+    ap.add_argument("--ref-rounds", type=int, default=1,
+                    help="of those, rounds that also run le-log, le-replay and "
+                    "dlbn-replay (default 1)")
+    ap.add_argument("--only", default=None,
+                    help="comma-separated scenario names, or the groups synthetic "
+                    "(eval_workload.py) and pipelines (tests/pipelines/)")
+    ap.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    ap.add_argument("--build", default=os.environ.get("BUILD", "build"))
+    ap.add_argument("--out", default=None, help="output directory (default BUILD/eval)")
+    args = ap.parse_args(argv)
+    if args.list:
+        for s in SCENARIOS:
+            print("%-22s %s%s" % (s["name"], s["covers"], " [%s]" % s["program"]
+                                  if s.get("program") else ""))
+        return 0
+    if args.rounds < 1 or args.ref_rounds < 0:
+        ap.error("--rounds must be >= 1, --ref-rounds >= 0")
+    build = args.build if os.path.isabs(args.build) else os.path.join(ROOT, args.build)
+    out_dir = os.path.abspath(args.out or os.path.join(build, "eval"))
+    os.makedirs(out_dir, exist_ok=True)
+    scenarios = SCENARIOS
+    if args.only:
+        groups = {"synthetic": [s["name"] for s in SCENARIOS if not s.get("program")],
+                  "pipelines": [s["name"] for s in SCENARIOS if s.get("program")]}
+        wanted = []
+        for w in args.only.split(","):
+            wanted += groups.get(w, [w])
+        unknown = [w for w in wanted if w not in {s["name"] for s in SCENARIOS}]
+        if unknown:
+            ap.error("unknown scenario(s): %s (see --list)" % ", ".join(unknown))
+        scenarios = [s for s in SCENARIOS if s["name"] in wanted]
+    snap = Snapshot(build, out_dir)
+    snap.check_built()
+    snap.take()
+
+    started = time.monotonic()
+    gens, missing = [], []
+    for python, wanted in generations():
+        python = absolute_python(python)
+        info = interpreter_info(python)
+        if not info["torch"]:
+            missing.append("%s: %s has no torch%s" % (
+                wanted or "PYTHON", python,
+                " (scripts/install-deps makes .venv/)" if ".venv" in python else ""))
+            print("eval: %s" % missing[-1], flush=True)
+            continue
+        label = generation_label(info["torch"], {g["label"] for g in gens})
+        gens.append({"label": label, "python": python, "info": info})
+
+    docs = []
+    for gen in gens:
+        gen_dir = os.path.join(out_dir, gen["label"])
+        os.makedirs(gen_dir, exist_ok=True)
+        docs.append(run_generation(snap, gen, scenarios, args, gen_dir))
+        print()
+    elapsed = time.monotonic() - started
+
+    for doc in docs:
+        print(doc["summary"])
+    for line in missing:
+        print("eval: not run: %s" % line)
+    index = {"elapsed_s": elapsed, "binaries": snap.info, "not_run": missing,
+             "generations": [{"label": d["generation"], "interpreter": d["interpreter"],
+                              "python": d["machine"]["python"], "torch": d["machine"]["torch"],
+                              "summary": d["summary"],
+                              "results": shown(os.path.join(out_dir, d["generation"],
+                                                            "results.json"))}
+                             for d in docs]}
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump(index, f, indent=1)
+    with open(os.path.join(out_dir, "results.md"), "w") as f:
+        for doc in docs:
+            f.write("### %s\n\n" % doc["generation"].replace("-", " "))
+            f.write(results_markdown(doc))
+            f.write("\n")
+        for line in missing:
+            f.write("Not run: %s.\n" % line)
+    print("eval: %d generation(s), %.0f s; results in %s/<generation>/results.json, "
+          "both tables in %s" % (len(docs), elapsed, shown(out_dir),
+                                 shown(os.path.join(out_dir, "results.md"))))
+    broken = any(d["broken"] for d in docs)
+    return 1 if broken or missing else 0
 
 
 if __name__ == "__main__":

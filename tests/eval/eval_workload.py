@@ -1,7 +1,8 @@
 """eval_workload.py - one training loop of the eval suite: a real
 torch.utils.data.DataLoader feeding a loop that drives the simulated GPU.
 
-    eval_workload.py --mode real|replay --json-out FILE [loader] [gpu] [host]
+    eval_workload.py --mode real|replay|le-log|le-replay --json-out FILE
+                     [loader] [gpu] [host]
 
 The loader part is tests/e2e/workload.py's (its datasets, make_loader and
 pin-memory stand-in are imported, so there is one loader): --workers,
@@ -9,7 +10,7 @@ pin-memory stand-in are imported, so there is one loader): --workers,
 --prefetch-factor, --sample-ms (sleep: storage), --sample-cpu-ms (busy CPU:
 transforms), --sample-kib, --iterable, --pin-memory-standin.
 
-Every step, in both modes, does the same thing with the batch it obtained:
+Every step, in every mode, does the same thing with the batch it obtained:
   touch the batch (read one element, as a loss would);
   --h2d-kib K      copy K KiB host-to-device (async; pinned memory, or pageable
                    with --h2d-pageable: then the host blocks until it is done);
@@ -23,6 +24,16 @@ Every step, in both modes, does the same thing with the batch it obtained:
 --mode real iterates the DataLoader; --mode replay first caches
 --replay-batches batches from it, lets its workers go, then runs the same
 steps over the cached batches (cycled): the reference method's Replay run.
+--mode le-log and --mode le-replay run the same loop over DALI's
+LoaderEvaluator (nvidia.dali.plugin.pytorch.loader_evaluator) wrapped around
+the DataLoader, as its authors use it: LoaderEvaluator(loader, mode="log")
+resp. LoaderEvaluator(loader, mode="replay", num_cached_batches=
+--replay-batches), iterated once per epoch.  In replay mode its constructor
+iterates one whole epoch of the loader into a deque of the last N batches
+(before the loop starts: not in the timed steps), and every epoch then
+yields len(loader) batches cycled from that cache - the cached objects
+themselves.  The record adds le_cache_s (the constructor's time) and
+le_total_s (LoaderEvaluator's own start-to-end time of each epoch).
 
 Timing (all time.monotonic(), the recorder's CLOCK_MONOTONIC):
   fetch[k]  when batch k was obtained (next() returned);
@@ -74,7 +85,8 @@ def parse_args(argv):
     ap.add_argument("--host-ms", type=float, default=0.0)
     ap.add_argument("--host-cpu-ms", type=float, default=0.0)
     # Run.
-    ap.add_argument("--mode", choices=("real", "replay"), default="real")
+    ap.add_argument("--mode", choices=("real", "replay", "le-log", "le-replay"),
+                    default="real")
     ap.add_argument("--replay-batches", type=int, default=8)
     ap.add_argument("--json-out", default=None)
     args = ap.parse_args(argv)
@@ -194,6 +206,36 @@ def run_replay(args, loader, gpu, record, events):
         one_step(args, gpu, cache[step % len(cache)], record, events)
 
 
+def loader_evaluator_class():
+    """DALI's LoaderEvaluator class and a line saying where it came from:
+    tests/pipelines/loader_evaluator.py loads DALI's loader.py on its own
+    (also under Debian's python3, which has no DALI; DALI's backend and
+    libcuda are never imported)."""
+    import importlib.util
+    path = os.path.join(TESTS, "pipelines", "loader_evaluator.py")
+    spec = importlib.util.spec_from_file_location("dlbn_loader_evaluator_helper", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.loader_evaluator()
+
+
+def run_le(args, cls, loader, gpu, record, events):
+    """The loop over DALI's LoaderEvaluator (cls): mode le-log or le-replay."""
+    t0 = time.monotonic()
+    if args.mode == "le-log":
+        evaluator = cls(loader, mode="log")
+    else:
+        evaluator = cls(loader, mode="replay", num_cached_batches=args.replay_batches)
+    record["le_cache_s"] = time.monotonic() - t0
+    record["le_total_s"] = []
+    for _ in range(args.epochs):
+        record["epoch_starts"].append(time.monotonic())
+        for batch in evaluator:
+            one_step(args, gpu, batch, record, events)
+        metrics = evaluator.get_metrics()
+        record["le_total_s"].append(metrics.get("total_time"))
+
+
 def window(times, first_kept):
     if first_kept < 1 or first_kept >= len(times):
         return None
@@ -205,19 +247,26 @@ def main(argv=None):
     if args.pin_memory_standin:
         workload.install_pin_memory_standin()
     torch.set_num_threads(1)
+    le_cls = le_origin = None
+    if args.mode.startswith("le-"):
+        le_cls, le_origin = loader_evaluator_class()
     loader = workload.make_loader(args)
     gpu = NoGPU() if args.gpu == "none" else StepGPU(args)
     record = {"mode": args.mode, "args": vars(args), "pid": os.getpid(),
               "epoch_starts": [], "fetch": [], "host_end": [], "gpu_end": [],
               "done": [], "runq": [], "error": None}
+    if le_origin:
+        record["le_origin"] = le_origin
     events = []
     load = workload.ForeignLoad()
     status = 0
     try:
         if args.mode == "real":
             run_real(args, loader, gpu, record, events)
-        else:
+        elif args.mode == "replay":
             run_replay(args, loader, gpu, record, events)
+        else:
+            run_le(args, le_cls, loader, gpu, record, events)
         record["gpu_end"] = gpu.finish(events)
     except Exception as exc:  # the driver reports it: a broken run, not a figure
         record["error"] = "%s: %s" % (type(exc).__name__, exc)

@@ -14,6 +14,15 @@ scenarios, whose point is an S close to 1.10 and 1.50.
 
 Times per step below: "supply" is what the workers deliver a batch in
 (batch_size x per-sample time / num_workers), "GPU" the kernel.
+
+PIPELINES (after SCENARIOS) are the real input pipelines of tests/pipelines/
+(torchvision, timm, Hugging Face datasets, ...): a scenario with a `program`
+runs that program instead of eval_workload.py, with the same --mode and
+--json-out (and --data-dir, where it makes and caches its JPEGs), and its
+args; `--setting input|compute` picks the program's preset, other knobs
+override it.  Their runs take several seconds each (decoding real JPEGs), so
+they run `rounds` = PIPELINE_ROUNDS rounds (a cap on --rounds).  A program
+whose packages do not import under an interpreter exits 77: skipped there.
 """
 
 # Loader knobs shared by most scenarios: 50 steps of 4 samples of 16 KiB.
@@ -114,3 +123,79 @@ SCENARIOS = [
                "--workers", "1", "--sample-ms", "20", "--kernel-us", "40000",
                "--sync", "step"]),
 ]
+
+# ---------------------------------------------------------------------------
+# Real pipelines (tests/pipelines/, loop.py's modes and record).
+
+PIPELINE_ROUNDS = 1
+
+
+def pipeline(name, program, args, covers, built_for):
+    return dict(name=name, program="tests/pipelines/%s.py" % program, args=args,
+                covers=covers, built_for=built_for, rounds=PIPELINE_ROUNDS)
+
+
+PIPELINES = [
+    pipeline("torchvision_input", "torchvision_imagefolder", ["--setting", "input"],
+             "torchvision ImageFolder + ImageNet training transforms over JPEGs, "
+             "shuffling DataLoader; input preset",
+             "DETECTED (decode-bound)"),
+    pipeline("torchvision_potential", "torchvision_imagefolder",
+             ["--setting", "compute", "--steps", "60", "--image-size", "320x240",
+              "--batch-size", "8", "--workers", "2", "--sync", "none",
+              "--kernel-us", "6500"],
+             "torchvision ImageFolder, 320x240 JPEGs, 8 per batch, 2 workers (about "
+             "5 ms of decoding per batch), GPU 6.5 ms, no sync",
+             "POTENTIAL (supply a little slower than the GPU)"),
+    pipeline("torchvision_compute", "torchvision_imagefolder", ["--setting", "compute"],
+             "torchvision ImageFolder; compute preset (long kernel)",
+             "NOT_DETECTED (1.0x)"),
+    pipeline("timm_input", "timm_loader", ["--setting", "input"],
+             "timm create_dataset/create_loader (its training transforms, fast_collate, "
+             "PrefetchLoader, persistent workers); input preset",
+             "DETECTED"),
+    pipeline("timm_compute", "timm_loader", ["--setting", "compute"],
+             "timm's loader; compute preset",
+             "NOT_DETECTED (1.0x)"),
+    pipeline("hf_input", "hf_datasets", ["--setting", "input"],
+             "Hugging Face datasets from Arrow on disk, set_transform (decode + ImageNet "
+             "transforms per batch); input preset",
+             "DETECTED"),
+    pipeline("hf_compute", "hf_datasets", ["--setting", "compute"],
+             "Hugging Face datasets, with_format(\"torch\"); compute preset",
+             "NOT_DETECTED (1.0x)"),
+    pipeline("wds_input", "webdataset_shards", ["--setting", "input"],
+             "WebDataset tar shards (IterableDataset: decode, transforms and batched() in "
+             "the workers, DataLoader(batch_size=None)); input preset",
+             "DETECTED"),
+    pipeline("wds_compute", "webdataset_shards", ["--setting", "compute"],
+             "WebDataset shards; compute preset",
+             "NOT_DETECTED (1.0x)"),
+    pipeline("torchdata_input", "torchdata_stateful", ["--setting", "input"],
+             "torchdata StatefulDataLoader over ImageFolder, state_dict() every 10 steps; "
+             "input preset",
+             "DETECTED"),
+    pipeline("torchdata_compute", "torchdata_stateful", ["--setting", "compute"],
+             "torchdata StatefulDataLoader; compute preset",
+             "NOT_DETECTED (1.0x)"),
+    pipeline("lightning_input", "lightning_fit", ["--setting", "input"],
+             "Lightning Trainer.fit (its fetcher and loops), train + val loaders, epochs "
+             "with validation and the sanity check; input preset",
+             "DETECTED"),
+    pipeline("lightning_compute", "lightning_fit", ["--setting", "compute"],
+             "Lightning Trainer.fit; compute preset (persistent workers)",
+             "NOT_DETECTED (1.0x)"),
+    pipeline("train_val_input", "train_val", ["--setting", "input"],
+             "pytorch/examples imagenet/main.py shape: train + val loaders, validation "
+             "every epoch, pin_memory, loss.item() every step; input preset",
+             "DETECTED"),
+    pipeline("train_val_compute", "train_val", ["--setting", "compute"],
+             "imagenet/main.py shape; compute preset (persistent workers, long kernel)",
+             "NOT_DETECTED (~1.05x)"),
+    pipeline("train_val_zipped", "train_val", ["--setting", "input", "--zipped"],
+             "two training loaders zipped (labelled + unlabelled, FixMatch-like) and a "
+             "val loader; input preset",
+             "DETECTED"),
+]
+
+SCENARIOS = SCENARIOS + PIPELINES
