@@ -884,8 +884,11 @@ static void python_record(struct pass2 *ps, const struct dlbn_record *r)
 		break;
 	case DLBN_MARK_FETCH_BEGIN:
 		l->py_open = r->t_ns;
-		/* Only epochs after the first: the first iter() is warm-up. */
-		if (l->py_iter_begin >= 0 && st->n > 0)
+		/* The training loader's first iter() is warm-up; another
+		 * loader's may fall inside the training window, where the
+		 * reference Replay (every loader cached before the loop) has
+		 * no worker start-up. */
+		if (l->py_iter_begin >= 0 && (st->n > 0 || aside))
 			l->py_carry_ns += r->t_ns - l->py_iter_begin;
 		l->py_iter_begin = -1;
 		break;

@@ -187,13 +187,15 @@ static int keep(struct dlbn_steps *st, const struct dlbn_step *s, const struct d
  * Other loaders' steps between two steps of the training loader lie inside
  * its window when the later one is a window step: they wait as pending
  * until then (the last ones, after the training loader's last step, never
- * count).  Their own warm-up never counts: Replay fills its cache there.
+ * count).  Their own warm-up counts too: the reference Replay caches every
+ * loader before the loop, so a val loader's first epoch inside the window
+ * (worker start-up, the first batches) is loading time it removes.
  */
 static void other_loaders_window(struct dlbn_model *m, const struct dlbn_step *s)
 {
 	struct dlbn_loader_table *t = &m->loaders;
 	if (s->aside) {
-		if (s->warmup || s->loader < 0)
+		if (s->loader < 0)
 			return;
 		struct dlbn_loader_sums *p = &t->v[s->loader].pending;
 		p->steps++;
