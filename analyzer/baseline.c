@@ -168,35 +168,45 @@ struct step_ends {
 	int found;
 };
 
+/*
+ * When step `index` was complete: its batch in hand, and the GPU done with
+ * the work queued before its wait (the drain probes).  A loop that does not
+ * synchronise runs ahead of the GPU on cached batches; host step ends alone
+ * would then time Python, not training.
+ */
 static void step_ends_sink(void *ctx, size_t index, const struct dlbn_step *s,
 			   const struct dlbn_gpu_step *gs)
 {
 	struct step_ends *e = ctx;
-	(void)gs;
+	int64_t t = s->end;
+	if (gs && gs->gpu_done > t)
+		t = gs->gpu_done;
 	if (index == e->first) {
-		e->first_end = s->end;
+		e->first_end = t;
 		e->found |= 1;
 	}
 	if (index == e->last) {
-		e->last_end = s->end;
+		e->last_end = t;
 		e->found |= 2;
 	}
 }
 
 /*
- * Wall clock from the end of step `first` to the end of step `last`.  The
- * model keeps the ends of its last warm-up step and of its last step; any
- * other step is found by reading the trace again.  -1 when unknown.
+ * Wall clock from step `first` to step `last`, each taken when it was
+ * complete (step_ends_sink).  Without GPU work the model keeps the ends of
+ * its last warm-up step and of its last step; any other step, and every
+ * step of a GPU run, is found by reading the trace again.  -1 when unknown.
  */
 static double span_s(const struct dlbn_model *m, struct dlbn_reader *r, size_t first, size_t last)
 {
 	const struct dlbn_steps *st = m->steps;
 	struct step_ends e = {first, last, 0, 0, 0};
-	if (st->w.warmup && first == st->w.warmup - 1) {
+	int host_only = !m->gpu.present; /* else each end needs its GPU side */
+	if (host_only && st->w.warmup && first == st->w.warmup - 1) {
 		e.first_end = st->w.ws;
 		e.found |= 1;
 	}
-	if (st->n && last == st->n - 1) {
+	if (host_only && st->n && last == st->n - 1) {
 		e.last_end = st->w.last_end;
 		e.found |= 2;
 	}

@@ -673,6 +673,7 @@ static int split_step(struct slot *sl, int64_t busy_until, int unknown, int refi
 
 	s->gpu_refill_ns = 0;
 	gs->refill_ns = 0;
+	gs->gpu_done = busy_until > 0 ? busy_until : 0;
 	if (wait <= 0) {
 		gs->evidence = DLBN_GPU_EV_NONE;
 		s->gpu_busy_ns = 0;

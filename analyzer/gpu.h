@@ -117,6 +117,11 @@ struct dlbn_gpu_step {
 	uint8_t evidence;	   /* DLBN_GPU_EV_* */
 	int64_t next_enqueue;	   /* first launch/copy after the step's end, 0 none */
 	int64_t refill_ns;	   /* = the step's gpu_refill_ns (model.h) */
+	/* The GPU had finished everything queued before the step's wait by
+	 * this time (busy_until of the probes that count for it); 0 unknown
+	 * (no probe, or none resolved).  With the step's end: when the step
+	 * was complete on both sides (--baseline's clock). */
+	int64_t gpu_done;
 };
 
 struct dlbn_gpu_opts {
