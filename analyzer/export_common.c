@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "export.h"
+#include "json.h"
 
 /* ---- output file ---------------------------------------------------- */
 
@@ -289,39 +290,6 @@ void dlbn_buf_us(struct dlbn_buf *b, int64_t ns)
 	dlbn_buf_put(b, frac, 4);
 }
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	size_t need;
-	uint32_t c;
-	if (s[0] < 0xc2)
-		return 0;
-	if (s[0] < 0xe0) {
-		need = 2;
-		c = s[0] & 0x1f;
-	} else if (s[0] < 0xf0) {
-		need = 3;
-		c = s[0] & 0x0f;
-	} else if (s[0] < 0xf5) {
-		need = 4;
-		c = s[0] & 0x07;
-	} else {
-		return 0;
-	}
-	if (need > n)
-		return 0;
-	for (size_t i = 1; i < need; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	/* overlong forms, surrogates and > U+10FFFF are not valid UTF-8 */
-	if ((need == 3 && c < 0x800) || (need == 4 && (c < 0x10000 || c > 0x10ffff)) ||
-	    (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	return need;
-}
-
 void dlbn_buf_json_str(struct dlbn_buf *b, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -336,7 +304,7 @@ void dlbn_buf_json_str(struct dlbn_buf *b, const char *s, size_t n)
 			i++;
 			continue;
 		}
-		size_t ul = c >= 0x80 ? utf8_len(u + i, n - i) : 0;
+		size_t ul = c >= 0x80 ? dlbn_utf8_len(u + i, n - i) : 0;
 		if (ul) {
 			i += ul;
 			continue;
@@ -369,7 +337,7 @@ void dlbn_buf_utf8(struct dlbn_buf *b, const char *s, size_t n)
 			i++;
 			continue;
 		}
-		size_t ul = u[i] ? utf8_len(u + i, n - i) : 0;
+		size_t ul = u[i] ? dlbn_utf8_len(u + i, n - i) : 0;
 		if (ul) {
 			i += ul;
 			continue;

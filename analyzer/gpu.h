@@ -225,9 +225,14 @@ void dlbn_gpu_window(struct dlbn_gpu *g, const struct dlbn_steps *st, int64_t ws
 const struct dlbn_gpu_step *dlbn_gpu_steps_of(const struct dlbn_gpu *g,
 					      const struct dlbn_steps *st);
 
-/* The "gpu" value of the JSON report: one object, stable keys. */
-void dlbn_gpu_json(FILE *out, const struct dlbn_gpu *g);
-/* The GPU section of the terminal report (a few indented lines). */
-void dlbn_gpu_text(FILE *out, const struct dlbn_gpu *g);
+/* Time the host spent blocked in syncs of every kind. */
+static inline int64_t dlbn_gpu_sync_total(const struct dlbn_gpu_host *h)
+{
+	int64_t s = 0;
+
+	for (int k = 0; k < DLBN_GPU_SYNC_KINDS; k++)
+		s += h->sync_ns[k];
+	return s;
+}
 
 #endif /* DLBN_GPU_H */

@@ -3,65 +3,20 @@
  * (documented in man/dlbn-analyze.1).  Always valid JSON: strings are
  * escaped, non-finite numbers become null.
  */
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "json.h"
 #include "report.h"
-
-void dlbn_json_string(FILE *out, const char *s, size_t len)
-{
-	fputc('"', out);
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-		switch (c) {
-		case '"':
-			fputs("\\\"", out);
-			break;
-		case '\\':
-			fputs("\\\\", out);
-			break;
-		case '\n':
-			fputs("\\n", out);
-			break;
-		case '\r':
-			fputs("\\r", out);
-			break;
-		case '\t':
-			fputs("\\t", out);
-			break;
-		default:
-			if (c < 0x20 || c == 0x7f)
-				fprintf(out, "\\u%04x", c);
-			else if (c >= 0x80)
-				fprintf(out, "\\u%04x",
-					c); /* bytes of unknown encoding: keep them visible */
-			else
-				fputc(c, out);
-		}
-	}
-	fputc('"', out);
-}
 
 static void jstr(FILE *out, const char *s)
 {
-	dlbn_json_string(out, s, strlen(s));
-}
-
-void dlbn_json_number(FILE *out, double v)
-{
-	if (isfinite(v))
-		fprintf(out, "%.6g", v);
-	else
-		fputs("null", out);
+	dlbn_json_str(out, s);
 }
 
 static void jkey(FILE *out, const char *k, int *first)
 {
-	fputs(*first ? "" : ",", out);
-	*first = 0;
-	jstr(out, k);
-	fputc(':', out);
+	dlbn_json_key(out, k, first);
 }
 
 static void jlines(FILE *out, const char (*lines)[DLBN_LINE], size_t n)

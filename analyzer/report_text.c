@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "json.h"
 #include "report.h"
 
 static const char *verdict_line(int v)

@@ -21,6 +21,7 @@
 
 #include "check.h"
 #include "gpu.h"
+#include "report.h"
 #include "model.h"
 #include "reader.h"
 #include "recbuf.h"
