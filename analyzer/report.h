@@ -13,6 +13,7 @@
 #include "ranks.h"
 #include "reader.h"
 #include "verdict.h"
+#include "whatif.h"
 
 struct dlbn_report_input {
 	const char *path;
@@ -26,6 +27,8 @@ struct dlbn_report_input {
 	size_t nranks;
 	const struct dlbn_job *job;
 	const struct dlbn_baseline *baseline; /* NULL: no --baseline ("baseline": null) */
+	/* --what-if (whatif.h): NULL when not asked ("what_if": null). */
+	const struct dlbn_whatif *whatif;
 };
 
 /* report_ranks.c: the job section (text / Markdown) and the "ranks" / "job" JSON values. */
@@ -36,6 +39,11 @@ void dlbn_ranks_json(FILE *out, const struct dlbn_report_input *in);
 /* report_gpu.c: the "gpu" JSON value (stable keys) and the text GPU section. */
 void dlbn_gpu_json(FILE *out, const struct dlbn_gpu *g);
 void dlbn_gpu_text(FILE *out, const struct dlbn_gpu *g);
+
+/* report_whatif.c: the --what-if section and the "what_if" JSON values. */
+void dlbn_whatif_text(FILE *out, const struct dlbn_whatif *w);
+void dlbn_whatif_markdown(FILE *out, const struct dlbn_whatif *w);
+void dlbn_whatif_json(FILE *out, const struct dlbn_whatif *w);
 
 void dlbn_report_text(FILE *out, const struct dlbn_report_input *in);
 void dlbn_report_json(FILE *out, const struct dlbn_report_input *in);

@@ -328,6 +328,9 @@ void dlbn_report_json(FILE *out, const struct dlbn_report_input *in)
 		dlbn_baseline_json(out, in->baseline);
 	else
 		fputs("null", out);
+	/* --what-if (report_whatif.c): "what_if", "what_if_basis" */
+	fputc(',', out);
+	dlbn_whatif_json(out, in->whatif);
 	dlbn_ranks_json(out, in);
 	fputs("}\n", out);
 }

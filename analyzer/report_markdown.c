@@ -156,6 +156,9 @@ void dlbn_report_markdown(FILE *out, const struct dlbn_report_input *in)
 		fputs("\n### Recommendations\n\n", out);
 		md_list(out, a->recs, a->nrecs);
 	}
+	/* --what-if (report_whatif.c) */
+	if (in->whatif)
+		dlbn_whatif_markdown(out, in->whatif);
 
 	md_stacks(out, m);
 

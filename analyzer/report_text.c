@@ -212,6 +212,9 @@ void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
 		for (size_t i = 0; i < a->nrecs; i++)
 			fprintf(out, "  - %s\n", a->recs[i]);
 	}
+	/* --what-if (report_whatif.c) */
+	if (in->whatif)
+		dlbn_whatif_text(out, in->whatif);
 	text_stacks(out, m);
 
 	const struct dlbn_reader_stats *rs = in->rs;

@@ -706,6 +706,7 @@ def _config_text(loader, it, replay=None):
     items.append(("dataset_kind", _dataset_kind(loader, it)))
     items.append(("drop_last", pick("drop_last", "_drop_last")))
     items.append(("timeout", pick("timeout", "_timeout")))
+    items.append(("cpus", _cpu_count()))
     if loader is not None:
         items.append(("loader", id(loader)))
         items.append(("loader_class", type(loader).__name__))
@@ -740,6 +741,16 @@ def _add_workers(text, it):
             break
         text += b"," + pid
     return text
+
+
+def _cpu_count():
+    """CPUs this process may run on (its affinity mask, what a cgroup or
+    taskset left it): the analyzer's --what-if limit on useful workers."""
+    import os
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()
 
 
 def _sampler_name(loader, it):

@@ -4,6 +4,7 @@ that it is inert without the library.  The marker API is replaced by a fake
 that logs (bootstrap_probe.py)."""
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -121,6 +122,7 @@ def test_config_text():
         "num_workers": "1", "batch_size": "3", "prefetch_factor": "3",
         "pin_memory": "0", "persistent_workers": "1", "start_method": "spawn",
         "dataset_kind": "iterable", "drop_last": "1", "timeout": "0",
+        "cpus": str(len(os.sched_getaffinity(0))),
         "loader": str(result["facts"]["loader_id"]), "loader_class": "DataLoader",
         # an IterableDataset's loader gets torch's placeholder sampler
         "sampler": "_InfiniteConstantSampler",

@@ -27,7 +27,8 @@ static int usage(void)
 		"  [--kill-at STEP] [--extent-size BYTES] [--seed S]\n"
 		"  [--rank R] [--world-size N] [--sched] [--worker-runq SHARE] [--main-runq "
 		"SHARE]\n"
-		"  [--gpu-ms X]   (CUDA: an X ms kernel per step, probes at each fetch)\n");
+		"  [--gpu-ms X]   (CUDA: an X ms kernel per step, probes at each fetch)\n"
+		"  [--cpus N]     (the loader CONFIG's cpus=N: the job's CPU affinity count)\n");
 	return 2;
 }
 
@@ -57,6 +58,7 @@ int main(int argc, char **argv)
 		{"worker-runq", required_argument, NULL, 'q'},
 		{"main-runq", required_argument, NULL, 'Q'},
 		{"gpu-ms", required_argument, NULL, 'G'},
+		{"cpus", required_argument, NULL, 'C'},
 		{NULL, 0, NULL, 0},
 	};
 	struct tgsim_params p;
@@ -137,6 +139,9 @@ int main(int argc, char **argv)
 			break;
 		case 'G':
 			p.gpu_ms = atof(optarg);
+			break;
+		case 'C':
+			p.cpus = atoi(optarg);
 			break;
 		default:
 			return usage();

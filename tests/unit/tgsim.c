@@ -221,6 +221,8 @@ static void run(struct sim *s)
 		 "timeout=0;loader=140000000",
 		 p->workers, p->prefetch, p->pin ? "True" : "False",
 		 p->persistent ? "True" : "False");
+	if (p->cpus > 0)
+		snprintf(cfg + strlen(cfg), sizeof(cfg) - strlen(cfg), ";cpus=%d", p->cpus);
 	s->idx_sent = calloc((size_t)per_epoch + (size_t)P + 1, sizeof(int64_t));
 	s->ready = calloc((size_t)per_epoch + 1, sizeof(int64_t));
 	long long global = 0;

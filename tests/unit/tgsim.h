@@ -32,6 +32,7 @@ struct tgsim_params {
 	uint32_t extent_size; /* 0: the format's default */
 	double gpu_ms;	      /* > 0: the loop launches a kernel this long per step, with the
 				 recorder's drain probe at each fetch (CUDA records) */
+	int cpus;	      /* > 0: the CONFIG's cpus= (the job's CPU affinity count) */
 	unsigned seed;
 };
 

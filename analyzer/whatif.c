@@ -1,0 +1,506 @@
+/*
+ * whatif.c - the --what-if model (see whatif.h for the formula and what it
+ * leaves out).  Every input is a figure of the analysis or of the model's
+ * window; nothing here reads the trace or writes a report.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "whatif.h"
+
+#define MAX_CURVE_WORKERS 32
+#define GPU_PACED_SYNC	  0.20 /* host blocked in syncs: the GPU sets the pace */
+#define GPU_PACED_BUSY	  0.50 /* ... or the GPU was busy through most waits */
+#define FILE_BOUND_SHARE  0.50 /* worker time mostly file reads: storage */
+#define HANDOFF_SHARE	  0.50 /* floor mostly hand-off */
+#define BEST_WITHIN	  1.02 /* fewest workers within 2% of the best step */
+
+static void note(struct dlbn_whatif *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void note(struct dlbn_whatif *w, const char *fmt, ...)
+{
+	if (w->nnotes >= DLBN_WHATIF_NOTES)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(w->notes[w->nnotes++], DLBN_LINE, fmt, ap);
+	va_end(ap);
+}
+
+int dlbn_config_int(const struct dlbn_config *c, const char *key)
+{
+	for (int i = 0; c->present && i < c->n; i++) {
+		if (strcmp(c->key[i], key) != 0)
+			continue;
+		char *end;
+		long v = strtol(c->val[i], &end, 10);
+		if (end == c->val[i] || *end || v < 0 || v > 1000000)
+			return -1;
+		return (int)v;
+	}
+	return -1;
+}
+
+/* The floor: the loop's own work (+ hand-off with workers) or the GPU's
+ * time per step, whichever is longer, and its limit. */
+static double floor_ms(const struct dlbn_whatif *w, int n, const char **lim)
+{
+	double host = w->loop_ms + (n > 0 ? w->handoff_ms : 0);
+	if (w->gpu_step_ms > host) {
+		*lim = DLBN_LIMIT_GPU;
+		return w->gpu_step_ms;
+	}
+	if (n > 0 && w->handoff_ms >= HANDOFF_SHARE * host)
+		*lim = DLBN_LIMIT_HANDOFF;
+	else
+		*lim = w->gpu_paced ? DLBN_LIMIT_GPU : DLBN_LIMIT_LOOP;
+	return host;
+}
+
+/* Steady state, without the epoch start-up. */
+static double steady_ms(const struct dlbn_whatif *w, int n, const char **limited_by)
+{
+	const char *lim;
+	double step;
+	step = floor_ms(w, n, &lim);
+	if (n == 0) {
+		/* In the loop's thread: loading and the loop take turns, except
+		 * that queued GPU work the host does not wait for runs on. */
+		double host = w->gpu_step_ms > 0 || w->gpu_paced ? w->main_cpu_ms : w->loop_ms;
+		if (host + w->batch_ms > step) {
+			step = host + w->batch_ms;
+			lim = DLBN_LIMIT_LOADING;
+		}
+	} else {
+		double supply = w->batch_ms / n;
+		if (supply > step) {
+			step = supply;
+			lim = w->file_share >= FILE_BOUND_SHARE ? DLBN_LIMIT_STORAGE
+								: DLBN_LIMIT_WORKERS;
+		}
+	}
+	if (w->cores > 0) {
+		/* Every batch costs its CPU in some process, whoever loads it. */
+		double cpu = (w->worker_cpu_ms + w->main_cpu_ms) / w->cores;
+		if (cpu > step * 1.0001) {
+			step = cpu;
+			lim = DLBN_LIMIT_CORES;
+		}
+	}
+	if (limited_by)
+		*limited_by = lim;
+	return step;
+}
+
+double dlbn_whatif_workers_ms(const struct dlbn_whatif *w, int n, const char **limited_by)
+{
+	double step = steady_ms(w, n, limited_by);
+	if (n > 0)
+		step += w->startup_ms;
+	return step;
+}
+
+static struct dlbn_whatif_row *add_row(struct dlbn_whatif *w, const char *setting, int value,
+				       double step_ms, const char *limited_by)
+{
+	if (w->nrows >= DLBN_WHATIF_ROWS)
+		return NULL;
+	struct dlbn_whatif_row *r = &w->rows[w->nrows++];
+	memset(r, 0, sizeof(*r));
+	snprintf(r->setting, sizeof(r->setting), "%s", setting);
+	snprintf(r->limited_by, sizeof(r->limited_by), "%s", limited_by);
+	r->value = value;
+	r->step_ms = step_ms;
+	r->speedup = step_ms > 0 ? w->measured_ms / step_ms : 0;
+	return r;
+}
+
+static void mark_current(struct dlbn_whatif *w, struct dlbn_whatif_row *r)
+{
+	if (!r)
+		return;
+	r->current = 1;
+	r->measured_ms = w->measured_ms;
+}
+
+/* Worker figures over the window: time per batch, file share, CPU per batch. */
+static void worker_inputs(const struct dlbn_model *m, const struct dlbn_analysis *a,
+			  struct dlbn_whatif *w)
+{
+	double ms = 0, busy = 0, file = 0;
+	uint64_t batches = 0;
+	for (size_t i = 0; i < a->nworkers; i++) {
+		ms += a->workers[i].mean_batch_ms * (double)a->workers[i].batches;
+		batches += a->workers[i].batches;
+		busy += a->workers[i].busy_s;
+		file += a->workers[i].file_read_s;
+	}
+	double raw = batches ? ms / (double)batches : 0;
+	double runq = a->workers_runq_share > 0 ? a->workers_runq_share : 0;
+	w->batch_ms = raw * (1 - runq);
+	w->file_share = busy > 0 ? file / busy : 0;
+	w->worker_cpu_ms = w->batch_ms * (1 - w->file_share);
+
+	/* schedstat: the workers' time on a CPU per batch they made. */
+	int64_t run_all = 0;
+	int sampled = 0;
+	for (size_t k = 0; k < m->nsched_threads; k++) {
+		size_t ti = m->sched_threads[k];
+		if (!dlbn_training_worker(m, m->threads[ti].proc_index))
+			continue;
+		int64_t run, wait;
+		dlbn_sched_window(m, ti, &run, &wait);
+		if (run + wait > 0) {
+			run_all += run;
+			sampled = 1;
+		}
+	}
+	if (sampled && batches)
+		w->worker_cpu_ms = (double)run_all / 1e6 / (double)batches;
+	if (raw > 0 && runq > 0)
+		note(w,
+		     "a worker needs %.1f ms per batch, %.1f ms of it queued for a CPU: %.1f ms "
+		     "with a core of its own",
+		     raw, raw - w->batch_ms, w->batch_ms);
+}
+
+/* The training process's own CPU per step (schedstat, else an estimate). */
+static int main_cpu(const struct dlbn_model *m, const struct dlbn_analysis *a,
+		    struct dlbn_whatif *w)
+{
+	int64_t run_all = 0;
+	int sampled = 0;
+	for (size_t k = 0; k < m->nsched_threads; k++) {
+		size_t ti = m->sched_threads[k];
+		if ((ssize_t)m->threads[ti].proc_index != m->training)
+			continue;
+		int64_t run, wait;
+		dlbn_sched_window(m, ti, &run, &wait);
+		if (run + wait > 0) {
+			run_all += run;
+			sampled = 1;
+		}
+	}
+	double steps = (double)a->steps_window;
+	if (sampled) {
+		w->main_cpu_ms = (double)run_all / 1e6 / steps;
+		return 1;
+	}
+	w->main_cpu_ms = a->loop_ms - (a->gpu ? a->sync_fraction * a->wall_s * 1e3 / steps : 0);
+	if (w->main_cpu_ms < 0)
+		w->main_cpu_ms = 0;
+	return 0;
+}
+
+/* GPU time per step: work launched onto an idle GPU after step k-1 is
+ * done when step k's drain probe completes. */
+struct gpu_est {
+	int have_prev;
+	struct dlbn_gpu_step prev;
+	double sum_ms;
+	size_t samples, backlog; /* backlog: the GPU still busy at the launch */
+};
+
+static void gpu_sink(void *ctx, size_t index, const struct dlbn_step *s,
+		     const struct dlbn_gpu_step *gs)
+{
+	struct gpu_est *g = ctx;
+	(void)index;
+	if (!gs)
+		return;
+	if (g->have_prev && !s->warmup && g->prev.next_enqueue > 0 && g->prev.gpu_done > 0 &&
+	    gs->gpu_done > 0) {
+		if (g->prev.gpu_done <= g->prev.next_enqueue) {
+			if (gs->gpu_done > g->prev.next_enqueue) {
+				g->sum_ms += (double)(gs->gpu_done - g->prev.next_enqueue) / 1e6;
+				g->samples++;
+			}
+		} else {
+			g->backlog++;
+		}
+	}
+	g->prev = *gs;
+	g->have_prev = 1;
+}
+
+static int gpu_step(const struct dlbn_model *m, const struct dlbn_analysis *a,
+		    struct dlbn_reader *r, struct dlbn_whatif *w)
+{
+	struct gpu_est g = {0};
+	if (!a->gpu || !r)
+		return 0;
+	if (dlbn_model_each_step(m, r, gpu_sink, &g) != 0)
+		return -1;
+	w->gpu_samples = g.samples;
+	if (g.samples >= 3 && g.samples >= g.backlog) {
+		w->gpu_step_ms = g.sum_ms / (double)g.samples;
+		note(w, "the GPU needs %.2f ms per step (%zu steps where it started idle)",
+		     w->gpu_step_ms, g.samples);
+	} else if (g.backlog >= 3) {
+		/* Never idle at a launch: it sets the pace, at the measured rate. */
+		w->gpu_paced = 1;
+		w->gpu_step_ms = w->loop_ms;
+		note(w,
+		     "the GPU still had work at %zu of the launches: it sets the pace (%.2f ms "
+		     "per step)",
+		     g.backlog, w->gpu_step_ms);
+	}
+	return 0;
+}
+
+static void find_cores(const struct dlbn_model *m, const struct dlbn_analysis *a,
+		       struct dlbn_whatif *w)
+{
+	int cfg = dlbn_config_int(&m->config, "cpus");
+	int contended = a->cpu_contended && a->cpus_used > 0;
+	if (cfg > 0) {
+		w->cores = cfg;
+		snprintf(w->cores_from, sizeof(w->cores_from), "CPU affinity: %d CPUs", cfg);
+		if (contended && a->cpus_used < 0.9 * cfg) {
+			w->cores = a->cpus_used;
+			snprintf(w->cores_from, sizeof(w->cores_from),
+				 "%.1f of the %d CPUs (the traced threads queued for one)",
+				 a->cpus_used, cfg);
+		}
+	} else if (contended) {
+		w->cores = a->cpus_used;
+		snprintf(w->cores_from, sizeof(w->cores_from),
+			 "%.1f CPUs (what the traced threads got while queueing for one)",
+			 a->cpus_used);
+	} else {
+		snprintf(w->cores_from, sizeof(w->cores_from), "unknown");
+	}
+}
+
+/* Epoch start-up stall per step beyond what those steps would stall anyway. */
+static double startup_excess_ms(const struct dlbn_analysis *a)
+{
+	if (a->epochs < 2 || a->startup_stall_s <= 0 || !a->steps_window)
+		return 0;
+	double restarts = (double)(a->epochs - 1);
+	double startup_steps = restarts * (double)(a->prefetch_depth + 1);
+	double other_steps = (double)a->steps_window - startup_steps;
+	double steady_stall = other_steps > 0 ? (a->stall_s - a->startup_stall_s) / other_steps : 0;
+	double excess = a->startup_stall_s - startup_steps * (steady_stall > 0 ? steady_stall : 0);
+	return excess > 0 ? excess * 1e3 / (double)a->steps_window : 0;
+}
+
+static void workers_curve(struct dlbn_whatif *w)
+{
+	double best = 0;
+	for (int n = 0; n <= MAX_CURVE_WORKERS; n++) {
+		double s = dlbn_whatif_workers_ms(w, n, NULL);
+		if (n == 0 || s < best)
+			best = s;
+	}
+	w->best_workers = 0;
+	for (int n = 0; n <= MAX_CURVE_WORKERS; n++)
+		if (dlbn_whatif_workers_ms(w, n, NULL) <= best * BEST_WITHIN) {
+			w->best_workers = n;
+			break;
+		}
+	int max = w->best_workers + 2;
+	if (max < w->num_workers + 2)
+		max = w->num_workers + 2;
+	if (w->cores > 0 && max < (int)ceil(w->cores) + 1)
+		max = (int)ceil(w->cores) + 1;
+	if (max < 4)
+		max = 4;
+	if (max > MAX_CURVE_WORKERS)
+		max = MAX_CURVE_WORKERS;
+	w->max_workers = max;
+	for (int n = 0; n <= max; n++) {
+		const char *lim;
+		double s = dlbn_whatif_workers_ms(w, n, &lim);
+		if (n > 0 && w->startup_ms > 0 && w->startup_ms >= 0.5 * s)
+			lim = DLBN_LIMIT_STARTUP;
+		struct dlbn_whatif_row *r = add_row(w, "num_workers", n, s, lim);
+		if (n == w->num_workers)
+			mark_current(w, r);
+	}
+}
+
+/* persistent_workers: the epoch start-up goes, a cold first batch stays. */
+static void persistent_rows(const struct dlbn_model *m, const struct dlbn_analysis *a,
+			    struct dlbn_whatif *w)
+{
+	int pw = m->config.persistent_workers;
+	if (w->num_workers <= 0)
+		return;
+	if (a->epochs < 2) {
+		note(w, "one epoch in the window: persistent_workers changes nothing here (it "
+			"saves the worker start-up of every later epoch)");
+		return;
+	}
+	const char *lim;
+	double steady = steady_ms(w, w->num_workers, &lim);
+	if (pw == 1) {
+		mark_current(w, add_row(w, "persistent_workers", 1, steady, lim));
+		return;
+	}
+	double cold = w->batch_ms - steady; /* a new epoch's first batch, all workers cold */
+	double per_step = cold > 0 ? cold * (double)(a->epochs - 1) / (double)a->steps_window : 0;
+	mark_current(w, add_row(w, "persistent_workers", 0, steady + w->startup_ms,
+				w->startup_ms >= 0.5 * (steady + w->startup_ms) ? DLBN_LIMIT_STARTUP
+										: lim));
+	add_row(w, "persistent_workers", 1, steady + per_step, lim);
+}
+
+/* prefetch_factor: no more throughput, only the jitter a deeper queue absorbs. */
+static void prefetch_rows(const struct dlbn_model *m, struct dlbn_whatif *w)
+{
+	if (w->num_workers <= 0)
+		return;
+	int pf = m->config.prefetch_factor;
+	if (pf <= 0)
+		pf = m->prefetch_depth > 0 ? m->prefetch_depth / w->num_workers : 2;
+	if (pf <= 0)
+		pf = 1;
+	const char *lim;
+	double fluid = dlbn_whatif_workers_ms(w, w->num_workers, &lim);
+	double now = w->measured_ms;
+	mark_current(w, add_row(w, "prefetch_factor", pf, now, lim));
+	for (int v = pf * 2; v <= pf * 4 && w->nrows < DLBN_WHATIF_ROWS; v *= 2)
+		add_row(w, "prefetch_factor", v, fluid < 0.99 * now ? fluid : now, lim);
+}
+
+static void pin_rows(const struct dlbn_model *m, const struct dlbn_analysis *a,
+		     struct dlbn_whatif *w)
+{
+	if (!a->gpu) {
+		note(w, "pin_memory: no GPU activity in the trace, nothing to pin for");
+		return;
+	}
+	int pin = m->config.pin_memory;
+	if (a->pageable_ms > 0 && pin != 1) {
+		const char *lim;
+		double floor = floor_ms(w, 1, &lim);
+		mark_current(w, add_row(w, "pin_memory", 0, w->measured_ms, lim));
+		double s = w->measured_ms - a->pageable_ms;
+		if (s < floor - a->pageable_ms)
+			s = floor - a->pageable_ms;
+		add_row(w, "pin_memory", 1, s > 0 ? s : w->measured_ms, lim);
+		note(w,
+		     "pin_memory=True saves the %.2f ms per step the host is blocked in H2D copies "
+		     "from pageable memory, if the copies become .to(device, non_blocking=True)",
+		     a->pageable_ms);
+	} else if (pin == 1 && a->path == DLBN_PATH_PIN && a->mean_busy >= 0 &&
+		   a->mean_busy < 0.7) {
+		note(w,
+		     "pin_memory: the pin-memory thread may lag (workers idle %.0f%%); its cost "
+		     "per batch is not in the trace, so pin_memory=False is not predicted",
+		     (1 - a->mean_busy) * 100);
+	}
+}
+
+static void cannot_know(const struct dlbn_analysis *a, struct dlbn_whatif *w, int sampled)
+{
+	if (w->cores <= 0)
+		note(w, "the CPUs the job may use are not in the trace (no cpus= in the loader "
+			"config, no CPU contention seen): the curve applies no core limit");
+	if (!sampled)
+		note(w, "no schedstat samples of the training process: its CPU per step is taken "
+			"as the loop's time less host syncs");
+	if (w->file_share >= 0.3)
+		note(w,
+		     "file reads are %.0f%% of the workers' time: the curve assumes the storage "
+		     "serves that many readers in parallel (its spare bandwidth is not in the "
+		     "trace)",
+		     w->file_share * 100);
+	if (w->startup_ms > 0)
+		note(w,
+		     "epoch start-up (%.2f ms per step) is taken as the same for any "
+		     "num_workers; more workers usually start slower",
+		     w->startup_ms);
+	double kib = a->recv_kib > 0 ? a->recv_kib : 0;
+	if (kib >= 1)
+		note(w,
+		     "not in the trace: host memory per worker (each is a copy of the loader's "
+		     "process) and the /dev/shm room for the batches in flight (num_workers x "
+		     "prefetch_factor x %.0f KiB); dlbn-preflight shows /dev/shm",
+		     kib);
+	else
+		note(w, "not in the trace: host memory per worker (each is a copy of the loader's "
+			"process) and the /dev/shm room for the batches in flight; dlbn-preflight "
+			"shows /dev/shm");
+}
+
+int dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *a,
+			struct dlbn_reader *r, struct dlbn_whatif *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->batch_size = m->config.present ? m->config.batch_size : -1;
+	if (!a->steps_window || a->wall_s <= 0 || !(a->loop_ms > 0)) {
+		snprintf(w->why_not, sizeof(w->why_not),
+			 "no steady-state window to model (%zu window steps)", a->steps_window);
+		return 0;
+	}
+	w->measured_ms = a->wall_s * 1e3 / (double)a->steps_window;
+	w->num_workers = a->num_workers >= 0 ? a->num_workers : (int)a->nworkers;
+	w->loop_ms = a->loop_ms;
+	const struct dlbn_gpu_win *gw = &m->gpu.win;
+	w->gpu_paced =
+		a->gpu && (a->sync_fraction >= GPU_PACED_SYNC ||
+			   (gw->wait_s > 0 && gw->wait_gpu_busy_s / gw->wait_s >= GPU_PACED_BUSY));
+	int sampled = main_cpu(m, a, w);
+	if (w->num_workers == 0) {
+		/* Loading in the loop: the wait is the batch's cost, and the
+		 * loop's CPU holds it. */
+		w->batch_ms = a->mean_ms;
+		w->worker_cpu_ms = w->batch_ms;
+		w->main_cpu_ms -= sampled ? w->batch_ms : 0;
+		if (w->main_cpu_ms < 0)
+			w->main_cpu_ms = 0;
+		note(w, "num_workers=0 in this run: workers' hand-off cost is unknown (receiving a "
+			"batch costs the loop about 1-2 ms per 256 KiB on a small machine)");
+	} else if (a->nworkers) {
+		worker_inputs(m, a, w);
+	} else {
+		snprintf(w->why_not, sizeof(w->why_not),
+			 "no worker figures in the window (num_workers=%d)", w->num_workers);
+		return 0;
+	}
+	if (!(w->batch_ms > 0)) {
+		snprintf(w->why_not, sizeof(w->why_not), "no time per batch in the window");
+		return 0;
+	}
+	if (w->num_workers > 0 && a->recv_ms > 0) {
+		double exposed = 1;
+		if (a->gpu && a->exposed_s > 0)
+			exposed = a->stall_s / a->exposed_s < 1 ? a->stall_s / a->exposed_s : 1;
+		w->handoff_ms = a->recv_ms * exposed;
+	}
+	if (w->num_workers > 0 && m->config.persistent_workers != 1)
+		w->startup_ms = startup_excess_ms(a);
+	find_cores(m, a, w);
+	if (gpu_step(m, a, r, w) != 0) {
+		snprintf(w->why_not, sizeof(w->why_not), "out of memory");
+		return -1;
+	}
+	if (w->gpu_step_ms > 0) {
+		/* loop_ms counts the waits' GPU-busy part (hidden by prefetch):
+		 * with the GPU's time as a floor of its own, the loop's floor is
+		 * its host work alone. */
+		double hidden = (a->exposed_s - a->stall_s) * 1e3 / (double)a->steps_window;
+		if (hidden > 0)
+			w->loop_ms = a->loop_ms > hidden ? a->loop_ms - hidden : 0;
+	}
+	w->valid = 1;
+	workers_curve(w);
+	persistent_rows(m, a, w);
+	prefetch_rows(m, w);
+	pin_rows(m, a, w);
+	double model =
+		steady_ms(w, w->num_workers, NULL) + (w->num_workers > 0 ? w->startup_ms : 0);
+	note(w,
+	     "at the run's num_workers=%d the model gives %.2f ms per step, %.2f ms measured "
+	     "(%+.0f%%)",
+	     w->num_workers, model, w->measured_ms, (model / w->measured_ms - 1) * 100);
+	if (a->verdict == DLBN_VERDICT_INCONCLUSIVE)
+		note(w, "the verdict is INCONCLUSIVE: these figures rest on thin evidence");
+	cannot_know(a, w, sampled);
+	return 0;
+}

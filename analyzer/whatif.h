@@ -1,0 +1,111 @@
+/*
+ * whatif.h - predicted step time for other DataLoader settings (--what-if,
+ * DESIGN section 5 step 6): num_workers from 0 to a maximum the job's CPUs
+ * allow, persistent_workers, prefetch_factor and pin_memory where the
+ * evidence supports a figure, each with the limit that stops it.
+ *
+ * Built on the verdict layer (the analysis and the model's window), never
+ * on a report.  The model, per training step of the steady state:
+ *
+ *   step(n) = max(floor, batch / n, cpu_per_step / cores) + startup
+ *
+ *   floor   = max(loop + hand-off, gpu): the loop's own time per step
+ *             without the stall (loop_ms) plus the exposed part of
+ *             receiving a batch from a worker (n >= 1 only), and the GPU's
+ *             own time per step (gpu_step_ms: from a launch onto an idle
+ *             GPU to the drain probe's completion, mean over the window);
+ *   batch   = a worker's time per batch without run-queue waits (busy wall
+ *             time per batch x (1 - the workers' runq share));
+ *   cpu     = CPU a batch costs in a worker (schedstat run time per batch,
+ *             else batch minus file reads) + the training process's own
+ *             CPU per step (schedstat, else loop_ms without host syncs);
+ *   cores   = the CPUs the job can use: the affinity count the bootstrap
+ *             records (CONFIG cpus=), lowered to the CPUs the traced
+ *             threads actually got when they queued for one (contention);
+ *             unknown without either (then no core limit is applied);
+ *   startup = epoch start-up stall per step, non-persistent workers only.
+ *
+ * n = 0 loads in the loop's thread: step(0) = loop + batch (no hand-off),
+ * the loader overlapping only GPU work the host does not wait for.  The
+ * row of the run's own setting also carries the measured step time, so
+ * the reader sees how well the model reproduces it.
+ *
+ * What it cannot know, said in its notes: host memory per worker and the
+ * shared-memory (/dev/shm) room more workers and deeper prefetch need, the
+ * storage's spare bandwidth, the start-up cost of more workers.
+ */
+#ifndef DLBN_WHATIF_H
+#define DLBN_WHATIF_H
+
+#include <stddef.h>
+
+#include "model.h"
+#include "verdict.h"
+
+#define DLBN_WHATIF_ROWS  48
+#define DLBN_WHATIF_NOTES 12
+
+/* What stops a setting from going faster. */
+#define DLBN_LIMIT_WORKERS "workers"	   /* the workers' throughput */
+#define DLBN_LIMIT_CORES   "cores"	   /* CPU time per step / the job's CPUs */
+#define DLBN_LIMIT_GPU	   "gpu"	   /* the GPU's own step time */
+#define DLBN_LIMIT_LOOP	   "loop"	   /* the loop's host work per step */
+#define DLBN_LIMIT_HANDOFF "handoff"	   /* receiving the batch in the loop */
+#define DLBN_LIMIT_STORAGE "storage"	   /* worker time is file reads */
+#define DLBN_LIMIT_LOADING "main_thread"   /* num_workers=0: loading in the loop */
+#define DLBN_LIMIT_STARTUP "epoch_startup" /* workers re-started every epoch */
+
+struct dlbn_whatif_row {
+	char setting[24]; /* num_workers, persistent_workers, prefetch_factor, pin_memory */
+	int value;	  /* booleans 0/1 */
+	double step_ms;	  /* predicted step time */
+	double speedup;	  /* measured step time / step_ms */
+	char limited_by[16];
+	int current;	    /* the run's own setting */
+	double measured_ms; /* current row: the measured step time; else 0 */
+};
+
+struct dlbn_whatif {
+	int valid;	    /* rows were computed */
+	char why_not[200];  /* !valid: why */
+	double measured_ms; /* window wall / window steps */
+	int batch_size;	    /* -1 unknown (throughput in samples/s when known) */
+	/* The model's inputs (see above), ms per batch or per step. */
+	int num_workers;      /* the run's */
+	double batch_ms;      /* a worker's time per batch, run-queue waits taken out */
+	double worker_cpu_ms; /* CPU per batch in a worker */
+	double loop_ms;	      /* loop per step without the stall */
+	double main_cpu_ms;   /* training process CPU per step */
+	double handoff_ms;    /* exposed hand-off per batch */
+	double startup_ms;    /* epoch start-up stall per step (non-persistent) */
+	double file_share;    /* file reads / worker busy time */
+	double cores;	      /* 0: unknown */
+	char cores_from[80];  /* how cores was found */
+	double gpu_step_ms;   /* the GPU's own time per step; 0 unknown / no GPU */
+	size_t gpu_samples;   /* steps that measured it */
+	int gpu_paced;	      /* the GPU sets the pace (host waits on it, or never idles) */
+	int max_workers;      /* the curve's last num_workers */
+	int best_workers;     /* fewest workers within 2% of the curve's best */
+	size_t nrows;
+	struct dlbn_whatif_row rows[DLBN_WHATIF_ROWS];
+	size_t nnotes;
+	char notes[DLBN_WHATIF_NOTES][DLBN_LINE];
+};
+
+/*
+ * Fill w from the analysis of m (a finished dlbn_analyze_gpu).  r: the
+ * trace m was built from, read once more for the GPU's time per step
+ * when the run has GPU work (NULL: no GPU floor but the loop's).
+ * 0, or -1 out of memory (w then holds no prediction).
+ */
+int dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *a,
+			struct dlbn_reader *r, struct dlbn_whatif *w);
+
+/* The model's step time for num_workers = n (n >= 0), and its limit; w
+ * as dlbn_whatif_compute left it (valid). */
+double dlbn_whatif_workers_ms(const struct dlbn_whatif *w, int n, const char **limited_by);
+
+/* A CONFIG value of the training loader as an int (key absent: -1). */
+int dlbn_config_int(const struct dlbn_config *c, const char *key);
+
+#endif /* DLBN_WHATIF_H */
