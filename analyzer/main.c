@@ -20,7 +20,10 @@
 #include "model.h"
 #include "reader.h"
 #include "report.h"
+#include "report_html.h"
+#include "sweep.h"
 #include "verdict.h"
+#include "whatif.h"
 
 #ifndef DLBN_VERSION_STRING
 #define DLBN_VERSION_STRING "0.1.0"
@@ -42,6 +45,13 @@ static const char usage_text[] =
 	"      --perfetto FILE       also export a Chrome/Perfetto trace-event timeline\n"
 	"      --baseline REPLAY     measured speedup: compare with a Replay run of the\n"
 	"                            same training (dlbn-run --replay N)\n"
+	"      --what-if             predicted step time for other loader settings\n"
+	"                            (num_workers 0..N, persistent_workers,\n"
+	"                            prefetch_factor, pin_memory), each with its limit\n"
+	"      --html FILE           also write a self-contained HTML report (verdict,\n"
+	"                            timeline, waits, workers, what-if curve)\n"
+	"      --sweep-results FILE  measured sweep points for the --html curve: JSON\n"
+	"                            [{\"setting\",\"value\",\"measured_step_ms\"}...]\n"
 	"      --dump                print every record as one line and exit\n"
 	"      --fail-on LEVEL       exit 3 when the verdict is LEVEL or worse:\n"
 	"                            detected | potential\n"
@@ -55,7 +65,7 @@ static const char usage_text[] =
 	"  -V, --version             version and trace format\n"
 	"\n"
 	"With several traces, --fail-on applies to the job verdict; --dump, --sqlite,\n"
-	"--perfetto and --baseline take one trace.\n"
+	"--perfetto, --baseline and --html take one trace.\n"
 	"\n"
 	"Exit status: 0 analysis done, 1 unreadable or damaged trace, 2 usage,\n"
 	"3 --fail-on level reached.  See dlbn-analyze(1), dlbn-trace(5).\n";
@@ -64,7 +74,9 @@ struct cli {
 	char **traces; /* one per rank; --dump, --sqlite, --perfetto, --baseline: one only */
 	size_t ntraces;
 	const char *output, *sqlite, *perfetto, *baseline;
+	const char *html, *sweep_results; /* --html FILE, --sweep-results FILE */
 	int format, dump, fail_on;
+	int what_if; /* --what-if */
 	struct dlbn_model_opts mo;
 	struct dlbn_verdict_opts vo;
 };
@@ -97,7 +109,10 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		O_GAP,
 		O_SQLITE,
 		O_PERFETTO,
-		O_BASELINE
+		O_BASELINE,
+		O_WHATIF,
+		O_HTML,
+		O_SWEEP
 	};
 	static const struct option opts[] = {
 		{"format", required_argument, NULL, 'f'},
@@ -106,6 +121,9 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{"sqlite", required_argument, NULL, O_SQLITE},
 		{"perfetto", required_argument, NULL, O_PERFETTO},
 		{"baseline", required_argument, NULL, O_BASELINE},
+		{"what-if", no_argument, NULL, O_WHATIF},
+		{"html", required_argument, NULL, O_HTML},
+		{"sweep-results", required_argument, NULL, O_SWEEP},
 		{"fail-on", required_argument, NULL, O_FAIL},
 		{"view", required_argument, NULL, O_VIEW},
 		{"warmup", required_argument, NULL, O_WARMUP},
@@ -147,6 +165,15 @@ static int parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case O_BASELINE:
 			c->baseline = optarg;
+			break;
+		case O_WHATIF:
+			c->what_if = 1;
+			break;
+		case O_HTML:
+			c->html = optarg;
+			break;
+		case O_SWEEP:
+			c->sweep_results = optarg;
 			break;
 		case O_FAIL:
 			if (!strcmp(optarg, "detected"))
@@ -209,9 +236,11 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		return usage_error("no trace file given", NULL);
 	c->traces = argv + optind;
 	c->ntraces = (size_t)(argc - optind);
-	if (c->ntraces > 1 && (c->dump || c->sqlite || c->perfetto || c->baseline))
-		return usage_error("--dump, --sqlite, --perfetto and --baseline take one trace",
-				   NULL);
+	if (c->ntraces > 1 && (c->dump || c->sqlite || c->perfetto || c->baseline || c->html))
+		return usage_error(
+			"--dump, --sqlite, --perfetto, --baseline and --html take one trace", NULL);
+	if (c->sweep_results && !c->html)
+		return usage_error("--sweep-results goes with --html", NULL);
 	return -1;
 }
 
@@ -254,6 +283,26 @@ static int run_exports(const struct cli *c, struct dlbn_reader *r, const struct 
 	return failed;
 }
 
+/* --html (report_html.h), with --sweep-results when given.  1 if it failed. */
+static int write_html(const struct cli *c, struct dlbn_reader *r,
+		      const struct dlbn_report_input *in)
+{
+	struct dlbn_sweep sweep = {0};
+	char err[512];
+	int failed = 0;
+	if (c->sweep_results && dlbn_sweep_load(&sweep, c->sweep_results, err, sizeof(err)) != 0) {
+		fprintf(stderr, "dlbn-analyze: --sweep-results %s: %s\n", c->sweep_results, err);
+		return 1;
+	}
+	if (dlbn_report_html(c->html, r, in, c->sweep_results ? &sweep : NULL, err, sizeof(err)) !=
+	    0) {
+		fprintf(stderr, "dlbn-analyze: --html %s: %s\n", c->html, err);
+		failed = 1;
+	}
+	dlbn_sweep_free(&sweep);
+	return failed;
+}
+
 /* One trace, read and analysed; kept open until its report is written. */
 struct run {
 	const char *path;
@@ -263,6 +312,7 @@ struct run {
 	int built;
 	struct dlbn_baseline baseline; /* --baseline: valid iff has_baseline */
 	int has_baseline;
+	struct dlbn_whatif whatif; /* --what-if / --html */
 };
 
 /* 0 done, else an exit status (message printed). */
@@ -299,6 +349,10 @@ static int run_analyze(const struct cli *c, struct run *x)
 			return EXIT_INPUT;
 		}
 		x->has_baseline = 1;
+	}
+	if ((c->what_if || c->html) && dlbn_whatif_compute(&x->m, &x->a, x->r, &x->whatif) != 0) {
+		fprintf(stderr, "dlbn-analyze: out of memory\n");
+		return EXIT_INPUT;
 	}
 	return 0;
 }
@@ -357,8 +411,13 @@ static int analyze(const struct cli *c, FILE *out)
 			.nranks = n,
 			.job = &job,
 			.baseline = w->has_baseline ? &w->baseline : NULL,
+			.whatif = c->what_if ? &w->whatif : NULL,
 		};
 		report(c, out, &in);
+		if (c->html) {
+			in.whatif = &w->whatif;
+			export_failed |= write_html(c, w->r, &in);
+		}
 		if (n == 1)
 			export_failed =
 				run_exports(c, runs[0].r, &runs[0].m, &runs[0].a, &runs[0].m.gpu);

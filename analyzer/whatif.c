@@ -133,13 +133,23 @@ static void worker_inputs(const struct dlbn_model *m, const struct dlbn_analysis
 	double ms = 0, busy = 0, file = 0;
 	uint64_t batches = 0;
 	for (size_t i = 0; i < a->nworkers; i++) {
-		ms += a->workers[i].mean_batch_ms * (double)a->workers[i].batches;
-		batches += a->workers[i].batches;
-		busy += a->workers[i].busy_s;
-		file += a->workers[i].file_read_s;
+		const struct dlbn_worker_stats *ws = &a->workers[i];
+		/* A worker's throughput is its busy time per batch: a batch's
+		 * segment (index got .. result written) also holds the feeder
+		 * thread's hand-off, which overlaps the next batch. */
+		double per = ws->busy_fraction >= 0 && ws->batches
+				     ? ws->busy_s * 1e3 / (double)ws->batches
+				     : ws->mean_batch_ms;
+		ms += per * (double)ws->batches;
+		batches += ws->batches;
+		busy += ws->busy_s;
+		file += ws->file_read_s;
 	}
 	double raw = batches ? ms / (double)batches : 0;
-	double runq = a->workers_runq_share > 0 ? a->workers_runq_share : 0;
+	/* Queueing for a CPU: under contention the core limit models it (and
+	 * fewer workers queue less), so it leaves the per-batch time; below
+	 * the contention threshold it is background load that stays. */
+	double runq = a->cpu_contended && a->workers_runq_share > 0 ? a->workers_runq_share : 0;
 	w->batch_ms = raw * (1 - runq);
 	w->file_share = busy > 0 ? file / busy : 0;
 	w->worker_cpu_ms = w->batch_ms * (1 - w->file_share);

@@ -14,8 +14,9 @@
  *             receiving a batch from a worker (n >= 1 only), and the GPU's
  *             own time per step (gpu_step_ms: from a launch onto an idle
  *             GPU to the drain probe's completion, mean over the window);
- *   batch   = a worker's time per batch without run-queue waits (busy wall
- *             time per batch x (1 - the workers' runq share));
+ *   batch   = a worker's busy wall time per batch; under CPU contention
+ *             without its run-queue waits (x (1 - the workers' runq
+ *             share)), which the core limit then stands for;
  *   cpu     = CPU a batch costs in a worker (schedstat run time per batch,
  *             else batch minus file reads) + the training process's own
  *             CPU per step (schedstat, else loop_ms without host syncs);
@@ -72,7 +73,7 @@ struct dlbn_whatif {
 	int batch_size;	    /* -1 unknown (throughput in samples/s when known) */
 	/* The model's inputs (see above), ms per batch or per step. */
 	int num_workers;      /* the run's */
-	double batch_ms;      /* a worker's time per batch, run-queue waits taken out */
+	double batch_ms;      /* a worker's time per batch (contended: without runq waits) */
 	double worker_cpu_ms; /* CPU per batch in a worker */
 	double loop_ms;	      /* loop per step without the stall */
 	double main_cpu_ms;   /* training process CPU per step */
