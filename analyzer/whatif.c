@@ -17,6 +17,7 @@
 #define FILE_BOUND_SHARE  0.50 /* worker time mostly file reads: storage */
 #define HANDOFF_SHARE	  0.50 /* floor mostly hand-off */
 #define BEST_WITHIN	  1.02 /* fewest workers within 2% of the best step */
+#define SATURATED_SHARE	  0.75 /* traced threads use this share of the CPUs: theirs is the load */
 
 static void note(struct dlbn_whatif *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -149,7 +150,7 @@ static void worker_inputs(const struct dlbn_model *m, const struct dlbn_analysis
 	/* Queueing for a CPU: under contention the core limit models it (and
 	 * fewer workers queue less), so it leaves the per-batch time; below
 	 * the contention threshold it is background load that stays. */
-	double runq = a->cpu_contended && a->workers_runq_share > 0 ? a->workers_runq_share : 0;
+	double runq = w->saturated && a->workers_runq_share > 0 ? a->workers_runq_share : 0;
 	w->batch_ms = raw * (1 - runq);
 	w->file_share = busy > 0 ? file / busy : 0;
 	w->worker_cpu_ms = w->batch_ms * (1 - w->file_share);
@@ -261,21 +262,43 @@ static int gpu_step(const struct dlbn_model *m, const struct dlbn_analysis *a,
 	return 0;
 }
 
+/* The loop thread's run-queue wait over its runnable time (schedstat), 0 none. */
+static double main_runq_share(const struct dlbn_model *m)
+{
+	int64_t run = 0, wait = 0;
+	if (m->main_thread < 0)
+		return 0;
+	dlbn_sched_window(m, (size_t)m->main_thread, &run, &wait);
+	return run + wait > 0 ? (double)wait / (double)(run + wait) : 0;
+}
+
 static void find_cores(const struct dlbn_model *m, const struct dlbn_analysis *a,
 		       struct dlbn_whatif *w)
 {
 	int cfg = dlbn_config_int(&m->config, "cpus");
+	/* Queueing while the traced threads fill most CPUs: they are the
+	 * load, and what they got is the limit.  Queueing while they use a
+	 * fraction of them: other programs' load, which the trace does not
+	 * size; the affinity count stays the limit (a note says so). */
 	int contended = a->cpu_contended && a->cpus_used > 0;
+	int saturated = contended && a->cpus_used >= (cfg > 0 ? SATURATED_SHARE * cfg : 0.9);
+	w->saturated = saturated;
 	if (cfg > 0) {
 		w->cores = cfg;
 		snprintf(w->cores_from, sizeof(w->cores_from), "CPU affinity: %d CPUs", cfg);
-		if (contended && a->cpus_used < 0.9 * cfg) {
+		if (saturated && a->cpus_used < cfg) {
 			w->cores = a->cpus_used;
 			snprintf(w->cores_from, sizeof(w->cores_from),
 				 "%.1f of the %d CPUs (the traced threads queued for one)",
 				 a->cpus_used, cfg);
 		}
-	} else if (contended) {
+		if (contended && !saturated)
+			note(w,
+			     "the threads queued for a CPU while using %.1f of the %d CPUs: other "
+			     "programs load this machine; the curve assumes that load stays as it "
+			     "was (fewer workers then get a smaller share of the CPUs)",
+			     a->cpus_used, cfg);
+	} else if (saturated) {
 		w->cores = a->cpus_used;
 		snprintf(w->cores_from, sizeof(w->cores_from),
 			 "%.1f CPUs (what the traced threads got while queueing for one)",
@@ -333,7 +356,12 @@ static void workers_curve(struct dlbn_whatif *w)
 	}
 }
 
-/* persistent_workers: the epoch start-up goes, a cold first batch stays. */
+/*
+ * persistent_workers: the workers' start-up goes, a cold pipeline stays.
+ * At each later epoch the loop waits for the first batch whole (a worker's
+ * time for it plus the hand-off) where the steady state has it wait
+ * steady - loop: that difference per restart.
+ */
 static void persistent_rows(const struct dlbn_model *m, const struct dlbn_analysis *a,
 			    struct dlbn_whatif *w)
 {
@@ -347,15 +375,17 @@ static void persistent_rows(const struct dlbn_model *m, const struct dlbn_analys
 	}
 	const char *lim;
 	double steady = steady_ms(w, w->num_workers, &lim);
+	double now = steady + w->startup_ms;
+	const char *now_lim = w->startup_ms >= 0.5 * now ? DLBN_LIMIT_STARTUP : lim;
 	if (pw == 1) {
-		mark_current(w, add_row(w, "persistent_workers", 1, steady, lim));
+		mark_current(w, add_row(w, "persistent_workers", 1, now, now_lim));
 		return;
 	}
-	double cold = w->batch_ms - steady; /* a new epoch's first batch, all workers cold */
+	double cold = w->batch_ms + w->handoff_ms + w->loop_ms - steady;
 	double per_step = cold > 0 ? cold * (double)(a->epochs - 1) / (double)a->steps_window : 0;
-	mark_current(w, add_row(w, "persistent_workers", 0, steady + w->startup_ms,
-				w->startup_ms >= 0.5 * (steady + w->startup_ms) ? DLBN_LIMIT_STARTUP
-										: lim));
+	if (per_step > w->startup_ms)
+		per_step = w->startup_ms; /* never more than the run's own start-up */
+	mark_current(w, add_row(w, "persistent_workers", 0, now, now_lim));
 	add_row(w, "persistent_workers", 1, steady + per_step, lim);
 }
 
@@ -455,6 +485,7 @@ int dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *
 	w->gpu_paced =
 		a->gpu && (a->sync_fraction >= GPU_PACED_SYNC ||
 			   (gw->wait_s > 0 && gw->wait_gpu_busy_s / gw->wait_s >= GPU_PACED_BUSY));
+	find_cores(m, a, w); /* first: w->saturated decides which waits stay */
 	int sampled = main_cpu(m, a, w);
 	if (w->num_workers == 0) {
 		/* Loading in the loop: the wait is the batch's cost, and the
@@ -482,10 +513,14 @@ int dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *
 		if (a->gpu && a->exposed_s > 0)
 			exposed = a->stall_s / a->exposed_s < 1 ? a->stall_s / a->exposed_s : 1;
 		w->handoff_ms = a->recv_ms * exposed;
+		/* Under contention the loop's thread also queued for a CPU while
+		 * receiving; the core limit stands for that. */
+		double q = main_runq_share(m);
+		if (w->saturated && q > 0)
+			w->handoff_ms *= 1 - q;
 	}
-	if (w->num_workers > 0 && m->config.persistent_workers != 1)
+	if (w->num_workers > 0)
 		w->startup_ms = startup_excess_ms(a);
-	find_cores(m, a, w);
 	if (gpu_step(m, a, r, w) != 0) {
 		snprintf(w->why_not, sizeof(w->why_not), "out of memory");
 		return -1;

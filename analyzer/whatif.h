@@ -14,17 +14,21 @@
  *             receiving a batch from a worker (n >= 1 only), and the GPU's
  *             own time per step (gpu_step_ms: from a launch onto an idle
  *             GPU to the drain probe's completion, mean over the window);
- *   batch   = a worker's busy wall time per batch; under CPU contention
- *             without its run-queue waits (x (1 - the workers' runq
- *             share)), which the core limit then stands for;
+ *   batch   = a worker's busy time per batch; when the traced threads
+ *             saturate the CPUs, without its run-queue waits (x (1 - the
+ *             workers' runq share)), which the core limit then stands for
+ *             (the hand-off likewise); queueing behind other programs stays;
  *   cpu     = CPU a batch costs in a worker (schedstat run time per batch,
  *             else batch minus file reads) + the training process's own
  *             CPU per step (schedstat, else loop_ms without host syncs);
  *   cores   = the CPUs the job can use: the affinity count the bootstrap
  *             records (CONFIG cpus=), lowered to the CPUs the traced
- *             threads actually got when they queued for one (contention);
- *             unknown without either (then no core limit is applied);
- *   startup = epoch start-up stall per step, non-persistent workers only.
+ *             threads actually got when they fill most of them and queue
+ *             for one (saturated); unknown without either (then no core
+ *             limit is applied);
+ *   startup = the stall of later epochs' first steps beyond the steady
+ *             state's, per step (workers re-started, or with persistent
+ *             workers the pipeline refilling).
  *
  * n = 0 loads in the loop's thread: step(0) = loop + batch (no hand-off),
  * the loader overlapping only GPU work the host does not wait for.  The
@@ -78,10 +82,11 @@ struct dlbn_whatif {
 	double loop_ms;	      /* loop per step without the stall */
 	double main_cpu_ms;   /* training process CPU per step */
 	double handoff_ms;    /* exposed hand-off per batch */
-	double startup_ms;    /* epoch start-up stall per step (non-persistent) */
+	double startup_ms;    /* epoch start-up stall per step */
 	double file_share;    /* file reads / worker busy time */
 	double cores;	      /* 0: unknown */
 	char cores_from[80];  /* how cores was found */
+	int saturated;	      /* the traced threads fill the CPUs and queue for them */
 	double gpu_step_ms;   /* the GPU's own time per step; 0 unknown / no GPU */
 	size_t gpu_samples;   /* steps that measured it */
 	int gpu_paced;	      /* the GPU sets the pace (host waits on it, or never idles) */
