@@ -419,7 +419,7 @@ static int analyze(const struct cli *c, FILE *out)
 			export_failed |= write_html(c, w->r, &in);
 		}
 		if (n == 1)
-			export_failed =
+			export_failed |=
 				run_exports(c, runs[0].r, &runs[0].m, &runs[0].a, &runs[0].m.gpu);
 		for (size_t i = 0; i < n; i++)
 			any_damaged |= damaged(runs[i].path, dlbn_reader_stats(runs[i].r));

@@ -83,7 +83,7 @@ static double steady_ms(const struct dlbn_whatif *w, int n, const char **limited
 								: DLBN_LIMIT_WORKERS;
 		}
 	}
-	if (w->cores > 0) {
+	if (w->cores > 0 && w->cpu_known) {
 		/* Every batch costs its CPU in some process, whoever loads it. */
 		double cpu = (w->worker_cpu_ms + w->main_cpu_ms) / w->cores;
 		if (cpu > step * 1.0001) {
@@ -169,8 +169,10 @@ static void worker_inputs(const struct dlbn_model *m, const struct dlbn_analysis
 			sampled = 1;
 		}
 	}
-	if (sampled && batches)
+	if (sampled && batches) {
 		w->worker_cpu_ms = (double)run_all / 1e6 / (double)batches;
+		w->cpu_known = 1;
+	}
 	if (raw > 0 && runq > 0)
 		note(w,
 		     "a worker needs %.1f ms per batch, %.1f ms of it queued for a CPU: %.1f ms "
@@ -441,7 +443,12 @@ static void cannot_know(const struct dlbn_analysis *a, struct dlbn_whatif *w, in
 	if (w->cores <= 0)
 		note(w, "the CPUs the job may use are not in the trace (no cpus= in the loader "
 			"config, no CPU contention seen): the curve applies no core limit");
-	if (!sampled)
+	if (w->cores > 0 && !w->cpu_known)
+		note(w,
+		     "no schedstat samples of the %s: the CPU a batch costs is unknown (sleep "
+		     "and CPU look alike), so the curve applies no core limit",
+		     w->num_workers > 0 ? "workers" : "training loop");
+	else if (!sampled)
 		note(w, "no schedstat samples of the training process: its CPU per step is taken "
 			"as the loop's time less host syncs");
 	if (w->file_share >= 0.3)
@@ -493,6 +500,7 @@ int dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *
 		w->batch_ms = a->mean_ms;
 		w->worker_cpu_ms = w->batch_ms;
 		w->main_cpu_ms -= sampled ? w->batch_ms : 0;
+		w->cpu_known = sampled; /* the loop thread's CPU holds both */
 		if (w->main_cpu_ms < 0)
 			w->main_cpu_ms = 0;
 		note(w, "num_workers=0 in this run: workers' hand-off cost is unknown (receiving a "

@@ -18,9 +18,11 @@
  *             saturate the CPUs, without its run-queue waits (x (1 - the
  *             workers' runq share)), which the core limit then stands for
  *             (the hand-off likewise); queueing behind other programs stays;
- *   cpu     = CPU a batch costs in a worker (schedstat run time per batch,
- *             else batch minus file reads) + the training process's own
- *             CPU per step (schedstat, else loop_ms without host syncs);
+ *   cpu     = CPU a batch costs in a worker (schedstat run time per batch)
+ *             + the training process's own CPU per step (schedstat, else
+ *             loop_ms without host syncs); without the workers' samples
+ *             (the loop thread's for num_workers=0) the core limit is not
+ *             applied: a sleeping and a computing worker look alike;
  *   cores   = the CPUs the job can use: the affinity count the bootstrap
  *             records (CONFIG cpus=), lowered to the CPUs the traced
  *             threads actually got when they fill most of them and queue
@@ -87,6 +89,7 @@ struct dlbn_whatif {
 	double cores;	      /* 0: unknown */
 	char cores_from[80];  /* how cores was found */
 	int saturated;	      /* the traced threads fill the CPUs and queue for them */
+	int cpu_known;	      /* schedstat gave the CPU per batch (else no core limit) */
 	double gpu_step_ms;   /* the GPU's own time per step; 0 unknown / no GPU */
 	size_t gpu_samples;   /* steps that measured it */
 	int gpu_paced;	      /* the GPU sets the pace (host waits on it, or never idles) */

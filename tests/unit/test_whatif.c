@@ -131,6 +131,27 @@ static void test_two_cores(void)
 	CHECK(row(&w, "pin_memory", 1) == NULL, "no GPU: no pin_memory row");
 }
 
+/* Without schedstat samples the CPU a batch costs is unknown (a sleeping
+ * worker looks like a computing one): no core limit, and a note says so. */
+static void test_no_samples_no_core_limit(void)
+{
+	struct tgsim_params p;
+	struct dlbn_whatif w;
+	one_worker_80ms(&p);
+	p.cpus = 2;
+	p.sched = 0;
+	run(&p, &w, NULL);
+	CHECK(w.cores == 2 && !w.cpu_known, "cores known, CPU per batch not");
+	CHECK(near(step_of(&w, "num_workers", 2), 40, 0.03) &&
+		      !strcmp(limit_of(&w, "num_workers", 2), "workers"),
+	      "num_workers=2: 40 ms, workers (%.2f, %s)", step_of(&w, "num_workers", 2),
+	      limit_of(&w, "num_workers", 2));
+	int said = 0;
+	for (size_t i = 0; i < w.nnotes; i++)
+		said |= strstr(w.notes[i], "no core limit") != NULL;
+	CHECK(said, "a note says no core limit was applied");
+}
+
 /* No core count: the workers scale until the loop's floor, and a second
  * run with the predicted num_workers measures what was predicted. */
 static void test_more_workers_confirmed(void)
@@ -323,6 +344,7 @@ int main(void)
 	if (fd < 0)
 		return 2;
 	test_two_cores();
+	test_no_samples_no_core_limit();
 	test_more_workers_confirmed();
 	test_contended_fewer_workers();
 	test_persistent_confirmed();
