@@ -135,28 +135,29 @@ static void worker_inputs(const struct dlbn_model *m, const struct dlbn_analysis
 	uint64_t batches = 0;
 	for (size_t i = 0; i < a->nworkers; i++) {
 		const struct dlbn_worker_stats *ws = &a->workers[i];
-		/* A worker's throughput is its busy time per batch: a batch's
+		/* Both figures overstate a worker's time per batch: a batch's
 		 * segment (index got .. result written) also holds the feeder
-		 * thread's hand-off, which overlaps the next batch. */
-		double per = ws->busy_fraction >= 0 && ws->batches
-				     ? ws->busy_s * 1e3 / (double)ws->batches
-				     : ws->mean_batch_ms;
+		 * thread's hand-off, which overlaps the next batch; busy time
+		 * (not waiting for an index) also holds the worker's start-up,
+		 * every epoch with non-persistent workers.  The smaller one. */
+		double per = ws->mean_batch_ms;
+		if (ws->busy_fraction >= 0 && ws->batches) {
+			double busy_per = ws->busy_s * 1e3 / (double)ws->batches;
+			if (busy_per < per || per <= 0)
+				per = busy_per;
+		}
 		ms += per * (double)ws->batches;
 		batches += ws->batches;
 		busy += ws->busy_s;
 		file += ws->file_read_s;
 	}
 	double raw = batches ? ms / (double)batches : 0;
-	/* Queueing for a CPU: under contention the core limit models it (and
-	 * fewer workers queue less), so it leaves the per-batch time; below
-	 * the contention threshold it is background load that stays. */
-	double runq = w->saturated && a->workers_runq_share > 0 ? a->workers_runq_share : 0;
-	w->batch_ms = raw * (1 - runq);
 	w->file_share = busy > 0 ? file / busy : 0;
-	w->worker_cpu_ms = w->batch_ms * (1 - w->file_share);
+	w->batch_ms = raw;
+	w->worker_cpu_ms = raw * (1 - w->file_share);
 
-	/* schedstat: the workers' time on a CPU per batch they made. */
-	int64_t run_all = 0;
+	/* schedstat: the workers' time on a CPU, and queued for one, per batch. */
+	int64_t run_all = 0, wait_all = 0;
 	int sampled = 0;
 	for (size_t k = 0; k < m->nsched_threads; k++) {
 		size_t ti = m->sched_threads[k];
@@ -166,18 +167,28 @@ static void worker_inputs(const struct dlbn_model *m, const struct dlbn_analysis
 		dlbn_sched_window(m, ti, &run, &wait);
 		if (run + wait > 0) {
 			run_all += run;
+			wait_all += wait;
 			sampled = 1;
 		}
 	}
-	if (sampled && batches) {
-		w->worker_cpu_ms = (double)run_all / 1e6 / (double)batches;
-		w->cpu_known = 1;
-	}
-	if (raw > 0 && runq > 0)
+	if (!sampled || !batches)
+		return;
+	w->worker_cpu_ms = (double)run_all / 1e6 / (double)batches;
+	w->cpu_known = 1;
+	/* Queueing for a CPU while the job's own threads fill them: the core
+	 * limit stands for it (and fewer workers queue less), so it leaves
+	 * the per-batch time, which keeps at least the batch's CPU.  Behind
+	 * other programs' load it stays: the trace does not size that load. */
+	double queued = (double)wait_all / 1e6 / (double)batches;
+	if (w->saturated && queued > 0) {
+		w->batch_ms = raw - queued > w->worker_cpu_ms ? raw - queued : w->worker_cpu_ms;
+		if (w->batch_ms > raw)
+			w->batch_ms = raw;
 		note(w,
 		     "a worker needs %.1f ms per batch, %.1f ms of it queued for a CPU: %.1f ms "
 		     "with a core of its own",
 		     raw, raw - w->batch_ms, w->batch_ms);
+	}
 }
 
 /* The training process's own CPU per step (schedstat, else an estimate). */

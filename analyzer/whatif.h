@@ -14,7 +14,8 @@
  *             receiving a batch from a worker (n >= 1 only), and the GPU's
  *             own time per step (gpu_step_ms: from a launch onto an idle
  *             GPU to the drain probe's completion, mean over the window);
- *   batch   = a worker's busy time per batch; when the traced threads
+ *   batch   = a worker's time per batch (the smaller of its busy time per
+ *             batch and its mean batch segment: both overstate it); when the traced threads
  *             saturate the CPUs, without its run-queue waits (x (1 - the
  *             workers' runq share)), which the core limit then stands for
  *             (the hand-off likewise); queueing behind other programs stays;

@@ -84,7 +84,8 @@ def setting_args(setting, value):
 
 class Runner:
     def __init__(self, python, build, out_dir):
-        self.python = python
+        # Runs start in out_dir: a relative interpreter path is the caller's.
+        self.python = os.path.abspath(python) if os.sep in python else python
         self.build = build
         self.out_dir = out_dir
         self.lib = os.path.join(build, "libdlbn.so")
