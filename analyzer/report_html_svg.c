@@ -75,8 +75,9 @@ static void x_axis(FILE *out, const struct scale *x, double y0, double y1, doubl
 	double first = ceil(x->lo / unit / step) * step;
 	fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"axis\"/>\n",
 		x->p0, y1, x->p1, y1);
-	for (double v = first; v <= x->hi / unit + 1e-9; v += step) {
-		double px = at(x, v * unit);
+	int nt = (int)floor((x->hi / unit + 1e-9 - first) / step) + 1;
+	for (int i = 0; i < nt && i < 64; i++) {
+		double v = first + i * step, px = at(x, v * unit);
 		fprintf(out,
 			"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>\n",
 			px, y0, px, y1);
@@ -87,8 +88,10 @@ static void x_axis(FILE *out, const struct scale *x, double y0, double y1, doubl
 static void y_axis(FILE *out, const struct scale *y, double x0, double x1, const char *suffix)
 {
 	double step = tick_step(y->hi - y->lo, 5);
-	for (double v = ceil(y->lo / step) * step; v <= y->hi + 1e-9; v += step) {
-		double py = at(y, v);
+	double first = ceil(y->lo / step) * step;
+	int nt = (int)floor((y->hi + 1e-9 - first) / step) + 1;
+	for (int i = 0; i < nt && i < 64; i++) {
+		double v = first + i * step, py = at(y, v);
 		fprintf(out,
 			"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>\n",
 			x0, py, x1, py);
