@@ -112,6 +112,14 @@ void dlbn_whatif_json(FILE *out, const struct dlbn_whatif *w)
 		dlbn_json_number(out, r->speedup);
 		dlbn_json_key(out, "limited_by", &first);
 		dlbn_json_str(out, r->limited_by);
+		double per_s = r->step_ms > 0 ? 1e3 / r->step_ms : 0;
+		dlbn_json_key(out, "predicted_steps_per_s", &first);
+		dlbn_json_number(out, per_s);
+		dlbn_json_key(out, "predicted_samples_per_s", &first);
+		if (w->batch_size > 0)
+			dlbn_json_number(out, per_s * w->batch_size);
+		else
+			fputs("null", out);
 		dlbn_json_key(out, "current", &first);
 		fputs(r->current ? "true" : "false", out);
 		dlbn_json_key(out, "measured_step_ms", &first);

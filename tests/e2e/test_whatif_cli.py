@@ -14,7 +14,8 @@ from e2e_common import ANALYZE, BUILD, analyze, require_binaries
 
 GENTRACE = BUILD / "tests" / "dlbn-gentrace"
 ROW_KEYS = {"setting", "value", "predicted_step_ms", "predicted_speedup", "limited_by",
-            "current", "measured_step_ms"}
+            "predicted_steps_per_s", "predicted_samples_per_s", "current",
+            "measured_step_ms"}
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +43,9 @@ def test_json_rows(trace):
     assert abs(workers[2]["predicted_step_ms"] - 45) < 2
     assert abs(workers[2]["predicted_speedup"]
                - workers[1]["measured_step_ms"] / workers[2]["predicted_step_ms"]) < 1e-3
+    two = workers[2]
+    assert abs(two["predicted_steps_per_s"] * two["predicted_step_ms"] - 1000) < 0.1
+    assert abs(two["predicted_samples_per_s"] - 32 * two["predicted_steps_per_s"]) < 0.1
     basis = result["what_if_basis"]
     assert basis["valid"] and basis["cores"] == 2 and basis["num_workers"] == 1
     plain = json.loads(analyze(trace, "--format", "json").stdout)
