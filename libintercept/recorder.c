@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "fdtable.h"
+#include "loop_cost.h"
 #include "nvtx_inject.h"
 #include "real.h"
 #include "session.h"
@@ -221,6 +222,7 @@ static void atfork_child(void)
 {
 	tls_in_hook = 0;
 	tls_last_sched_ns = 0;
+	loop_cost_fork_child();
 	if (!recorder_on())
 		return;
 	session_fork_child();

@@ -332,7 +332,7 @@ def test_only_hooks_and_entry_points_are_exported():
         pselect epoll_wait epoll_pwait epoll_pwait2 sem_wait sem_timedwait sem_clockwait
         sem_post open open64 openat openat64 __open_2 __open64_2 __openat_2 __openat64_2
         creat creat64 close close_range dup dup2 dup3 fcntl fcntl64 pipe pipe2 socket
-        socketpair accept accept4 connect mmap mmap64 fork execve execv execvp execvpe
+        socketpair accept accept4 connect mmap mmap64 munmap fork execve execv execvp execvpe
         execl execlp execle fexecve _exit _Exit exit dlsym InitializeInjectionNvtx2""".split())
     extra = {n for n in names if n not in hooks and not n.startswith(("cu", "dlbn_"))}
     assert not extra, "internal symbols exported: %s" % sorted(extra)
