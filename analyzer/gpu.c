@@ -83,6 +83,13 @@ struct track {
 	int64_t last_wb;      /* waits are kept in begin order */
 	int64_t busy_until;   /* running max of maxdone over final positions */
 	int32_t lost;	      /* running sum of unknown_diff over final positions */
+	/* The last final step, for the next step's lead (the loop period from
+	 * its batch's arrival to the next wait, see lead_idle). */
+	int64_t prev_end;	   /* its batch's arrival, NO_TIME none yet */
+	int64_t prev_drained;	   /* the GPU had nothing left by then (>= prev_end) */
+	int64_t prev_next_enqueue; /* first GPU work after its arrival, 0 none yet */
+	int64_t prev_refill;	   /* its refill bubble: charged, and in the next lead */
+	uint8_t prev_probed;	   /* its split had probe evidence */
 };
 
 struct pending_probe {
@@ -271,6 +278,7 @@ static int track_init(struct track *tr, int k, int pin)
 	tr->first_probe = NO_TIME;
 	tr->last_wb = INT64_MIN;
 	tr->busy_until = INT64_MIN;
+	tr->prev_end = NO_TIME;
 	tr->ring = malloc(tr->cap * sizeof(*tr->ring));
 	if (!tr->ring)
 		return -1;
@@ -615,6 +623,8 @@ static void note_enqueue(struct dlbn_gpu_pass *ps, int64_t t)
 
 		if (tr->refill_next < tr->base) /* only after a forced split */
 			tr->refill_next = tr->base;
+		if (tr->prev_end != NO_TIME && !tr->prev_next_enqueue && t > tr->prev_end)
+			tr->prev_next_enqueue = t;
 		while (tr->refill_next < tr->n && SLOT(tr, tr->refill_next)->s.end < t)
 			SLOT(tr, tr->refill_next++)->gs.next_enqueue = t;
 	}
@@ -714,6 +724,52 @@ static int split_step(struct slot *sl, int64_t busy_until, int unknown, int refi
 	return 0;
 }
 
+/*
+ * The GPU's idle time in the lead of sl's step: the loop period from the
+ * previous batch's arrival to this wait (model.h, gpu_lead_idle_ns).  Idle
+ * from when the GPU had nothing left after the arrival to the first GPU
+ * work queued in the period, and from when that work (all work queued
+ * before this wait, by this wait's probes) was done to the wait; gaps
+ * between the period's own GPU work are not observed (counted busy).  No
+ * GPU work in the period: idle from the drain to the wait.  Unknown (-1)
+ * without probe evidence at both ends.
+ */
+static void lead_idle(const struct track *tr, struct slot *sl, int64_t busy_until)
+{
+	struct dlbn_step *s = &sl->s;
+	int64_t from = tr->prev_drained, e = tr->prev_next_enqueue, idle;
+
+	s->gpu_lead_idle_ns = -1;
+	s->gpu_lead_refill_ns = 0;
+	if (tr->prev_end == NO_TIME || !tr->prev_probed || sl->wb < tr->prev_end)
+		return;
+	if (e <= 0 || e >= sl->wb) {
+		idle = sl->wb > from ? sl->wb - from : 0;
+	} else {
+		if (sl->gs.evidence != DLBN_GPU_EV_PROBE || busy_until <= 0)
+			return;
+		idle = e > from ? e - from : 0;
+		int64_t done = max64(busy_until, e);
+		idle += sl->wb > done ? sl->wb - done : 0;
+	}
+	s->gpu_lead_idle_ns = idle;
+	s->gpu_lead_refill_ns = tr->prev_refill < idle ? tr->prev_refill : idle;
+}
+
+/* sl is final: the next step's lead starts at its arrival. */
+static void lead_next(struct track *tr, const struct slot *sl, int64_t busy_until)
+{
+	const struct dlbn_step *s = &sl->s;
+	tr->prev_end = s->end;
+	tr->prev_probed = sl->gs.evidence == DLBN_GPU_EV_PROBE;
+	/* Still busy at the arrival: it drains when the work queued before
+	 * the wait is done (later work counts as the lead's own). */
+	tr->prev_drained = s->gpu_busy_ns >= sl->we - sl->wb && busy_until > s->end ? busy_until
+										     : s->end;
+	tr->prev_next_enqueue = sl->gs.next_enqueue > s->end ? sl->gs.next_enqueue : 0;
+	tr->prev_refill = s->gpu_refill_ns;
+}
+
 static void add_host(struct dlbn_gpu_host *w, const struct dlbn_gpu_host *h)
 {
 	w->launches += h->launches;
@@ -801,6 +857,8 @@ static int step_final(struct dlbn_gpu_pass *ps, struct track *tr, int forced)
 			   ps->hdone - sl->s.end > REFILL_WAIT_NS;
 	if (split_step(sl, busy_until, unknown || lost > 0, refill_known))
 		return 0;
+	lead_idle(tr, sl, busy_until);
+	lead_next(tr, sl, busy_until);
 	tr->busy_until = busy_until;
 	tr->lost = lost;
 	win_add(&ps->g->view_all[tr->k], &sl->s, &sl->gs);

@@ -613,6 +613,24 @@ struct ipc_fsm {
 	int new_epoch; /* the next step reads a result pipe never read before */
 };
 
+/* The counters a main-thread fetch mark carries after its 3 fields:
+ * run_ns, runq_ns, sys_ns, minflt, free_ns, free_cpu_ns (MARK in
+ * dlbn_trace.h). */
+#define LOOP_COUNTERS 6
+enum { LC_RUN, LC_RUNQ, LC_SYS, LC_MINFLT, LC_FREE, LC_FREE_CPU };
+
+static int loop_counters(const struct dlbn_record *r, int64_t *c)
+{
+	if (r->nfields < 3 + LOOP_COUNTERS)
+		return 0;
+	for (int i = 0; i < LOOP_COUNTERS; i++) {
+		c[i] = r->kind[3 + i] == DLBN_V_INT ? r->f[3 + i] : -1;
+		if (c[i] < 0 && i != LC_SYS)
+			return 0;
+	}
+	return 1;
+}
+
 struct pending_wait {
 	uint64_t sem;
 	int64_t begin, end;
@@ -656,7 +674,50 @@ struct pass2 {
 	struct nvtx_state nvtx;
 	struct dlbn_gpu_pass *gpu; /* NULL: no CUDA records, CPU-only rule */
 	int oom;
+	/* The loop's counters at the last batch's arrival (a FETCH_END that
+	 * carried them; loop_cost.c), the start of the next step's lead. */
+	int64_t arrival_t, arrival_counters[LOOP_COUNTERS];
+	int arrival_known;
+	/* Shared memory the loop's thread mapped (MMAP records), in all and
+	 * up to the last arrival: the pages the batch's first touch faults in. */
+	int64_t shm_mapped, shm_at_arrival, arrival_shm;
+	/* Time the loop has spent in any loader's fetches and iter() start-up
+	 * so far: a loader's iter() time up to its first fetch excludes what
+	 * other loaders' fetches took meanwhile (zip() starts both iterators,
+	 * then waits for one while the other's workers start too). */
+	int64_t waited_ns;
 };
+
+/*
+ * The lead of the fetch beginning at r: the loop period since the last
+ * arrival.  Time off the CPU inside munmap/close is counted there (it is
+ * the free's cost, run queue or not); only the run-queue time outside it
+ * is the loop queued behind the workers.
+ */
+static struct dlbn_lead lead_of(const struct pass2 *ps, const struct dlbn_record *r)
+{
+	struct dlbn_lead d = {0};
+	int64_t c[LOOP_COUNTERS];
+	if (!ps->arrival_known || !loop_counters(r, c) || r->t_ns < ps->arrival_t)
+		return d;
+	const int64_t *a = ps->arrival_counters;
+	int64_t run = c[LC_RUN] - a[LC_RUN], runq = c[LC_RUNQ] - a[LC_RUNQ];
+	int64_t free_wall = c[LC_FREE] - a[LC_FREE], free_cpu = c[LC_FREE_CPU] - a[LC_FREE_CPU];
+	if (run < 0 || runq < 0 || free_wall < 0 || free_cpu < 0)
+		return d; /* counters of another thread or process instance */
+	int64_t free_off_cpu = free_wall > free_cpu ? free_wall - free_cpu : 0;
+	d.wall_ns = r->t_ns - ps->arrival_t;
+	d.free_ns = free_wall;
+	d.free_cpu_ns = free_cpu;
+	d.runq_ns = runq > free_off_cpu ? runq - free_off_cpu : 0;
+	d.cpu_ns = run > free_cpu ? run - free_cpu : 0;
+	d.sys_ns = c[LC_SYS] >= 0 && a[LC_SYS] >= 0 && c[LC_SYS] >= a[LC_SYS] ? c[LC_SYS] - a[LC_SYS]
+									      : 0;
+	d.minflt = c[LC_MINFLT] - a[LC_MINFLT];
+	d.shm_bytes = ps->arrival_shm;
+	d.known = 1;
+	return d;
+}
 
 /* Another loader's steps belong to the Python view (k = 0) too: the GPU
  * split sees all fetches of the loop in time order. */
@@ -699,6 +760,8 @@ static void feed(struct pass2 *ps, struct dlbn_steps *st, struct dlbn_step *s)
 	s->gpu_busy_ns = 0;
 	s->gpu_idle_ns = s->wait_ns;
 	s->gpu_refill_ns = 0;
+	s->gpu_lead_idle_ns = -1;
+	s->gpu_lead_refill_ns = 0;
 	dlbn_window_feed(m, st, s);
 	if (st == &m->ipc_steps && s->bytes > 0 && m->nipc_head < DLBN_HEAD_STEPS)
 		m->ipc_head_bytes[m->nipc_head++] = s->bytes;
@@ -881,34 +944,54 @@ static void python_record(struct pass2 *ps, const struct dlbn_record *r)
 		l->py_new_epoch = 1;
 		l->py_open = -1;
 		l->py_iter_begin = r->t_ns;
+		l->py_iter_waited = ps->waited_ns;
 		break;
 	case DLBN_MARK_FETCH_BEGIN:
 		l->py_open = r->t_ns;
+		l->py_lead = lead_of(ps, r);
+		ps->arrival_known = 0;
 		/* The training loader's first iter() is warm-up; another
 		 * loader's may fall inside the training window, where the
 		 * reference Replay (every loader cached before the loop) has
 		 * no worker start-up. */
-		if (l->py_iter_begin >= 0 && (st->n > 0 || aside))
-			l->py_carry_ns += r->t_ns - l->py_iter_begin;
+		if (l->py_iter_begin >= 0 && (st->n > 0 || aside)) {
+			int64_t start_up = r->t_ns - l->py_iter_begin -
+					   (ps->waited_ns - l->py_iter_waited);
+			if (start_up > 0) {
+				l->py_carry_ns += start_up;
+				ps->waited_ns += start_up;
+			}
+		}
 		l->py_iter_begin = -1;
 		break;
 	case DLBN_MARK_FETCH_END:
+		if (l->py_open >= 0)
+			ps->waited_ns += r->t_ns - l->py_open;
 		if (l->py_open >= 0) {
 			struct dlbn_step s = {.begin = l->py_open,
 					      .end = r->t_ns,
 					      .wait_ns = r->t_ns - l->py_open + l->py_carry_ns,
 					      .aside = (uint8_t)aside,
-					      .loader = (int16_t)li};
+					      .loader = (int16_t)li,
+					      .lead = l->py_lead};
 			number_epoch(st, &s, l->py_new_epoch);
 			l->py_new_epoch = 0;
 			l->py_carry_ns = 0;
 			feed(ps, st, &s);
 		}
 		l->py_open = -1;
+		ps->arrival_t = r->t_ns;
+		ps->arrival_known = loop_counters(r, ps->arrival_counters);
+		ps->arrival_shm = ps->shm_mapped - ps->shm_at_arrival;
+		ps->shm_at_arrival = ps->shm_mapped;
 		break;
 	case DLBN_MARK_FETCH_STOP:
-		if (l->py_open >= 0)
+		/* iter() up to the next fetch is charged whole (py_carry_ns). */
+		ps->arrival_known = 0;
+		if (l->py_open >= 0) {
 			l->py_carry_ns += r->t_ns - l->py_open;
+			ps->waited_ns += r->t_ns - l->py_open;
+		}
 		l->py_open = -1;
 		break;
 	default:
@@ -1122,6 +1205,8 @@ static void training_record(struct pass2 *ps, const struct dlbn_record *r)
 		m->prefetch_writes++;
 	if (ti == m->mark_thread && r->type == DLBN_REC_MARK)
 		python_record(ps, r);
+	if (ti == m->mark_thread && r->type == DLBN_REC_MMAP && fld(r, 3) > 0)
+		ps->shm_mapped += fld(r, 3);
 	if (m->nvtx_thread >= 0 && r->type >= DLBN_REC_RANGE_PUSH && r->type <= DLBN_REC_RANGE_END)
 		nvtx_record(ps, r, ti == m->nvtx_thread);
 	if (m->path == DLBN_PATH_DIRECT && ti == m->main_thread)

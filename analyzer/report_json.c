@@ -291,7 +291,9 @@ void dlbn_report_json(FILE *out, const struct dlbn_report_input *in)
 		fprintf(out, "%s\"%s\":", i ? "," : "", names[i]);
 		dlbn_json_number(out, vals[i]);
 	}
-	fputs("},\"gpu\":", out);
+	fputs("},\"outside_waits\":", out);
+	dlbn_outside_json(out, a);
+	fputs(",\"gpu\":", out);
 	if (in->gpu && in->gpu->present)
 		dlbn_gpu_json(out, in->gpu);
 	else

@@ -140,6 +140,7 @@ void dlbn_report_markdown(FILE *out, const struct dlbn_report_input *in)
 			"p50 %.2f ms, p95 %.2f ms, max %.2f ms\n",
 			a->exposed_s, a->exposed_fraction * 100, a->mean_ms, a->p50_ms, a->p95_ms,
 			a->max_ms);
+		dlbn_outside_markdown(out, a);
 	}
 	if (m->config.present) {
 		fputs("- DataLoader: `", out);
