@@ -32,6 +32,13 @@ struct tgsim_params {
 	uint32_t extent_size; /* 0: the format's default */
 	double gpu_ms;	      /* > 0: the loop launches a kernel this long per step, with the
 				 recorder's drain probe at each fetch (CUDA records) */
+	/* Loading costs after each batch's arrival, before the step's GPU
+	 * work (outside.h); any > 0: the fetch marks carry the loop's
+	 * counters (libintercept/loop_cost.c). */
+	double lead_free_ms;  /* munmap/close of the previous batch (on CPU) */
+	double lead_runq_ms;  /* runnable, not running */
+	double lead_touch_ms; /* kernel time: first touch of the batch */
+	int shm_kib;	      /* shared memory mapped per tensor (default 128) */
 	unsigned seed;
 };
 
