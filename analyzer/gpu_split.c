@@ -167,8 +167,8 @@ static void lead_next(struct track *tr, const struct slot *sl, int64_t busy_unti
 	tr->prev_probed = sl->gs.evidence == DLBN_GPU_EV_PROBE;
 	/* Still busy at the arrival: it drains when the work queued before
 	 * the wait is done (later work counts as the lead's own). */
-	tr->prev_drained = s->gpu_busy_ns >= sl->we - sl->wb && busy_until > s->end ? busy_until
-										     : s->end;
+	tr->prev_drained =
+		s->gpu_busy_ns >= sl->we - sl->wb && busy_until > s->end ? busy_until : s->end;
 	tr->prev_next_enqueue = sl->gs.next_enqueue > s->end ? sl->gs.next_enqueue : 0;
 	tr->prev_refill = s->gpu_refill_ns;
 }
@@ -191,8 +191,7 @@ static void add_host(struct dlbn_gpu_host *w, const struct dlbn_gpu_host *h)
 }
 
 /* One step into a window's sums. */
-void gpu_win_add(struct dlbn_gpu_win *w, const struct dlbn_step *s,
-		    const struct dlbn_gpu_step *gs)
+void gpu_win_add(struct dlbn_gpu_win *w, const struct dlbn_step *s, const struct dlbn_gpu_step *gs)
 {
 	w->steps++;
 	add_host(&w->host, &gs->host);

@@ -207,8 +207,8 @@ struct dlbn_loader {
 	int64_t py_iter_waited; /* the loop's waited_ns at its iter() */
 	int py_new_epoch;
 	struct dlbn_lead py_lead; /* of the open fetch */
-	struct dlbn_steps steps; /* another loader's steps (the training
-				  * loader's are m->py_steps) */
+	struct dlbn_steps steps;  /* another loader's steps (the training
+				   * loader's are m->py_steps) */
 	/* Its window steps that lie inside the training loader's window:
 	 * pending until the next training window step ends, then counted. */
 	struct dlbn_loader_sums pending, in_train_window;

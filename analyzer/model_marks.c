@@ -45,8 +45,9 @@ static struct dlbn_lead lead_of(const struct pass2 *ps, const struct dlbn_record
 	d.free_cpu_ns = free_cpu;
 	d.runq_ns = runq > free_off_cpu ? runq - free_off_cpu : 0;
 	d.cpu_ns = run > free_cpu ? run - free_cpu : 0;
-	d.sys_ns = c[LC_SYS] >= 0 && a[LC_SYS] >= 0 && c[LC_SYS] >= a[LC_SYS] ? c[LC_SYS] - a[LC_SYS]
-									      : 0;
+	d.sys_ns = c[LC_SYS] >= 0 && a[LC_SYS] >= 0 && c[LC_SYS] >= a[LC_SYS]
+			   ? c[LC_SYS] - a[LC_SYS]
+			   : 0;
 	d.minflt = c[LC_MINFLT] - a[LC_MINFLT];
 	d.shm_bytes = ps->arrival_shm;
 	d.known = 1;
@@ -86,8 +87,8 @@ void model_mark_record(struct pass2 *ps, const struct dlbn_record *r)
 		 * reference Replay (every loader cached before the loop) has
 		 * no worker start-up. */
 		if (l->py_iter_begin >= 0 && (st->n > 0 || aside)) {
-			int64_t start_up = r->t_ns - l->py_iter_begin -
-					   (ps->waited_ns - l->py_iter_waited);
+			int64_t start_up =
+				r->t_ns - l->py_iter_begin - (ps->waited_ns - l->py_iter_waited);
 			if (start_up > 0) {
 				l->py_carry_ns += start_up;
 				ps->waited_ns += start_up;

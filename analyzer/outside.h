@@ -25,19 +25,19 @@ struct dlbn_model;
 #define DLBN_FIRST_TOUCH_NS_PER_PAGE_MAX 2000
 
 struct dlbn_outside {
-	int known;	    /* the fetch marks carried the loop's counters */
-	int gpu_rule;	    /* charged by the GPU's idle time (else whole) */
-	size_t steps;	    /* window loop periods with counters */
-	size_t gpu_steps;   /* of them, with the GPU's idle time known */
-	double wall_s;	    /* arrival .. next fetch, summed */
-	double free_s;	    /* inside munmap/close */
-	double runq_s;	    /* runnable but not running, outside those calls */
-	double touch_s;	    /* kernel time outside them, bounded by the pages mapped */
-	double cpu_s;	    /* the loop's own CPU time (running, less the two above) */
+	int known;	  /* the fetch marks carried the loop's counters */
+	int gpu_rule;	  /* charged by the GPU's idle time (else whole) */
+	size_t steps;	  /* window loop periods with counters */
+	size_t gpu_steps; /* of them, with the GPU's idle time known */
+	double wall_s;	  /* arrival .. next fetch, summed */
+	double free_s;	  /* inside munmap/close */
+	double runq_s;	  /* runnable but not running, outside those calls */
+	double touch_s;	  /* kernel time outside them, bounded by the pages mapped */
+	double cpu_s;	  /* the loop's own CPU time (running, less the two above) */
 	double minflt_per_step, shm_mib_per_step;
-	double gpu_idle_s;  /* GPU idle in those periods (GPU rule) */
-	double refill_s;    /* of which charged with the waits as refill bubbles */
-	double charged_s;   /* free + runq + touch as far as the GPU sat idle */
+	double gpu_idle_s; /* GPU idle in those periods (GPU rule) */
+	double refill_s;   /* of which charged with the waits as refill bubbles */
+	double charged_s;  /* free + runq + touch as far as the GPU sat idle */
 	double charged_free_s, charged_runq_s, charged_touch_s;
 	double other_host_s; /* GPU idle in them that Replay keeps */
 };

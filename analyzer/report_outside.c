@@ -51,8 +51,9 @@ static int outside_lines(const struct dlbn_analysis *a, struct outside_line *v)
 		 o->touch_s, share(o->touch_s, w), o->shm_mib_per_step, o->minflt_per_step,
 		 o->charged_touch_s);
 	v[n].label = "own work";
-	snprintf(v[n++].text, DLBN_LINE, "%.3f s (%.1f%%) the loop's own CPU time: kept, as Replay keeps it",
-		 o->cpu_s, share(o->cpu_s, w));
+	snprintf(v[n++].text, DLBN_LINE,
+		 "%.3f s (%.1f%%) the loop's own CPU time: kept, as Replay keeps it", o->cpu_s,
+		 share(o->cpu_s, w));
 	if (o->gpu_rule) {
 		double in_waits = a->stall_s - o->charged_s - o->refill_s;
 		v[n].label = "gpu idle";
@@ -100,8 +101,8 @@ void dlbn_outside_json(FILE *out, const struct dlbn_analysis *a)
 			       "in_stall_s",
 			       "page_faults_per_step",
 			       "shm_mib_per_step"};
-	double vals[] = {o->wall_s,	    o->free_s,	 o->charged_free_s, o->runq_s,
-			 o->charged_runq_s, o->touch_s, o->charged_touch_s, o->cpu_s,
+	double vals[] = {o->wall_s,	    o->free_s,		o->charged_free_s,  o->runq_s,
+			 o->charged_runq_s, o->touch_s,		o->charged_touch_s, o->cpu_s,
 			 o->charged_s,	    o->minflt_per_step, o->shm_mib_per_step};
 	fprintf(out, "{\"periods\":%zu,\"rule\":\"%s\"", o->steps, o->gpu_rule ? "gpu" : "cpu");
 	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {

@@ -184,11 +184,12 @@ void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
 			"%s\n",
 			a->exposed_s, a->exposed_fraction * 100, a->stall_s,
 			gpu ? (a->outside.charged_s > 0
-				       ? "(the GPU-idle part of the waits, and of loading after them)"
+				       ? "(the GPU-idle part of the waits, and of loading after "
+					 "them)"
 				       : "(the part of the waits the GPU sat idle)")
-			    : a->outside.charged_s > 0
-				      ? "(no GPU recorded: exposed wait and loading after it)"
-				      : "(no GPU recorded: stall = exposed wait)");
+			: a->outside.charged_s > 0
+				? "(no GPU recorded: exposed wait and loading after it)"
+				: "(no GPU recorded: stall = exposed wait)");
 		fprintf(out,
 			"  per step         mean %.2f ms, p50 %.2f ms, p95 %.2f ms, max %.2f ms; "
 			"per step without the stall %.2f ms\n",

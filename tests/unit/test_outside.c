@@ -82,8 +82,8 @@ static void test_cpu_only_whole(void)
 	const struct dlbn_outside *o = &a.outside;
 	double n = (double)a.steps_window;
 	CHECK(o->known && !o->gpu_rule, "cpu-only: counters known, CPU rule");
-	CHECK(o->steps == a.steps_window, "cpu-only: one lead per window step (%zu, %zu)",
-	      o->steps, a.steps_window);
+	CHECK(o->steps == a.steps_window, "cpu-only: one lead per window step (%zu, %zu)", o->steps,
+	      a.steps_window);
 	CHECK(near(o->free_s, n * 0.003, 0.01), "cpu-only: batch drop %.4f, want %.4f", o->free_s,
 	      n * 0.003);
 	CHECK(near(o->runq_s, n * 0.002, 0.01), "cpu-only: queueing %.4f, want %.4f", o->runq_s,
@@ -133,10 +133,11 @@ static void test_gpu_drained_all_charged(void)
 	/* The GPU is idle from the arrival to the launch after the costs. */
 	CHECK(o->gpu_idle_s >= n * 0.006, "gpu drained: idle after arrival %.4f >= %.4f",
 	      o->gpu_idle_s, n * 0.006);
-	CHECK(near(o->charged_s, n * 0.006, 0.01), "gpu drained: all costs charged (%.4f, want %.4f)",
-	      o->charged_s, n * 0.006);
-	CHECK(near(o->charged_free_s, n * 0.003, 0.01) && near(o->charged_runq_s, n * 0.002, 0.01) &&
-		  near(o->charged_touch_s, n * 0.001, 0.02),
+	CHECK(near(o->charged_s, n * 0.006, 0.01),
+	      "gpu drained: all costs charged (%.4f, want %.4f)", o->charged_s, n * 0.006);
+	CHECK(near(o->charged_free_s, n * 0.003, 0.01) &&
+		      near(o->charged_runq_s, n * 0.002, 0.01) &&
+		      near(o->charged_touch_s, n * 0.001, 0.02),
 	      "gpu drained: split by cost (%.4f %.4f %.4f)", o->charged_free_s, o->charged_runq_s,
 	      o->charged_touch_s);
 }
