@@ -229,6 +229,8 @@ void gpu_finalize_wait(struct dlbn_gpu_pass *ps, struct track *tr)
 	struct slot *sl = SLOT(tr, tr->cut);
 	int64_t oldest = oldest_unprobed(ps);
 
+	sl->last_enqueue = ps->last_enqueue;
+	sl->drained_by_sync = ps->drained_by_sync;
 	if (ps->first_work == NO_TIME || ps->first_work >= sl->wb)
 		sl->no_work = 1;
 	else if (oldest < sl->wb)
@@ -355,6 +357,27 @@ static void sync_covers(struct dlbn_gpu_pass *ps, const struct event *ev)
 	}
 }
 
+/* GPU work queued on stream at t. */
+static void note_work(struct dlbn_gpu_pass *ps, int64_t stream, int64_t t)
+{
+	if (ps->last_enqueue && stream != ps->last_enqueue_stream)
+		ps->multi_stream = 1;
+	ps->last_enqueue = t;
+	ps->last_enqueue_stream = stream;
+}
+
+/* A context synchronisation, or a stream's while only that stream has had
+ * work, that began after the last work was queued: the GPU had nothing
+ * left when it returned. */
+static void sync_drains(struct dlbn_gpu_pass *ps, const struct event *ev)
+{
+	int64_t api = ev->f[1];
+	int all = api == DLBN_CU_CTX_SYNC || (api == DLBN_CU_STREAM_SYNC && !ps->multi_stream &&
+					      ev->f[2] == ps->last_enqueue_stream);
+	if (all && ps->last_enqueue && ps->last_enqueue <= ev->t)
+		ps->drained_by_sync = ev->t + dur_of(ev);
+}
+
 static void on_probe(struct dlbn_gpu_pass *ps, const struct event *ev)
 {
 	uint64_t id = (uint64_t)ev->f[0];
@@ -453,17 +476,20 @@ static void on_event(struct dlbn_gpu_pass *ps, const struct event *ev)
 	switch (ev->type) {
 	case DLBN_REC_LAUNCH:
 		note_enqueue(ps, ev->t);
+		note_work(ps, ev->f[0], ev->t);
 		stream_work(ps, ev->f[0], ev->t);
 		attribute_host(ps, ev->t, gpu_add_launch, ev);
 		break;
 	case DLBN_REC_MEMCPY:
 		note_enqueue(ps, ev->t);
+		note_work(ps, ev->f[2], ev->t);
 		if (ev->f[5])
 			stream_work(ps, ev->f[2], ev->t);
 		attribute_host(ps, ev->t, gpu_add_copy, ev);
 		break;
 	case DLBN_REC_SYNC:
 		sync_covers(ps, ev);
+		sync_drains(ps, ev);
 		attribute_host(ps, ev->t, gpu_add_sync, ev);
 		break;
 	case DLBN_REC_PROBE:

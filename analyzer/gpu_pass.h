@@ -34,7 +34,11 @@
 struct slot {
 	struct dlbn_step s;
 	struct dlbn_gpu_step gs;
-	int64_t wb, we;	      /* wait interval */
+	int64_t wb, we; /* wait interval */
+	/* At the wait's begin: the latest GPU work queued, and the end of the
+	 * latest synchronisation that waited for all work queued before it
+	 * (the GPU had drained then; 0 none). */
+	int64_t last_enqueue, drained_by_sync;
 	int64_t maxdone;      /* latest completion of the probes of this epoch */
 	int32_t unknown_diff; /* +1/-1 at lost-probe range ends */
 	uint32_t pending;     /* probes of this epoch without their PROBE_DONE */
@@ -100,6 +104,10 @@ struct dlbn_gpu_pass {
 	size_t nstreams_unprobed;		     /* entries with unprobed_since set */
 	size_t nlost_open;			     /* lost_open entries set */
 	int64_t first_work;			     /* NO_TIME: none yet */
+	int64_t last_enqueue;			     /* latest launch or copy */
+	int64_t last_enqueue_stream;		     /* its stream */
+	int multi_stream;			     /* work went to more than one stream */
+	int64_t drained_by_sync;		     /* see struct slot */
 	/* A lost probe's lower bound waits one record: a CUDA_INFO "probing
 	 * stopped" right after it means a driver error, not a full pool. */
 	int stash;

@@ -131,11 +131,13 @@ static int split_step(struct slot *sl, int64_t busy_until, int unknown, int refi
  * The GPU's idle time in the lead of sl's step: the loop period from the
  * previous batch's arrival to this wait (model.h, gpu_lead_idle_ns).  Idle
  * from when the GPU had nothing left after the arrival to the first GPU
- * work queued in the period, and from when that work (all work queued
- * before this wait, by this wait's probes) was done to the wait; gaps
- * between the period's own GPU work are not observed (counted busy).  No
- * GPU work in the period: idle from the drain to the wait.  Unknown (-1)
- * without probe evidence at both ends.
+ * work queued in the period, and from when that work was done to the wait:
+ * by this wait's probes (they complete when the wait begins if the GPU is
+ * idle then, so they show a drain only after it), or by a synchronisation
+ * in the period that waited for all of it.  Gaps between the period's own
+ * GPU work, and a drain before the wait that neither shows, are not
+ * observed (counted busy).  No GPU work in the period: idle from the drain
+ * to the wait.  Unknown (-1) without probe evidence at both ends.
  */
 static void lead_idle(const struct track *tr, struct slot *sl, int64_t busy_until)
 {
@@ -153,6 +155,9 @@ static void lead_idle(const struct track *tr, struct slot *sl, int64_t busy_unti
 			return;
 		idle = e > from ? e - from : 0;
 		int64_t done = max64(busy_until, e);
+		if (sl->drained_by_sync > e && sl->drained_by_sync >= sl->last_enqueue &&
+		    sl->drained_by_sync < done)
+			done = sl->drained_by_sync;
 		idle += sl->wb > done ? sl->wb - done : 0;
 	}
 	s->gpu_lead_idle_ns = idle;
