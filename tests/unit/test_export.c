@@ -189,6 +189,13 @@ static long long json_fig(const char *key)
 	return 0;
 }
 
+/* |a - b| within share of b. */
+static int near(double a, double b, double share)
+{
+	double d = a > b ? a - b : b - a;
+	return d <= share * (b > 0 ? b : -b);
+}
+
 /* Files in dir whose name contains needle. */
 static int files_matching(const char *needle)
 {
@@ -272,6 +279,24 @@ static void test_dataloader_run(int pin)
 	      "pin=%d: worker batch segments ~ one per step (%lld)", pin, nb);
 	CHECK(q_int(db, "SELECT count(*) FROM batches WHERE dur_ns <= 0 OR end_ns < begin_ns") == 0,
 	      "pin=%d: batch segments are forward intervals", pin);
+	/* Python view: each step carries its batch's hand-off from the IPC
+	 * evidence, the figures the report gives per batch. */
+	CHECK(x.m.view == DLBN_VIEW_PYTHON && x.a.recv_ms > 0 && x.a.recv_kib > 0 &&
+		      x.a.recv_fds > 0,
+	      "pin=%d: python view with hand-off figures (%.3f ms, %.1f KiB, %.2f fds)", pin,
+	      x.a.recv_ms, x.a.recv_kib, x.a.recv_fds);
+	double per = (double)x.a.steps_window;
+	double t_ms = (double)q_int(db, "SELECT sum(recv_ns) FROM steps WHERE in_window") / per / 1e6;
+	double t_kib = (double)q_int(db, "SELECT sum(bytes) FROM steps WHERE in_window") / per / 1024;
+	double t_fds = (double)q_int(db, "SELECT sum(nfds) FROM steps WHERE in_window") / per;
+	CHECK(near(t_ms, x.a.recv_ms, 0.01) && near(t_kib, x.a.recv_kib, 0.01) &&
+		      near(t_fds, x.a.recv_fds, 0.01),
+	      "pin=%d: steps' recv_ns/bytes/nfds over the window = the report's hand-off per batch "
+	      "(%.3f ms %.1f KiB %.2f fds vs %.3f %.1f %.2f)",
+	      pin, t_ms, t_kib, t_fds, x.a.recv_ms, x.a.recv_kib, x.a.recv_fds);
+	CHECK(q_int(db, "SELECT count(*) FROM steps WHERE in_window AND (recv_ns <= 0 OR bytes <= 0 "
+			"OR nfds <= 0)") == 0,
+	      "pin=%d: every window step has its hand-off", pin);
 	CHECK(q_int(db, "SELECT count(*) FROM step_summary") == 2,
 	      "pin=%d: step_summary has one row per epoch", pin);
 	CHECK(q_int(db, "SELECT count(*) FROM main_thread_waits") > 0,
