@@ -154,8 +154,9 @@ static int64_t produce(struct sim *s, int k, int64_t step, int64_t t_idx, int ep
 	}
 	if (s->p.sched)
 		sched_sample(w->main, t, w->pid, &w->run_ns, &w->runq_ns, work, s->p.worker_runq);
-	tg_write(w->feeder, t + 20000, 50000, 7, DLBN_FD_PIPE, result_ino(epoch), 300);
-	w->free_at = t + 70000;
+	int64_t lag = (int64_t)(s->p.feeder_lag_ms * MS);
+	tg_write(w->feeder, t + 20000 + lag, 50000, 7, DLBN_FD_PIPE, result_ino(epoch), 300);
+	w->free_at = t + 70000 + lag;
 	w->idle_from = t + 30000;
 	return w->free_at;
 }
