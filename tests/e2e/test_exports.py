@@ -4,7 +4,10 @@ model the JSON report describes, its views answer; the Perfetto file is
 valid JSON with a track per process and a fetch slice per step; an
 unwritable export path is a clear error (exit 1) that leaves nothing
 behind, and the trace itself is never overwritten.  On the simulated GPU
-(tests/simcuda) the steps carry the GPU busy/idle split.
+(tests/simcuda) the steps carry the GPU busy/idle split.  The steps'
+hand-off columns add up to the report's per-batch figures, every Perfetto
+track's slices nest, and non-ASCII strings stay whole in --dump, the JSON
+report and both exports.
 """
 
 import json
@@ -181,3 +184,60 @@ def test_gpu_split_exported(rundir):
     events = json.loads(timeline.read_text())["traceEvents"]
     assert sum(e["name"] == "GPU idle (stall)" for e in events) > 20
     assert sum(e["name"] == "GPU busy (hidden)" for e in events) > 20
+
+
+OPENS = r"""
+import os, sys
+d = os.fsencode(sys.argv[1])
+for name in ("\u00fc.txt".encode(), b"bad-\xff.txt"):
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(b"x")
+    with open(os.path.join(d, name), "rb") as f:
+        f.read()
+"""
+
+
+def test_non_ascii_strings(tmp_path):
+    """Strings from the trace (here file paths, and the trace's own path in
+    the report) keep valid UTF-8 whole in --dump, the JSON report and the
+    Perfetto JSON ("\u00fc", not "\\u00c3\\u00bc": one escape per byte), and
+    in SQLite; a byte that is not UTF-8 is escaped (its Latin-1 reading), so
+    every output stays valid UTF-8 and JSON."""
+    require_binaries(lib=True, analyzer=True)
+    d = tmp_path / "d\u00fc"
+    d.mkdir()
+    trace = d / "trace-\u00fc.dlbn"
+    proc = subprocess.run([PYTHON, "-c", OPENS, str(d)], cwd=str(d), timeout=RUN_TIMEOUT_S,
+                          env=clean_env({"DLBN_OUTPUT": str(trace), "LD_PRELOAD": str(LIB)}),
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and trace.exists(), proc.stderr
+    good, bad = str(d / "\u00fc.txt"), str(d) + "/bad-\u00ff.txt"
+
+    dump = subprocess.run([str(BUILD / "dlbn-analyze"), "--dump", str(trace)],
+                          capture_output=True, timeout=60)
+    assert dump.returncode == 0, dump.stderr
+    text = dump.stdout.decode("utf-8")  # strict: raises on a stray byte
+    assert 'path="%s"' % good in text, text[-2000:]
+    assert 'path="%s/bad-\\u00ff.txt"' % d in text, text[-2000:]
+    assert "\\u00c3" not in text
+
+    db, timeline = tmp_path / "s.db", tmp_path / "p.json"
+    out = subprocess.run([str(BUILD / "dlbn-analyze"), str(trace), "--format", "json",
+                          "--sqlite", str(db), "--perfetto", str(timeline)],
+                         capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "\\u00c3" not in out.stdout.decode("utf-8")
+    report = json.loads(out.stdout.decode("utf-8"))
+    assert report["ranks"][0]["path"] == str(trace)
+
+    raw = timeline.read_bytes().decode("utf-8")
+    assert "\\u00c3" not in raw
+    paths = {e["args"].get("path") for e in json.loads(raw)["traceEvents"]
+             if isinstance(e.get("args"), dict)}
+    assert good in paths and bad in paths, sorted(p for p in paths if p)[:20]
+
+    got = {p for (p,) in query(db, "SELECT json_extract(detail, '$.path') FROM events "
+                                   "WHERE type = 'OPEN'")}
+    assert good in got and bad in got, got
+    assert one(db, "SELECT count(*) FROM events WHERE detail LIKE '%\\u00c3%'") == 0
+    assert one(db, "SELECT value FROM meta WHERE key = 'trace_path'") == str(trace)
