@@ -8,8 +8,9 @@
  * are done: the steps by building the model once more with a step sink
  * (dlbn_model_each_step; the model keeps no steps; --sqlite in the python
  * and nvtx views also builds the IPC view's steps once, into a temporary
- * table, for the steps' hand-off columns), then the records in one pass.  Their memory grows with processes, threads, interned strings
- * and open NVTX ranges, never with the number of records or steps.
+ * table, for the steps' hand-off columns), then the records in one pass.
+ * Their memory grows with processes, threads, interned strings and open
+ * NVTX ranges, never with the number of records or steps.
  *
  * Output files are replaced atomically: the export writes a temporary file
  * next to FILE and renames it over FILE only when complete, so FILE is
