@@ -288,6 +288,12 @@ static void run(struct sim *s)
 					 index_ino(pipe_epoch, (int)((i + P) % p->workers)), 60);
 			}
 			loop_t = fe + 10000 + (int64_t)(p->loop_ms * MS * jitter(s));
+			if (p->sync_ms > 0) {
+				int64_t d = (int64_t)(p->sync_ms * MS);
+				tg_rec(s->main, DLBN_REC_SYNC, loop_t, "iii", d,
+				       (int64_t)DLBN_CU_STREAM_SYNC, (int64_t)GPU_STREAM);
+				loop_t += d;
+			}
 		}
 		if (p->marks && !killed)
 			tg_mark(s->main, loop_t, DLBN_MARK_FETCH_STOP, e + 1, 0);

@@ -34,6 +34,8 @@ struct tgsim_params {
 	uint32_t extent_size; /* 0: the format's default */
 	double gpu_ms;	      /* > 0: the loop launches a kernel this long per step, with the
 				 recorder's drain probe at each fetch (CUDA records) */
+	double sync_ms;	      /* > 0: after its loop work each step blocks this long in
+				 cuStreamSynchronize (a rank waiting at an NCCL collective) */
 	unsigned seed;
 };
 
