@@ -184,6 +184,8 @@ def test_gpu_split_exported(rundir):
     events = json.loads(timeline.read_text())["traceEvents"]
     assert sum(e["name"] == "GPU idle (stall)" for e in events) > 20
     assert sum(e["name"] == "GPU busy (hidden)" for e in events) > 20
+    bad = nest_violations(events)
+    assert not bad, "%d slices overlap without nesting, e.g. %s" % (len(bad), bad[:3])
 
 
 OPENS = r"""
