@@ -112,7 +112,9 @@ void dlbn_buf_us(struct dlbn_buf *b, int64_t ns);
  * bytes become \u00XX (their Latin-1 reading), so the output is always
  * valid JSON. */
 void dlbn_buf_json_str(struct dlbn_buf *b, const char *s, size_t n);
-/* s as valid UTF-8: invalid bytes and NULs become U+FFFD (SQLite TEXT
+/* s as valid UTF-8: valid UTF-8 is kept, other bytes become the character
+ * of their Latin-1 reading (the same string a JSON reader gets from
+ * dlbn_buf_json_str), NULs U+FFFD (SQLite TEXT
  * must be UTF-8 for its readers, e.g. Python's sqlite3). */
 void dlbn_buf_utf8(struct dlbn_buf *b, const char *s, size_t n);
 void dlbn_buf_free(struct dlbn_buf *b);

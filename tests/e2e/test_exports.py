@@ -11,6 +11,7 @@ report and both exports.
 """
 
 import json
+import os
 import sqlite3
 import subprocess
 
@@ -209,9 +210,13 @@ def test_non_ascii_strings(tmp_path):
     d = tmp_path / "d\u00fc"
     d.mkdir()
     trace = d / "trace-\u00fc.dlbn"
-    proc = subprocess.run([PYTHON, "-c", OPENS, str(d)], cwd=str(d), timeout=RUN_TIMEOUT_S,
+    # The interpreter under a name that is not UTF-8: the PROCESS record's
+    # argv0, a TEXT column in SQLite and a track name in Perfetto.
+    argv0 = os.fsencode(d) + b"/py-\xff"
+    os.symlink(os.path.realpath(PYTHON), argv0)
+    proc = subprocess.run([argv0, b"-c", OPENS.encode(), os.fsencode(d)], cwd=str(d),
                           env=clean_env({"DLBN_OUTPUT": str(trace), "LD_PRELOAD": str(LIB)}),
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 0 and trace.exists(), proc.stderr
     good, bad = str(d / "\u00fc.txt"), str(d) + "/bad-\u00ff.txt"
 
@@ -234,12 +239,16 @@ def test_non_ascii_strings(tmp_path):
 
     raw = timeline.read_bytes().decode("utf-8")
     assert "\\u00c3" not in raw
-    paths = {e["args"].get("path") for e in json.loads(raw)["traceEvents"]
-             if isinstance(e.get("args"), dict)}
+    events = json.loads(raw)["traceEvents"]
+    paths = {e["args"].get("path") for e in events if isinstance(e.get("args"), dict)}
     assert good in paths and bad in paths, sorted(p for p in paths if p)[:20]
+    tracks = [e["args"]["name"] for e in events if e.get("name") == "process_name"]
+    assert any(t.endswith(str(d) + "/py-\u00ff") for t in tracks), tracks
 
     got = {p for (p,) in query(db, "SELECT json_extract(detail, '$.path') FROM events "
                                    "WHERE type = 'OPEN'")}
     assert good in got and bad in got, got
     assert one(db, "SELECT count(*) FROM events WHERE detail LIKE '%\\u00c3%'") == 0
     assert one(db, "SELECT value FROM meta WHERE key = 'trace_path'") == str(trace)
+    # The same string as the JSON outputs give: the stray byte read as Latin-1.
+    assert one(db, "SELECT argv0 FROM processes") == str(d) + "/py-\u00ff"
