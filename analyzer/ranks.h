@@ -7,9 +7,9 @@
  * waits for its input holds the others at the next collective, and their
  * steps take as long as its own.  Step time cannot name the straggler;
  * its stall can: the straggler is the rank whose loop stalls longest per
- * step on its loader, and the others show the same time as extra time
- * outside their fetches (waiting at the collective; blocked in GPU syncs
- * where NCCL's wait is visible to the host).
+ * step on its loader, and the others show that time as extra time outside
+ * their own stall (waiting at the collective; blocked in GPU syncs where
+ * NCCL's wait is visible to the host).
  */
 #ifndef DLBN_RANKS_H
 #define DLBN_RANKS_H
