@@ -190,8 +190,9 @@ static int64_t produce(struct sim *s, int k, int64_t step, int64_t t_idx, int ep
 	}
 	if (s->p.sched)
 		sched_sample(w->main, t, w->pid, &w->run_ns, &w->runq_ns, work, s->p.worker_runq);
-	tg_write(w->feeder, t + 20000, 50000, 7, DLBN_FD_PIPE, result_ino(epoch), 300);
-	w->free_at = t + 70000;
+	int64_t lag = (int64_t)(s->p.feeder_lag_ms * MS);
+	tg_write(w->feeder, t + 20000 + lag, 50000, 7, DLBN_FD_PIPE, result_ino(epoch), 300);
+	w->free_at = t + 70000 + lag;
 	w->idle_from = t + 30000;
 	return w->free_at;
 }
@@ -324,6 +325,12 @@ static void run(struct sim *s)
 					 index_ino(pipe_epoch, (int)((i + P) % p->workers)), 60);
 			}
 			loop_t = fe + 10000 + costs + (int64_t)(p->loop_ms * MS * jitter(s));
+			if (p->sync_ms > 0) {
+				int64_t d = (int64_t)(p->sync_ms * MS);
+				tg_rec(s->main, DLBN_REC_SYNC, loop_t, "iii", d,
+				       (int64_t)DLBN_CU_STREAM_SYNC, (int64_t)GPU_STREAM);
+				loop_t += d;
+			}
 		}
 		if (p->marks && !killed)
 			tg_mark(s->main, loop_t, DLBN_MARK_FETCH_STOP, e + 1, 0);

@@ -25,6 +25,8 @@ struct tgsim_params {
 	double loop_ms;	      /* training loop time per step */
 	double file_ms;	      /* part of batch_ms spent in file preads */
 	double handoff_ms;    /* main-thread receive time per batch */
+	double feeder_lag_ms; /* a worker's feeder thread writes each result this late,
+				 while the worker already works on its next index */
 	int rank, world_size; /* PROCESS rank variables of the training process (-1 unset) */
 	int sched;	      /* SCHED (schedstat) samples of the workers and main thread */
 	double worker_runq;   /* share of a worker's busy time spent waiting for a CPU */
@@ -39,6 +41,8 @@ struct tgsim_params {
 	double lead_runq_ms;  /* runnable, not running */
 	double lead_touch_ms; /* kernel time: first touch of the batch */
 	int shm_kib;	      /* shared memory mapped per tensor (default 128) */
+	double sync_ms;	      /* > 0: after its loop work each step blocks this long in
+				 cuStreamSynchronize (a rank waiting at an NCCL collective) */
 	unsigned seed;
 };
 
