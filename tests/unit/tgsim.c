@@ -318,6 +318,12 @@ static void run(struct sim *s)
 			int64_t costs = lead(s);
 			if (p->gpu_ms > 0)
 				gpu_launch(s, fe + 7000 + costs);
+			if (p->gpu_ms > 0 && p->drain_sync) {
+				int64_t ts = fe + 8000 + costs;
+				tg_rec(s->main, DLBN_REC_SYNC, ts, "iii",
+				       s->gpu_free > ts ? s->gpu_free - ts : (int64_t)0,
+				       (int64_t)DLBN_CU_CTX_SYNC, (int64_t)0);
+			}
 			/* The loop consumed batch i: send the index of batch i + P. */
 			if (i + P < per_epoch) {
 				s->idx_sent[i + P] = fe + 20000;

@@ -41,6 +41,8 @@ struct tgsim_params {
 	double lead_runq_ms;  /* runnable, not running */
 	double lead_touch_ms; /* kernel time: first touch of the batch */
 	int shm_kib;	      /* shared memory mapped per tensor (default 128) */
+	int drain_sync;	      /* right after its kernel the loop synchronises the
+				 context until the GPU is done (loss.item()) */
 	double sync_ms;	      /* > 0: after its loop work each step blocks this long in
 				 cuStreamSynchronize (a rank waiting at an NCCL collective) */
 	unsigned seed;
