@@ -372,10 +372,12 @@ def run_scenario(runner, scenario, rounds, ref_rounds):
     dr_window = median_or_none(x["window_s"] for x in runs["dlbn-replay"])
     pre_ref = median_or_none(x["window_s"] for x in runs["preload"][:len(runs["dlbn-replay"])])
 
-    # The trivial estimate: 1 / GPU utilization of the Real runs (kernel time
-    # queued by the window's steps over the window).  Right when every idle
-    # moment of the GPU is loading; wrong on host-bound loops.
-    utils = [x["gpu_busy_window_s"] / x["window_s"] for x in runs["real"]
+    # The trivial estimate: 1 / GPU utilization (kernel time queued by the
+    # window's steps over the window), of the same runs dlbn analyses (the
+    # preload runs): both are one-run estimates, judged by the same S.
+    # Right when every idle moment of the GPU is loading; wrong on
+    # host-bound loops.
+    utils = [x["gpu_busy_window_s"] / x["window_s"] for x in runs["preload"]
              if is_number(x.get("gpu_busy_window_s")) and x["gpu_busy_window_s"] > 0]
     S_util = 1.0 / statistics.median(utils) if utils else None
 
