@@ -57,7 +57,9 @@ static pid_t schedstat_pid;
 static uint64_t free_ns, free_cpu_ns;
 
 /* The /dev/shm ranges the main thread has mapped and not unmapped yet
- * (batches in flight: a few tensors each).  Full: later ones go untimed. */
+ * (batches in flight: a few tensors each).  Full: later ones go untimed.
+ * Only the main thread writes them; other threads' munmap reads the count
+ * (relaxed: a stale value only sends them to the main-thread check). */
 #define SHM_RANGES 256
 static struct {
 	uintptr_t addr;
@@ -71,7 +73,7 @@ void loop_cost_mapped(void *p, size_t len)
 		return;
 	shm_ranges[shm_nranges].addr = (uintptr_t)p;
 	shm_ranges[shm_nranges].len = len;
-	shm_nranges++;
+	__atomic_store_n(&shm_nranges, shm_nranges + 1, __ATOMIC_RELAXED);
 }
 
 /* munmap(addr, len) on the main thread ends one of its ranges. */
@@ -79,7 +81,8 @@ static int shm_range_unmapped(void *addr, size_t len)
 {
 	for (unsigned i = shm_nranges; i-- > 0;) {
 		if (shm_ranges[i].addr == (uintptr_t)addr && shm_ranges[i].len == len) {
-			shm_ranges[i] = shm_ranges[--shm_nranges];
+			shm_ranges[i] = shm_ranges[shm_nranges - 1];
+			__atomic_store_n(&shm_nranges, shm_nranges - 1, __ATOMIC_RELAXED);
 			return 1;
 		}
 	}
@@ -122,8 +125,8 @@ void loop_cost_free_end(const struct loop_cost_free *f)
 DLBN_EXPORT int munmap(void *addr, size_t len)
 {
 	struct loop_cost_free f;
-	if (DLBN_LIKELY(shm_nranges == 0) || !on_main_thread() || !shm_range_unmapped(addr, len) ||
-	    !loop_cost_free_begin(&f))
+	if (DLBN_LIKELY(__atomic_load_n(&shm_nranges, __ATOMIC_RELAXED) == 0) ||
+	    !on_main_thread() || !shm_range_unmapped(addr, len) || !loop_cost_free_begin(&f))
 		return munmap_real(addr, len);
 	int rc = munmap_real(addr, len);
 	loop_cost_free_end(&f);
