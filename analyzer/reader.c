@@ -10,17 +10,21 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "crc32c.h"
 #include "reader.h"
 
 #define STREAM_BUF_INIT (32u * 1024u)
 #define STREAM_BUF_MAX	(64u * 1024u * 1024u) /* a record larger than this is corrupt */
 #define SKIP_DEPTH_MAX	8
+
+#define CHECK_BUF (64u * 1024u) /* pread chunk of the CRC checks */
 
 /* One initialised extent, as found by the scan. */
 struct ext_ref {
@@ -29,11 +33,18 @@ struct ext_ref {
 	uint32_t pid, tid, flags;
 	uint32_t avail; /* committed bytes actually present in the file */
 	uint64_t base_ns;
+	int dropped;	  /* failed its checks: its records are not handed out */
+	int cut;	  /* the file ends inside its committed bytes */
+	int loss;	  /* st.losses entry describing this extent, -1 */
+	int loss_after;	  /* st.losses entry whose t_from is this extent's last record */
+	int64_t fix_off;  /* repaired bit: byte offset in the records, -1 none */
+	uint8_t fix_mask; /* ... and the bit to flip back */
 };
 
 struct stream {
 	struct dlbn_stream_info info;
-	struct ext_ref *ext; /* this stream's extents, by seq (slice of r->exts) */
+	struct ext_ref *ext;	   /* this stream's extents, by seq (slice of r->exts) */
+	const struct ext_ref *cur; /* extent being decoded */
 	size_t next_ext, n_ext;
 	int in_ext;
 	uint64_t ext_off;  /* file offset of the first byte not yet buffered */
@@ -55,8 +66,9 @@ struct dlbn_reader {
 	size_t n_streams;
 	size_t *heap; /* stream indices, min-heap on head.t_ns */
 	size_t heap_n;
-	ssize_t pending; /* stream whose head was handed out, advanced lazily */
-	unsigned passes; /* rewinds so far; damage is counted on pass 1 only */
+	ssize_t pending;    /* stream whose head was handed out, advanced lazily */
+	unsigned passes;    /* rewinds so far; damage is counted on pass 1 only */
+	uint8_t *check_buf; /* CHECK_BUF bytes while scanning */
 };
 
 static void warn(struct dlbn_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -409,6 +421,30 @@ static int ext_cmp(const void *a, const void *b)
 	return x->offset < y->offset ? -1 : (x->offset > y->offset);
 }
 
+static int add_loss(struct dlbn_reader *r, int kind, const struct ext_ref *e, uint64_t extents,
+		    uint64_t bytes, int64_t t_from, int64_t t_to)
+{
+	unsigned i = r->st.nlosses++;
+	if (i >= DLBN_READER_MAX_LOSS)
+		return -1;
+	struct dlbn_loss *l = &r->st.losses[i];
+	*l = (struct dlbn_loss){
+		.kind = kind, .extents = extents, .bytes = bytes, .t_from = t_from, .t_to = t_to};
+	if (e) {
+		l->known_stream = 1;
+		l->proc_id = e->proc_id;
+		l->thread_no = e->thread_no;
+		l->pid = e->pid;
+		l->tid = e->tid;
+	}
+	return (int)i;
+}
+
+static int64_t base_time(uint64_t base_ns)
+{
+	return base_ns > (uint64_t)DLBN_TIME_LIMIT ? DLBN_TIME_LIMIT : (int64_t)base_ns;
+}
+
 static int check_header(struct dlbn_reader *r, char *err, size_t errlen)
 {
 	struct dlbn_file_header h;
@@ -423,6 +459,7 @@ static int check_header(struct dlbn_reader *r, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: empty file, not a dlbn trace", r->path);
 		return -1;
 	}
+	memset(&h, 0, sizeof(h));
 	ssize_t got = pread(r->fd, &h, sizeof(h), 0);
 	if (got < 0) {
 		snprintf(err, errlen, "%s: cannot read: %s", r->path, strerror(errno));
@@ -432,7 +469,7 @@ static int check_header(struct dlbn_reader *r, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: not a dlbn trace (bad magic)", r->path);
 		return -1;
 	}
-	if ((size_t)got < sizeof(h)) {
+	if ((size_t)got < offsetof(struct dlbn_file_header, passive_count)) {
 		snprintf(err, errlen,
 			 "%s: truncated dlbn trace: %zd bytes, shorter than its header", r->path,
 			 got);
@@ -456,6 +493,7 @@ static int check_header(struct dlbn_reader *r, char *err, size_t errlen)
 	r->header_size = h.header_size;
 	r->st.version_major = h.version_major;
 	r->st.version_minor = h.version_minor;
+	r->st.checked = h.version_minor >= 1;
 	r->st.extent_size = h.extent_size;
 	r->st.file_flags = h.flags;
 	r->st.extents_announced = h.next_extent;
@@ -463,10 +501,140 @@ static int check_header(struct dlbn_reader *r, char *err, size_t errlen)
 	r->st.created_realtime_ns = h.created_realtime_ns;
 	memcpy(r->st.host, h.host, sizeof(h.host));
 	r->st.host[64] = 0;
+	if (!r->st.checked)
+		warn(r,
+		     "trace format %u.%u carries no checksums: damage inside its records may go "
+		     "unnoticed",
+		     (unsigned)h.version_major, (unsigned)h.version_minor);
+	/* The passive table: a short file (cut inside the header) has zeros. */
+	r->st.passive_count = h.passive_count;
+	uint32_t n = h.passive_count < DLBN_MAX_PASSIVE ? h.passive_count : DLBN_MAX_PASSIVE;
+	for (uint32_t i = 0; i < n; i++)
+		if (h.passive[i].err != 0)
+			r->st.passive[r->st.npassive++] = h.passive[i];
+	if ((size_t)got < sizeof(h) && (uint64_t)got < r->header_size)
+		r->st.truncated = 1;
 	return 0;
 }
 
-/* Read one extent header; returns 1 if usable, 0 if skipped. */
+/*
+ * A flipped bit in the fixed fields of an extent header: the one bit whose
+ * flip makes header_crc match, or header_crc itself one bit off.  1 and
+ * the header repaired, 0 when no single bit explains the mismatch.
+ */
+static int repair_header(struct dlbn_extent_header *eh)
+{
+	uint32_t want = eh->header_crc;
+	if (__builtin_popcount(want ^ dlbn_extent_header_crc(eh)) == 1)
+		return 1; /* the fields are right, header_crc took the hit */
+	uint8_t *b = (uint8_t *)eh;
+	static const struct {
+		unsigned from, to;
+	} spans[] = {{8, 28}, {32, 40}};
+	for (unsigned k = 0; k < 2; k++)
+		for (unsigned i = spans[k].from; i < spans[k].to; i++)
+			for (unsigned bit = 0; bit < 8; bit++) {
+				b[i] ^= (uint8_t)(1u << bit);
+				if (dlbn_extent_header_crc(eh) == want)
+					return 1;
+				b[i] ^= (uint8_t)(1u << bit);
+			}
+	return 0;
+}
+
+/* CRC-32C register over `len` record bytes at file offset off; -1 on a read error. */
+static int crc_of(struct dlbn_reader *r, uint64_t off, uint32_t len, uint32_t *reg)
+{
+	uint32_t c = DLBN_CRC32C_INIT;
+	while (len > 0) {
+		size_t want = len < CHECK_BUF ? len : CHECK_BUF;
+		ssize_t got = pread(r->fd, r->check_buf, want, (off_t)off);
+		if (got <= 0)
+			return -1;
+		c = dlbn_crc32c_update(c, r->check_buf, (size_t)got);
+		off += (uint64_t)got;
+		len -= (uint32_t)got;
+	}
+	*reg = c;
+	return 0;
+}
+
+/*
+ * The records of n bytes fail their CRC by `syndrome` (stored ^ computed
+ * CRC).  A single flipped record bit at byte j, bit k leaves the syndrome
+ * T[1 << k] advanced over the n - 1 - j bytes after it (the CRC is linear);
+ * CRC-32C tells any two single-bit errors apart in messages this short
+ * (Hamming distance >= 3 below 2^31 bits), so a match locates the flip.
+ * Returns the byte offset and sets *mask, or -1 when no single bit explains
+ * the syndrome.
+ */
+static int64_t locate_flip(uint32_t syndrome, uint32_t n, uint8_t *mask)
+{
+	if (n == 0 || n > (1u << 27))
+		return -1;
+	for (unsigned k = 0; k < 8; k++) {
+		uint32_t v = dlbn_crc32c_table[1u << k];
+		for (uint32_t d = 0; d < n; d++) {
+			if (v == syndrome) {
+				*mask = (uint8_t)(1u << k);
+				return (int64_t)(n - 1 - d);
+			}
+			v = (v >> 8) ^ dlbn_crc32c_table[v & 0xff];
+		}
+	}
+	return -1;
+}
+
+/*
+ * Check an extent of a 1.1 trace: commit word and record CRC, repairing a
+ * single flipped bit.  Returns 1 good (perhaps repaired), 0 damaged beyond
+ * that.  *committed gets the length to use.
+ */
+static int check_extent(struct dlbn_reader *r, const struct dlbn_extent_header *eh,
+			uint64_t data_off, uint32_t room, struct ext_ref *out, uint32_t *committed)
+{
+	uint32_t low = (uint32_t)eh->commit;
+	uint32_t crc = (uint32_t)(eh->commit >> DLBN_COMMIT_CRC_SHIFT);
+	uint32_t reg;
+	*committed = low & DLBN_COMMIT_LEN_MASK;
+	if (__builtin_parity(low)) {
+		/* One bit of length/flag/parity flipped: the length whose records
+		 * match the CRC is the one (bits 30, 31: the stored length). */
+		for (int bit = -1; bit < 30; bit++) {
+			uint32_t len = bit < 0 ? *committed : *committed ^ (1u << bit);
+			if (len > room || data_off + len > r->st.file_size ||
+			    crc_of(r, data_off, len, &reg) != 0 || ~reg != crc)
+				continue;
+			*committed = len;
+			r->st.extents_repaired++;
+			warn(r, "extent at offset %llu: flipped bit in its commit word, repaired",
+			     (unsigned long long)out->offset);
+			return 1;
+		}
+		return 0;
+	}
+	if (*committed > room)
+		return 0;
+	if (data_off + *committed > r->st.file_size)
+		return 1; /* cut: what is there is read unchecked (truncated) */
+	if (crc_of(r, data_off, *committed, &reg) != 0)
+		return 0;
+	if (~reg == crc)
+		return 1;
+	uint32_t syndrome = crc ^ ~reg;
+	if (__builtin_popcount(syndrome) != 1) {
+		int64_t at = locate_flip(syndrome, *committed, &out->fix_mask);
+		if (at < 0)
+			return 0;
+		out->fix_off = at;
+	}
+	r->st.extents_repaired++;
+	warn(r, "stream %u/%u (pid %u) extent %u: flipped bit in its %s, repaired", eh->proc_id,
+	     eh->thread_no, eh->pid, eh->extent_seq, out->fix_off >= 0 ? "records" : "CRC");
+	return 1;
+}
+
+/* Read one extent header; returns 1 if it takes part in its stream, 0 if not. */
 static int scan_extent(struct dlbn_reader *r, uint64_t slot, struct ext_ref *out)
 {
 	struct dlbn_extent_header eh;
@@ -476,25 +644,34 @@ static int scan_extent(struct dlbn_reader *r, uint64_t slot, struct ext_ref *out
 	if (got != (ssize_t)sizeof(eh))
 		return 0;
 	if (eh.magic != DLBN_EXTENT_MAGIC) {
-		if (slot < r->st.extents_announced)
-			r->st.extents_uninit++;
+		/* Never initialised (magic 0); in a checked trace anything else
+		 * is a damaged magic: that extent's records are lost. */
+		if (eh.magic == 0 || !r->st.checked) {
+			if (slot < r->st.extents_announced)
+				r->st.extents_uninit++;
+			return 0;
+		}
+		r->st.extents_bad_header++;
+		add_loss(r, DLBN_LOSS_HEADER, NULL, 1, 0, DLBN_LOSS_T_UNKNOWN, DLBN_LOSS_T_UNKNOWN);
+		warn(r, "extent %llu: damaged magic; its records are lost",
+		     (unsigned long long)slot);
 		return 0;
 	}
+	if (r->st.checked && dlbn_extent_header_crc(&eh) != eh.header_crc) {
+		if (!repair_header(&eh)) {
+			r->st.extents_bad_header++;
+			add_loss(r, DLBN_LOSS_HEADER, NULL, 1, 0, DLBN_LOSS_T_UNKNOWN,
+				 DLBN_LOSS_T_UNKNOWN);
+			warn(r, "extent %llu: damaged header (CRC); its records are lost",
+			     (unsigned long long)slot);
+			return 0;
+		}
+		r->st.extents_repaired++;
+		warn(r, "extent %llu: flipped bit in its header, repaired",
+		     (unsigned long long)slot);
+	}
 	uint32_t room = r->st.extent_size - DLBN_EXTENT_HEADER_SIZE;
-	uint32_t committed = eh.committed;
-	if (committed > room) {
-		warn(r, "extent %llu: committed %u exceeds the extent; read up to its end",
-		     (unsigned long long)slot, committed);
-		r->st.extents_corrupt++;
-		committed = room;
-	}
 	uint64_t data_off = off + DLBN_EXTENT_HEADER_SIZE;
-	uint64_t present = r->st.file_size > data_off ? r->st.file_size - data_off : 0;
-	if (committed > present) {
-		r->st.extents_cut++;
-		r->st.truncated = 1;
-		committed = (uint32_t)present;
-	}
 	*out = (struct ext_ref){.offset = off,
 				.proc_id = eh.proc_id,
 				.thread_no = eh.thread_no,
@@ -502,8 +679,40 @@ static int scan_extent(struct dlbn_reader *r, uint64_t slot, struct ext_ref *out
 				.pid = eh.pid,
 				.tid = eh.tid,
 				.flags = eh.flags,
-				.avail = committed,
-				.base_ns = eh.base_ns};
+				.base_ns = eh.base_ns,
+				.loss = -1,
+				.loss_after = -1,
+				.fix_off = -1};
+	uint32_t committed = eh.committed;
+	if (r->st.checked) {
+		out->flags = (uint32_t)eh.commit & DLBN_COMMIT_FINAL ? DLBN_EXTENT_FINAL : 0;
+		if (!check_extent(r, &eh, data_off, room, out, &committed)) {
+			out->dropped = 1;
+			r->st.extents_corrupt++;
+			uint32_t len = (uint32_t)eh.commit & DLBN_COMMIT_LEN_MASK;
+			out->loss = add_loss(r, DLBN_LOSS_CORRUPT, out, 1, len <= room ? len : 0,
+					     base_time(eh.base_ns), DLBN_LOSS_T_UNKNOWN);
+			warn(r, "stream %u/%u (pid %u) extent %u: records fail their CRC; dropped",
+			     eh.proc_id, eh.thread_no, eh.pid, eh.extent_seq);
+			return 1;
+		}
+	} else if (committed > room) {
+		warn(r, "extent %llu: committed %u exceeds the extent; read up to its end",
+		     (unsigned long long)slot, committed);
+		r->st.extents_corrupt++;
+		committed = room;
+	}
+	uint64_t present = r->st.file_size > data_off ? r->st.file_size - data_off : 0;
+	if (committed > present) {
+		r->st.extents_cut++;
+		r->st.truncated = 1;
+		out->cut = 1;
+		out->loss = out->loss_after =
+			add_loss(r, DLBN_LOSS_CUT, out, 1, committed - present,
+				 base_time(eh.base_ns), DLBN_LOSS_T_UNKNOWN);
+		committed = (uint32_t)present;
+	}
+	out->avail = committed;
 	r->st.bytes += committed;
 	return 1;
 }
@@ -516,15 +725,27 @@ static int scan_extents(struct dlbn_reader *r)
 		slots++; /* a partial last extent: its header may still be there */
 	r->st.extents = slots;
 	if (r->st.extents_announced > slots) {
-		warn(r, "file header announces %llu extents, the file holds %llu",
+		/* Extents are handed out, then the file grows over them: the file
+		 * holds every one handed out unless it was cut (or a process
+		 * stopped recording before growing it: see passive). */
+		r->st.extents_missing = r->st.extents_announced - slots;
+		r->st.truncated = 1;
+		add_loss(r, DLBN_LOSS_MISSING, NULL, r->st.extents_missing, 0, DLBN_LOSS_T_UNKNOWN,
+			 DLBN_LOSS_T_UNKNOWN);
+		warn(r,
+		     "trace truncated: the file header announces %llu extents, the file holds "
+		     "%llu",
 		     (unsigned long long)r->st.extents_announced, (unsigned long long)slots);
 	}
 	r->exts = calloc(slots ? slots : 1, sizeof(*r->exts));
-	if (!r->exts)
+	r->check_buf = malloc(CHECK_BUF);
+	if (!r->exts || !r->check_buf)
 		return -1;
 	for (uint64_t s = 0; s < slots; s++)
 		if (scan_extent(r, s, &r->exts[r->n_exts]))
 			r->n_exts++;
+	free(r->check_buf);
+	r->check_buf = NULL;
 	if (r->st.extents_uninit)
 		warn(r, "%llu extent(s) allocated but never initialised (process died?); skipped",
 		     (unsigned long long)r->st.extents_uninit);
@@ -533,6 +754,18 @@ static int scan_extents(struct dlbn_reader *r)
 		     (unsigned long long)r->st.extents_cut);
 	qsort(r->exts, r->n_exts, sizeof(*r->exts), ext_cmp);
 	return 0;
+}
+
+/* Extents missing before exts[k] of its stream (first: the stream's first). */
+static void note_gap(struct dlbn_reader *r, struct ext_ref *prev, struct ext_ref *e,
+		     uint32_t missing)
+{
+	r->st.seq_gaps++;
+	int i = add_loss(r, DLBN_LOSS_GAP, e, missing, 0,
+			 prev ? base_time(prev->base_ns) : DLBN_LOSS_T_UNKNOWN,
+			 base_time(e->base_ns));
+	if (prev && !prev->dropped && prev->loss_after < 0)
+		prev->loss_after = i; /* from its last record, once decoded */
 }
 
 static int build_streams(struct dlbn_reader *r)
@@ -554,15 +787,29 @@ static int build_streams(struct dlbn_reader *r)
 						    .index = (uint32_t)r->n_streams - 1};
 		s->ext = &r->exts[i];
 		s->n_ext = j - i;
-		for (size_t k = i + 1; k < j; k++) {
-			if (r->exts[k].seq == r->exts[k - 1].seq)
-				warn(r, "stream %u/%u: extent_seq %u appears twice",
-				     s->info.proc_id, s->info.thread_no, r->exts[k].seq);
-			else if (r->exts[k].seq != r->exts[k - 1].seq + 1)
-				r->st.seq_gaps++;
-		}
 		if (r->exts[i].seq != 0)
-			r->st.seq_gaps++;
+			note_gap(r, NULL, &r->exts[i], r->exts[i].seq);
+		for (size_t k = i + 1; k < j; k++) {
+			struct ext_ref *p = &r->exts[k - 1], *e = &r->exts[k];
+			/* A dropped extent's records end where the next one starts. */
+			if (p->dropped && p->loss >= 0 && p->loss < DLBN_READER_MAX_LOSS)
+				r->st.losses[p->loss].t_to = base_time(e->base_ns);
+			if (e->seq == p->seq) {
+				warn(r, "stream %u/%u: extent_seq %u appears twice",
+				     s->info.proc_id, s->info.thread_no, e->seq);
+				if (r->st.checked) {
+					/* Both passed their CRCs: a recorder bug, not a
+					 * flipped bit; the later copy is dropped. */
+					e->dropped = 1;
+					r->st.extents_corrupt++;
+					e->loss = add_loss(r, DLBN_LOSS_CORRUPT, e, 1, e->avail,
+							   base_time(e->base_ns),
+							   DLBN_LOSS_T_UNKNOWN);
+				}
+			} else if (e->seq != p->seq + 1) {
+				note_gap(r, p, e, e->seq - p->seq - 1);
+			}
+		}
 		s->cap = STREAM_BUF_INIT;
 		i = j;
 	}
@@ -571,6 +818,18 @@ static int build_streams(struct dlbn_reader *r)
 		warn(r, "%llu gap(s) in extent sequences (lost extents); records resume after them",
 		     (unsigned long long)r->st.seq_gaps);
 	return 0;
+}
+
+int dlbn_reader_cut_short(const struct dlbn_reader_stats *rs)
+{
+	return (rs->file_flags & DLBN_FILE_PASSIVE) || rs->passive_count > 0;
+}
+
+int dlbn_reader_damaged(const struct dlbn_reader_stats *rs)
+{
+	return rs->truncated || rs->extents_corrupt || rs->extents_bad_header ||
+	       rs->extents_repaired || rs->extents_missing || rs->seq_gaps || rs->nlosses ||
+	       dlbn_reader_cut_short(rs);
 }
 
 struct dlbn_reader *dlbn_reader_open(const char *path, char *err, size_t errlen)
@@ -587,6 +846,7 @@ struct dlbn_reader *dlbn_reader_open(const char *path, char *err, size_t errlen)
 		dlbn_reader_close(r);
 		return NULL;
 	}
+	dlbn_crc32c_init();
 	if (check_header(r, err, errlen) != 0) {
 		dlbn_reader_close(r);
 		return NULL;
@@ -611,6 +871,7 @@ void dlbn_reader_close(struct dlbn_reader *r)
 	free(r->streams);
 	free(r->heap);
 	free(r->exts);
+	free(r->check_buf);
 	free(r->path);
 	free(r);
 }
@@ -643,20 +904,46 @@ static int stream_fill(struct dlbn_reader *r, struct stream *s)
 		s->ext_left = 0;
 		return -1;
 	}
+	/* The bit the scan found flipped (its CRC located it): undo it. */
+	const struct ext_ref *e = s->cur;
+	if (e->fix_off >= 0) {
+		uint64_t at = e->offset + DLBN_EXTENT_HEADER_SIZE + (uint64_t)e->fix_off;
+		if (at >= s->ext_off && at < s->ext_off + (uint64_t)got)
+			s->buf[s->len + (at - s->ext_off)] ^= e->fix_mask;
+	}
 	s->len += (size_t)got;
 	s->ext_off += (uint64_t)got;
 	s->ext_left -= (uint64_t)got;
 	return 0;
 }
 
-static void stream_corrupt(struct dlbn_reader *r, struct stream *s, const char *why)
+/* Start of the stream's next extent: where records lost in this one end. */
+static int64_t next_base(const struct stream *s)
+{
+	return s->next_ext < s->n_ext ? base_time(s->ext[s->next_ext].base_ns)
+				      : DLBN_LOSS_T_UNKNOWN;
+}
+
+/* The current extent is decoded: losses that start at its last record. */
+static void ext_done(struct dlbn_reader *r, struct stream *s)
 {
 	s->in_ext = 0;
-	if (r->passes > 1)
-		return;
-	r->st.extents_corrupt++;
-	warn(r, "stream %u/%u (pid %u) extent %u: %s; rest of the extent skipped", s->info.proc_id,
-	     s->info.thread_no, s->info.pid, s->ext[s->next_ext - 1].seq, why);
+	int i = s->cur->loss_after;
+	if (r->passes == 1 && i >= 0 && i < DLBN_READER_MAX_LOSS)
+		r->st.losses[i].t_from = s->t_prev;
+}
+
+static void stream_corrupt(struct dlbn_reader *r, struct stream *s, const char *why)
+{
+	if (r->passes == 1) {
+		r->st.extents_corrupt++;
+		struct ext_ref e = *s->cur;
+		add_loss(r, DLBN_LOSS_CORRUPT, &e, 1, s->ext_left + (s->len - s->pos), s->t_prev,
+			 next_base(s));
+		warn(r, "stream %u/%u (pid %u) extent %u: %s; rest of the extent skipped",
+		     s->info.proc_id, s->info.thread_no, s->info.pid, s->cur->seq, why);
+	}
+	ext_done(r, s);
 }
 
 /*
@@ -690,12 +977,14 @@ static int stream_advance(struct dlbn_reader *r, struct stream *s)
 				return 0;
 			}
 			const struct ext_ref *e = &s->ext[s->next_ext++];
+			if (e->dropped)
+				continue; /* failed its checks (scan): a loss already */
+			s->cur = e;
 			s->in_ext = 1;
 			s->ext_off = e->offset + DLBN_EXTENT_HEADER_SIZE;
 			s->ext_left = e->avail;
 			s->pos = s->len = 0;
-			s->t_prev = e->base_ns > (uint64_t)DLBN_TIME_LIMIT ? DLBN_TIME_LIMIT
-									   : (int64_t)e->base_ns;
+			s->t_prev = base_time(e->base_ns);
 			if (e->flags & DLBN_EXTENT_FINAL)
 				s->info.ended_final = 1;
 		}
@@ -718,9 +1007,11 @@ static int stream_advance(struct dlbn_reader *r, struct stream *s)
 				stream_corrupt(r, s, "record larger than any buffer or read error");
 			continue;
 		}
-		if (s->pos < s->len)
+		if (s->pos < s->len && !s->cur->cut) {
 			stream_corrupt(r, s, "incomplete record at the end of committed data");
-		s->in_ext = 0;
+			continue;
+		}
+		ext_done(r, s); /* a cut extent ends with a partial record: counted as CUT */
 	}
 }
 

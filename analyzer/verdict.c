@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "verdict.h"
+#include "damage.h"
 #include "quantiles.h"
 
 void dlbn_verdict_default_opts(struct dlbn_verdict_opts *o)
@@ -631,9 +632,31 @@ int dlbn_analyze(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
 	return dlbn_analyze_gpu(m, rs, o, NULL, a);
 }
 
+static int analyze_intact(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
+			  const struct dlbn_verdict_opts *o, const struct dlbn_gpu *gpu,
+			  struct dlbn_analysis *a);
+
+/* The analysis of what the trace holds; damage that touches it (damage.h)
+ * makes the verdict INCONCLUSIVE with the loss as its reason. */
 int dlbn_analyze_gpu(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
 		     const struct dlbn_verdict_opts *o, const struct dlbn_gpu *gpu,
 		     struct dlbn_analysis *a)
+{
+	if (analyze_intact(m, rs, o, gpu, a) != 0)
+		return -1;
+	static struct dlbn_damage d; /* large; the analyzer is single-threaded */
+	dlbn_damage_assess(m, rs, a, &d);
+	if (d.blocks_verdict) {
+		a->verdict = DLBN_VERDICT_INCONCLUSIVE;
+		snprintf(a->cause, sizeof(a->cause), "%s", d.cause);
+		REASON("%s", d.reason);
+	}
+	return 0;
+}
+
+static int analyze_intact(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
+			  const struct dlbn_verdict_opts *o, const struct dlbn_gpu *gpu,
+			  struct dlbn_analysis *a)
 {
 	memset(a, 0, sizeof(*a));
 	if (gpu && !gpu->present)
