@@ -39,12 +39,13 @@ struct ext_ref {
 	int loss_after;	  /* st.losses entry whose t_from is this extent's last record */
 	int64_t fix_off;  /* repaired bit: byte offset in the records, -1 none */
 	uint8_t fix_mask; /* ... and the bit to flip back */
+	int decoded;	  /* decoded to its end once: its damage is counted */
 };
 
 struct stream {
 	struct dlbn_stream_info info;
-	struct ext_ref *ext;	   /* this stream's extents, by seq (slice of r->exts) */
-	const struct ext_ref *cur; /* extent being decoded */
+	struct ext_ref *ext; /* this stream's extents, by seq (slice of r->exts) */
+	struct ext_ref *cur; /* extent being decoded */
 	size_t next_ext, n_ext;
 	int in_ext;
 	uint64_t ext_off;  /* file offset of the first byte not yet buffered */
@@ -67,7 +68,7 @@ struct dlbn_reader {
 	size_t *heap; /* stream indices, min-heap on head.t_ns */
 	size_t heap_n;
 	ssize_t pending;    /* stream whose head was handed out, advanced lazily */
-	unsigned passes;    /* rewinds so far; damage is counted on pass 1 only */
+	unsigned passes;    /* rewinds so far */
 	uint8_t *check_buf; /* CHECK_BUF bytes while scanning */
 };
 
@@ -929,13 +930,16 @@ static void ext_done(struct dlbn_reader *r, struct stream *s)
 {
 	s->in_ext = 0;
 	int i = s->cur->loss_after;
-	if (r->passes == 1 && i >= 0 && i < DLBN_READER_MAX_LOSS)
+	if (!s->cur->decoded && i >= 0 && i < DLBN_READER_MAX_LOSS)
 		r->st.losses[i].t_from = s->t_prev;
+	s->cur->decoded = 1;
 }
 
 static void stream_corrupt(struct dlbn_reader *r, struct stream *s, const char *why)
 {
-	if (r->passes == 1) {
+	/* Counted once, on the first pass that gets here (a pass can stop
+	 * early: the priming in dlbn_reader_rewind decodes one record). */
+	if (!s->cur->decoded) {
 		r->st.extents_corrupt++;
 		struct ext_ref e = *s->cur;
 		add_loss(r, DLBN_LOSS_CORRUPT, &e, 1, s->ext_left + (s->len - s->pos), s->t_prev,
@@ -976,7 +980,7 @@ static int stream_advance(struct dlbn_reader *r, struct stream *s)
 				s->pos = s->len = 0;
 				return 0;
 			}
-			const struct ext_ref *e = &s->ext[s->next_ext++];
+			struct ext_ref *e = &s->ext[s->next_ext++];
 			if (e->dropped)
 				continue; /* failed its checks (scan): a loss already */
 			s->cur = e;
