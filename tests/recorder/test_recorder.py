@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "pylib"))
 import dlbntrace  # noqa: E402
 
 LIB = os.path.abspath(os.environ.get("DLBN_LIB", os.path.join(ROOT, "build", "libdlbn.so")))
+ANALYZE = os.path.join(os.path.dirname(LIB), "dlbn-analyze")
 PYTHON = "/usr/bin/python3"
 
 
@@ -484,6 +485,42 @@ def small_fs(tmp_path):
     subprocess.run(["umount", str(mnt)])
 
 
+def crc32c(data):
+    """CRC-32C (Castagnoli), bitwise: an independent check of the recorder's."""
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+    return crc ^ 0xFFFFFFFF
+
+
+def test_extents_carry_the_crc_of_their_records(rtest, tmp_path):
+    """Format 1.1: the commit word holds committed, FINAL, parity and the
+    CRC-32C of the records; header_crc covers the fixed fields."""
+    import struct
+    out = tmp_path / "t.bin"
+    p = run([rtest, "many", "10000"], DLBN_OUTPUT=out, DLBN_EXTENT_KB=64)
+    assert p.returncode == 0, p.stderr
+    t = dlbntrace.Trace(str(out))
+    assert (t.major, t.minor) == (1, 1)
+    data = open(out, "rb").read()
+    checked = 0
+    for st in t.streams.values():
+        for x in st.extents:
+            hdr = data[x.offset:x.offset + 64]
+            committed = struct.unpack_from("<I", hdr, 4)[0]
+            commit, header_crc = struct.unpack_from("<QI", hdr, 40)
+            low = commit & 0xFFFFFFFF
+            assert low & 0x3FFFFFFF == committed == len(x.body)
+            assert bin(low).count("1") % 2 == 0, "even parity over length and FINAL"
+            assert bool(low & (1 << 30)) == bool(x.flags & dlbntrace.EXTENT_FINAL)
+            assert commit >> 32 == crc32c(x.body)
+            assert header_crc == crc32c(hdr[8:28] + hdr[32:40])
+            checked += 1
+    assert checked > 3
+
+
 def test_full_disk_goes_passive_with_one_line(rtest, small_fs):
     out = small_fs / "t.bin"
     p = run([rtest, "many", "40000"], DLBN_OUTPUT=out)
@@ -499,6 +536,29 @@ def test_full_disk_goes_passive_with_one_line(rtest, small_fs):
                        capture_output=True, text=True)
     assert p.returncode == 0 and p.stderr == ""
     assert len(dlbntrace.Trace(str(out)).processes()) == 1
+    # The header names the process that stopped, when and why.
+    import struct
+    head = open(out, "rb").read(4096)
+    count, = struct.unpack_from("<I", head, 120)
+    proc_id, pid, t_ns, err = struct.unpack_from("<IIQi", head, 128)
+    assert count == 1 and proc_id == 0 and err == 28 and t_ns > 0
+    assert pid == t.processes()[0]["pid"]
+    # The analyzer says so, per process, and does not report a whole run.
+    if not os.path.exists(ANALYZE):
+        pytest.skip("dlbn-analyze not built")
+    a = subprocess.run([ANALYZE, "-f", "json", str(out)], capture_output=True, text=True)
+    assert a.returncode == 1, a.stderr
+    assert "recording stopped early in 1 process(es)" in a.stderr
+    import json
+    rep = json.loads(a.stdout)
+    assert rep["verdict"] == "INCONCLUSIVE" and rep["cause"] == "recording_stopped"
+    stopped = [x for x in rep["trace"]["losses"] if x["kind"] == "stopped"]
+    assert [x["pid"] for x in stopped] == [pid]
+    assert "file system is full" in stopped[0]["text"] and stopped[0]["blocks_verdict"]
+    assert rep["trace"]["cut_short"] and rep["trace"]["damaged"]
+    txt = subprocess.run([ANALYZE, str(out)], capture_output=True, text=True)
+    assert txt.returncode == 1 and "DAMAGED TRACE" in txt.stdout
+    assert "pid %d" % pid in txt.stdout and "stopped recording" in txt.stdout
 
 
 def test_python_queue_get_wait_and_the_put_that_woke_it(tmp_path):
