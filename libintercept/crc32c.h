@@ -77,8 +77,22 @@ __attribute__((target("sse4.2"), unused)) static uint32_t dlbn_crc32c_hw(uint32_
 		c = __builtin_ia32_crc32di(c, v);
 	}
 	uint32_t c32 = (uint32_t)c;
-	for (; n; n--)
-		c32 = __builtin_ia32_crc32qi(c32, *p++);
+	if (n >= 4) {
+		uint32_t v;
+		memcpy(&v, p, 4);
+		c32 = __builtin_ia32_crc32si(c32, v);
+		p += 4;
+		n -= 4;
+	}
+	if (n >= 2) {
+		uint16_t v;
+		memcpy(&v, p, 2);
+		c32 = __builtin_ia32_crc32hi(c32, v);
+		p += 2;
+		n -= 2;
+	}
+	if (n)
+		c32 = __builtin_ia32_crc32qi(c32, *p);
 	return c32;
 }
 
