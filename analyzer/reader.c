@@ -2,10 +2,8 @@
  * reader.c - streaming trace reader: extent scan, per-stream buffered
  * decoding, k-way merge by timestamp (see reader.h for the contract).
  *
- * The msgpack decoder below handles the subset the format uses (ints, str,
- * bin, nil, arrays of ints) inline and skips anything else generically; it
- * is the hot path of the analyzer, so it works on raw bytes without
- * allocation.
+ * The records are decoded by decode.c; the format 1.1 checks of each
+ * extent are extent_check.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,13 +16,11 @@
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "extent_check.h"
 #include "reader.h"
 
 #define STREAM_BUF_INIT (32u * 1024u)
 #define STREAM_BUF_MAX	(64u * 1024u * 1024u) /* a record larger than this is corrupt */
-#define SKIP_DEPTH_MAX	8
-
-#define CHECK_BUF (64u * 1024u) /* pread chunk of the CRC checks */
 
 /* One initialised extent, as found by the scan. */
 struct ext_ref {
@@ -69,7 +65,7 @@ struct dlbn_reader {
 	size_t heap_n;
 	ssize_t pending;    /* stream whose head was handed out, advanced lazily */
 	unsigned passes;    /* rewinds so far */
-	uint8_t *check_buf; /* CHECK_BUF bytes while scanning */
+	uint8_t *check_buf; /* DLBN_CHECK_BUF bytes while scanning */
 };
 
 static void warn(struct dlbn_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -83,329 +79,6 @@ static void warn(struct dlbn_reader *r, const char *fmt, ...)
 		va_end(ap);
 	}
 	r->st.nwarnings++;
-}
-
-/* ---- msgpack subset decoder ------------------------------------------- */
-
-static inline uint16_t be16(const uint8_t *p)
-{
-	return (uint16_t)((uint16_t)p[0] << 8 | p[1]);
-}
-
-static inline uint32_t be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static inline uint64_t be64(const uint8_t *p)
-{
-	return (uint64_t)be32(p) << 32 | be32(p + 4);
-}
-
-#define NEED(n)                                                                                    \
-	do {                                                                                       \
-		if ((size_t)(end - p) < (size_t)(n))                                               \
-			return -2;                                                                 \
-	} while (0)
-
-/*
- * Read an integer at *pp.  Returns 1 and the value, 0 if the value there is
- * not an integer (nothing consumed), -2 if incomplete.
- */
-static inline int read_int(const uint8_t **pp, const uint8_t *end, int64_t *v)
-{
-	const uint8_t *p = *pp;
-	NEED(1);
-	uint8_t c = *p;
-	if (c <= 0x7f || c >= 0xe0) {
-		*v = (int8_t)c;
-		if (c <= 0x7f)
-			*v = c;
-		*pp = p + 1;
-		return 1;
-	}
-	switch (c) {
-	case 0xcc:
-		NEED(2);
-		*v = p[1];
-		*pp = p + 2;
-		return 1;
-	case 0xcd:
-		NEED(3);
-		*v = be16(p + 1);
-		*pp = p + 3;
-		return 1;
-	case 0xce:
-		NEED(5);
-		*v = be32(p + 1);
-		*pp = p + 5;
-		return 1;
-	case 0xcf:
-		NEED(9);
-		*v = (int64_t)be64(p + 1);
-		*pp = p + 9;
-		return 1;
-	case 0xd0:
-		NEED(2);
-		*v = (int8_t)p[1];
-		*pp = p + 2;
-		return 1;
-	case 0xd1:
-		NEED(3);
-		*v = (int16_t)be16(p + 1);
-		*pp = p + 3;
-		return 1;
-	case 0xd2:
-		NEED(5);
-		*v = (int32_t)be32(p + 1);
-		*pp = p + 5;
-		return 1;
-	case 0xd3:
-		NEED(9);
-		*v = (int64_t)be64(p + 1);
-		*pp = p + 9;
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-/* Array header: 1 and the count, 0 if not an array, -2 incomplete. */
-static inline int read_array(const uint8_t **pp, const uint8_t *end, uint32_t *n)
-{
-	const uint8_t *p = *pp;
-	NEED(1);
-	uint8_t c = *p;
-	if ((c & 0xf0) == 0x90) {
-		*n = c & 0x0f;
-		*pp = p + 1;
-		return 1;
-	}
-	if (c == 0xdc) {
-		NEED(3);
-		*n = be16(p + 1);
-		*pp = p + 3;
-		return 1;
-	}
-	if (c == 0xdd) {
-		NEED(5);
-		*n = be32(p + 1);
-		*pp = p + 5;
-		return 1;
-	}
-	return 0;
-}
-
-/* Str/bin header: 1 with length and data pointer, 0 if not, -2 incomplete. */
-static inline int read_str(const uint8_t **pp, const uint8_t *end, const char **s, uint32_t *n)
-{
-	const uint8_t *p = *pp;
-	size_t hdr;
-	NEED(1);
-	uint8_t c = *p;
-	if ((c & 0xe0) == 0xa0) {
-		hdr = 1;
-		*n = c & 0x1f;
-	} else if (c == 0xd9 || c == 0xc4) {
-		NEED(2);
-		hdr = 2;
-		*n = p[1];
-	} else if (c == 0xda || c == 0xc5) {
-		NEED(3);
-		hdr = 3;
-		*n = be16(p + 1);
-	} else if (c == 0xdb || c == 0xc6) {
-		NEED(5);
-		hdr = 5;
-		*n = be32(p + 1);
-	} else {
-		return 0;
-	}
-	NEED(hdr + *n);
-	*s = (const char *)p + hdr;
-	*pp = p + hdr + *n;
-	return 1;
-}
-
-/* Skip any one msgpack value.  0 ok, -1 malformed, -2 incomplete. */
-static int skip_value(const uint8_t **pp, const uint8_t *end, int depth)
-{
-	const uint8_t *p = *pp;
-	int64_t iv;
-	const char *s;
-	uint32_t n;
-	int rc;
-
-	if (depth > SKIP_DEPTH_MAX)
-		return -1;
-	if ((rc = read_int(pp, end, &iv)) != 0)
-		return rc == 1 ? 0 : rc;
-	if ((rc = read_str(pp, end, &s, &n)) != 0)
-		return rc == 1 ? 0 : rc;
-	if ((rc = read_array(pp, end, &n)) != 0) {
-		if (rc < 0)
-			return rc;
-		for (uint32_t i = 0; i < n; i++)
-			if ((rc = skip_value(pp, end, depth + 1)) != 0)
-				return rc;
-		return 0;
-	}
-	NEED(1);
-	uint8_t c = *p;
-	size_t pairs = 0, fixed = 0;
-	switch (c) {
-	case 0xc0:
-	case 0xc2:
-	case 0xc3:
-		fixed = 1;
-		break;
-	case 0xca:
-		fixed = 5;
-		break;
-	case 0xcb:
-		fixed = 9;
-		break;
-	case 0xd4:
-		fixed = 3;
-		break;
-	case 0xd5:
-		fixed = 4;
-		break;
-	case 0xd6:
-		fixed = 6;
-		break;
-	case 0xd7:
-		fixed = 10;
-		break;
-	case 0xd8:
-		fixed = 18;
-		break;
-	case 0xc7:
-		NEED(2);
-		fixed = 3 + (size_t)p[1];
-		break;
-	case 0xc8:
-		NEED(3);
-		fixed = 4 + (size_t)be16(p + 1);
-		break;
-	case 0xc9:
-		NEED(5);
-		fixed = 6 + (size_t)be32(p + 1);
-		break;
-	case 0xde:
-		NEED(3);
-		pairs = be16(p + 1);
-		p += 3;
-		break;
-	case 0xdf:
-		NEED(5);
-		pairs = be32(p + 1);
-		p += 5;
-		break;
-	default:
-		if ((c & 0xf0) == 0x80) {
-			pairs = c & 0x0f;
-			p += 1;
-			break;
-		}
-		return -1; /* 0xc1 is never used */
-	}
-	if (fixed) {
-		NEED(fixed);
-		*pp = p + fixed;
-		return 0;
-	}
-	*pp = p;
-	for (size_t i = 0; i < 2 * pairs; i++)
-		if ((rc = skip_value(pp, end, depth + 1)) != 0)
-			return rc;
-	return 0;
-}
-
-/* Decode field i of a record (hot path: ints first). */
-static inline int decode_field(const uint8_t **pp, const uint8_t *end, struct dlbn_record *rec,
-			       int i)
-{
-	int64_t iv;
-	const char *s;
-	uint32_t n;
-	int rc;
-
-	if ((rc = read_int(pp, end, &iv)) != 0) {
-		if (rc < 0)
-			return rc;
-		rec->kind[i] = DLBN_V_INT;
-		rec->f[i] = iv;
-		return 0;
-	}
-	if ((rc = read_str(pp, end, &s, &n)) != 0) {
-		if (rc < 0)
-			return rc;
-		rec->kind[i] = DLBN_V_STR;
-		rec->f[i] = n;
-		rec->str[i] = s;
-		return 0;
-	}
-	if (**pp == 0xc0) {
-		(*pp)++;
-		rec->kind[i] = DLBN_V_NIL;
-		rec->f[i] = 0;
-		return 0;
-	}
-	if ((rc = read_array(pp, end, &n)) != 0) {
-		if (rc < 0)
-			return rc;
-		rec->kind[i] = DLBN_V_ARR;
-		rec->f[i] = n;
-		for (uint32_t k = 0; k < n; k++) {
-			if ((rc = read_int(pp, end, &iv)) == 1) {
-				if (rec->narr < DLBN_REC_MAX_ARR)
-					rec->arr[rec->narr++] = iv;
-				continue;
-			}
-			if (rc < 0)
-				return rc;
-			if ((rc = skip_value(pp, end, 1)) != 0)
-				return rc;
-		}
-		return 0;
-	}
-	rec->kind[i] = DLBN_V_OTHER;
-	rec->f[i] = 0;
-	return skip_value(pp, end, 0);
-}
-
-long dlbn_decode_record(const uint8_t *buf, size_t len, struct dlbn_record *rec, int64_t *dt_ns)
-{
-	const uint8_t *p = buf, *end = buf + len;
-	uint32_t n;
-	int64_t type;
-	int rc;
-
-	if ((rc = read_array(&p, end, &n)) != 1)
-		return rc == -2 ? 0 : -1;
-	if (n < 2)
-		return -1;
-	if ((rc = read_int(&p, end, &type)) != 1)
-		return rc == -2 ? 0 : -1;
-	if ((rc = read_int(&p, end, dt_ns)) != 1)
-		return rc == -2 ? 0 : -1;
-	if (type < 0 || type > 255)
-		return -1;
-	rec->type = (int)type;
-	rec->narr = 0;
-	n -= 2;
-	uint32_t kept = n < DLBN_REC_MAX_FIELDS ? n : DLBN_REC_MAX_FIELDS;
-	rec->nfields = (int)kept;
-	for (uint32_t i = 0; i < kept; i++)
-		if ((rc = decode_field(&p, end, rec, (int)i)) != 0)
-			return rc == -2 ? 0 : -1;
-	for (uint32_t i = kept; i < n; i++)
-		if ((rc = skip_value(&p, end, 1)) != 0)
-			return rc == -2 ? 0 : -1;
-	for (uint32_t i = kept; i < DLBN_REC_MAX_FIELDS; i++)
-		rec->kind[i] = DLBN_V_NONE;
-	return (long)(p - buf);
 }
 
 /* ---- opening and scanning --------------------------------------------- */
@@ -518,121 +191,11 @@ static int check_header(struct dlbn_reader *r, char *err, size_t errlen)
 	return 0;
 }
 
-/*
- * A flipped bit in the fixed fields of an extent header: the one bit whose
- * flip makes header_crc match, or header_crc itself one bit off.  1 and
- * the header repaired, 0 when no single bit explains the mismatch.
- */
-static int repair_header(struct dlbn_extent_header *eh)
+static void header_loss(struct dlbn_reader *r, uint64_t slot, const char *what)
 {
-	uint32_t want = eh->header_crc;
-	if (__builtin_popcount(want ^ dlbn_extent_header_crc(eh)) == 1)
-		return 1; /* the fields are right, header_crc took the hit */
-	uint8_t *b = (uint8_t *)eh;
-	static const struct {
-		unsigned from, to;
-	} spans[] = {{8, 28}, {32, 40}};
-	for (unsigned k = 0; k < 2; k++)
-		for (unsigned i = spans[k].from; i < spans[k].to; i++)
-			for (unsigned bit = 0; bit < 8; bit++) {
-				b[i] ^= (uint8_t)(1u << bit);
-				if (dlbn_extent_header_crc(eh) == want)
-					return 1;
-				b[i] ^= (uint8_t)(1u << bit);
-			}
-	return 0;
-}
-
-/* CRC-32C register over `len` record bytes at file offset off; -1 on a read error. */
-static int crc_of(struct dlbn_reader *r, uint64_t off, uint32_t len, uint32_t *reg)
-{
-	uint32_t c = DLBN_CRC32C_INIT;
-	while (len > 0) {
-		size_t want = len < CHECK_BUF ? len : CHECK_BUF;
-		ssize_t got = pread(r->fd, r->check_buf, want, (off_t)off);
-		if (got <= 0)
-			return -1;
-		c = dlbn_crc32c_update(c, r->check_buf, (size_t)got);
-		off += (uint64_t)got;
-		len -= (uint32_t)got;
-	}
-	*reg = c;
-	return 0;
-}
-
-/*
- * The records of n bytes fail their CRC by `syndrome` (stored ^ computed
- * CRC).  A single flipped record bit at byte j, bit k leaves the syndrome
- * T[1 << k] advanced over the n - 1 - j bytes after it (the CRC is linear);
- * CRC-32C tells any two single-bit errors apart in messages this short
- * (Hamming distance >= 3 below 2^31 bits), so a match locates the flip.
- * Returns the byte offset and sets *mask, or -1 when no single bit explains
- * the syndrome.
- */
-static int64_t locate_flip(uint32_t syndrome, uint32_t n, uint8_t *mask)
-{
-	if (n == 0 || n > (1u << 27))
-		return -1;
-	for (unsigned k = 0; k < 8; k++) {
-		uint32_t v = dlbn_crc32c_table[1u << k];
-		for (uint32_t d = 0; d < n; d++) {
-			if (v == syndrome) {
-				*mask = (uint8_t)(1u << k);
-				return (int64_t)(n - 1 - d);
-			}
-			v = (v >> 8) ^ dlbn_crc32c_table[v & 0xff];
-		}
-	}
-	return -1;
-}
-
-/*
- * Check an extent of a 1.1 trace: commit word and record CRC, repairing a
- * single flipped bit.  Returns 1 good (perhaps repaired), 0 damaged beyond
- * that.  *committed gets the length to use.
- */
-static int check_extent(struct dlbn_reader *r, const struct dlbn_extent_header *eh,
-			uint64_t data_off, uint32_t room, struct ext_ref *out, uint32_t *committed)
-{
-	uint32_t low = (uint32_t)eh->commit;
-	uint32_t crc = (uint32_t)(eh->commit >> DLBN_COMMIT_CRC_SHIFT);
-	uint32_t reg;
-	*committed = low & DLBN_COMMIT_LEN_MASK;
-	if (__builtin_parity(low)) {
-		/* One bit of length/flag/parity flipped: the length whose records
-		 * match the CRC is the one (bits 30, 31: the stored length). */
-		for (int bit = -1; bit < 30; bit++) {
-			uint32_t len = bit < 0 ? *committed : *committed ^ (1u << bit);
-			if (len > room || data_off + len > r->st.file_size ||
-			    crc_of(r, data_off, len, &reg) != 0 || ~reg != crc)
-				continue;
-			*committed = len;
-			r->st.extents_repaired++;
-			warn(r, "extent at offset %llu: flipped bit in its commit word, repaired",
-			     (unsigned long long)out->offset);
-			return 1;
-		}
-		return 0;
-	}
-	if (*committed > room)
-		return 0;
-	if (data_off + *committed > r->st.file_size)
-		return 1; /* cut: what is there is read unchecked (truncated) */
-	if (crc_of(r, data_off, *committed, &reg) != 0)
-		return 0;
-	if (~reg == crc)
-		return 1;
-	uint32_t syndrome = crc ^ ~reg;
-	if (__builtin_popcount(syndrome) != 1) {
-		int64_t at = locate_flip(syndrome, *committed, &out->fix_mask);
-		if (at < 0)
-			return 0;
-		out->fix_off = at;
-	}
-	r->st.extents_repaired++;
-	warn(r, "stream %u/%u (pid %u) extent %u: flipped bit in its %s, repaired", eh->proc_id,
-	     eh->thread_no, eh->pid, eh->extent_seq, out->fix_off >= 0 ? "records" : "CRC");
-	return 1;
+	r->st.extents_bad_header++;
+	add_loss(r, DLBN_LOSS_HEADER, NULL, 1, 0, DLBN_LOSS_T_UNKNOWN, DLBN_LOSS_T_UNKNOWN);
+	warn(r, "extent %llu: damaged %s; its records are lost", (unsigned long long)slot, what);
 }
 
 /* Read one extent header; returns 1 if it takes part in its stream, 0 if not. */
@@ -641,35 +204,27 @@ static int scan_extent(struct dlbn_reader *r, uint64_t slot, struct ext_ref *out
 	struct dlbn_extent_header eh;
 	uint64_t off = r->header_size + slot * (uint64_t)r->st.extent_size;
 	ssize_t got = pread(r->fd, &eh, sizeof(eh), (off_t)off);
+	int repaired;
 
 	if (got != (ssize_t)sizeof(eh))
 		return 0;
-	if (eh.magic != DLBN_EXTENT_MAGIC) {
-		/* Never initialised (magic 0); in a checked trace anything else
-		 * is a damaged magic: that extent's records are lost. */
-		if (eh.magic == 0 || !r->st.checked) {
-			if (slot < r->st.extents_announced)
-				r->st.extents_uninit++;
-			return 0;
-		}
-		r->st.extents_bad_header++;
-		add_loss(r, DLBN_LOSS_HEADER, NULL, 1, 0, DLBN_LOSS_T_UNKNOWN, DLBN_LOSS_T_UNKNOWN);
-		warn(r, "extent %llu: damaged magic; its records are lost",
-		     (unsigned long long)slot);
+	/* Never initialised: magic 0 (in a 1.0 trace anything but the magic). */
+	if (eh.magic == 0 || (eh.magic != DLBN_EXTENT_MAGIC && !r->st.checked)) {
+		if (slot < r->st.extents_announced)
+			r->st.extents_uninit++;
 		return 0;
 	}
-	if (r->st.checked && dlbn_extent_header_crc(&eh) != eh.header_crc) {
-		if (!repair_header(&eh)) {
-			r->st.extents_bad_header++;
-			add_loss(r, DLBN_LOSS_HEADER, NULL, 1, 0, DLBN_LOSS_T_UNKNOWN,
-				 DLBN_LOSS_T_UNKNOWN);
-			warn(r, "extent %llu: damaged header (CRC); its records are lost",
-			     (unsigned long long)slot);
+	if (r->st.checked) {
+		if (!dlbn_extent_check_header(&eh, &repaired)) {
+			header_loss(r, slot,
+				    eh.magic != DLBN_EXTENT_MAGIC ? "magic" : "header (CRC)");
 			return 0;
 		}
-		r->st.extents_repaired++;
-		warn(r, "extent %llu: flipped bit in its header, repaired",
-		     (unsigned long long)slot);
+		if (repaired) {
+			r->st.extents_repaired++;
+			warn(r, "extent %llu: flipped bit in its header, repaired",
+			     (unsigned long long)slot);
+		}
 	}
 	uint32_t room = r->st.extent_size - DLBN_EXTENT_HEADER_SIZE;
 	uint64_t data_off = off + DLBN_EXTENT_HEADER_SIZE;
@@ -686,8 +241,9 @@ static int scan_extent(struct dlbn_reader *r, uint64_t slot, struct ext_ref *out
 				.fix_off = -1};
 	uint32_t committed = eh.committed;
 	if (r->st.checked) {
-		out->flags = (uint32_t)eh.commit & DLBN_COMMIT_FINAL ? DLBN_EXTENT_FINAL : 0;
-		if (!check_extent(r, &eh, data_off, room, out, &committed)) {
+		struct dlbn_extent_check c;
+		if (!dlbn_extent_check_records(r->fd, r->st.file_size, &eh, data_off, room,
+					       r->check_buf, &c)) {
 			out->dropped = 1;
 			r->st.extents_corrupt++;
 			uint32_t len = (uint32_t)eh.commit & DLBN_COMMIT_LEN_MASK;
@@ -696,6 +252,17 @@ static int scan_extent(struct dlbn_reader *r, uint64_t slot, struct ext_ref *out
 			warn(r, "stream %u/%u (pid %u) extent %u: records fail their CRC; dropped",
 			     eh.proc_id, eh.thread_no, eh.pid, eh.extent_seq);
 			return 1;
+		}
+		committed = c.committed;
+		out->flags = c.final ? DLBN_EXTENT_FINAL : 0;
+		out->fix_off = c.fix_off;
+		out->fix_mask = c.fix_mask;
+		if (c.repaired) {
+			static const char *const where[] = {"", "header", "commit word", "CRC",
+							    "records"};
+			r->st.extents_repaired++;
+			warn(r, "stream %u/%u (pid %u) extent %u: flipped bit in its %s, repaired",
+			     eh.proc_id, eh.thread_no, eh.pid, eh.extent_seq, where[c.repaired]);
 		}
 	} else if (committed > room) {
 		warn(r, "extent %llu: committed %u exceeds the extent; read up to its end",
@@ -739,7 +306,7 @@ static int scan_extents(struct dlbn_reader *r)
 		     (unsigned long long)r->st.extents_announced, (unsigned long long)slots);
 	}
 	r->exts = calloc(slots ? slots : 1, sizeof(*r->exts));
-	r->check_buf = malloc(CHECK_BUF);
+	r->check_buf = malloc(DLBN_CHECK_BUF);
 	if (!r->exts || !r->check_buf)
 		return -1;
 	for (uint64_t s = 0; s < slots; s++)
