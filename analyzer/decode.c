@@ -334,4 +334,3 @@ long dlbn_decode_record(const uint8_t *buf, size_t len, struct dlbn_record *rec,
 		rec->kind[i] = DLBN_V_NONE;
 	return (long)(p - buf);
 }
-
