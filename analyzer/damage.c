@@ -161,9 +161,11 @@ static void loss_item(const struct dlbn_model *m, const struct dlbn_analysis *a,
 	default:
 		snprintf(it->text, sizeof(it->text),
 			 "%llu extent(s) the file header announces are missing past the end of "
-			 "the file (a cut or unfinished copy): whose records they held is unknown "
-			 "(%s)",
-			 (unsigned long long)l->extents, dlbn_touch_text(it->touches));
+			 "the file (%s): whose records they held is unknown (%s)",
+			 (unsigned long long)l->extents,
+			 d->cut_short ? "handed out when the recording stopped, or a cut copy"
+				      : "a cut or unfinished copy",
+			 dlbn_touch_text(it->touches));
 		break;
 	}
 }
@@ -265,7 +267,9 @@ void dlbn_damage_assess(const struct dlbn_model *m, const struct dlbn_reader_sta
 			lost++;
 			lost_ext += x->extents;
 		}
-		if (x->blocks && !first_block)
+		/* A stopped recording explains the other losses: it is the cause. */
+		if (x->blocks && (!first_block || (x->kind == DLBN_DAMAGE_PASSIVE &&
+						   first_block->kind != DLBN_DAMAGE_PASSIVE)))
 			first_block = x;
 	}
 	char part[3][90] = {"", "", ""};

@@ -647,9 +647,13 @@ int dlbn_analyze_gpu(const struct dlbn_model *m, const struct dlbn_reader_stats 
 	static struct dlbn_damage d; /* large; the analyzer is single-threaded */
 	dlbn_damage_assess(m, rs, a, &d);
 	if (d.blocks_verdict) {
+		/* The first reason: the others describe what is left. */
 		a->verdict = DLBN_VERDICT_INCONCLUSIVE;
 		snprintf(a->cause, sizeof(a->cause), "%s", d.cause);
-		REASON("%s", d.reason);
+		size_t n = a->nreasons < DLBN_MAX_LINES ? a->nreasons : DLBN_MAX_LINES - 1;
+		memmove(a->reasons[1], a->reasons[0], n * sizeof(a->reasons[0]));
+		snprintf(a->reasons[0], DLBN_LINE, "%s", d.reason);
+		a->nreasons = n + 1;
 	}
 	return 0;
 }
