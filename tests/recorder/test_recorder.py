@@ -561,6 +561,41 @@ def test_full_disk_goes_passive_with_one_line(rtest, small_fs):
     assert "pid %d" % pid in txt.stdout and "stopped recording" in txt.stdout
 
 
+@pytest.mark.parametrize("size_kb", [120, 200, 400])
+def test_full_disk_dataloader_run_is_never_reported_whole(small_fs, size_kb):
+    """A DataLoader job whose trace file system fills up at some point of the
+    run: the analyzer exits 1, names each process that stopped recording,
+    and keeps a verdict only when every stop came after the window."""
+    pytest.importorskip("torch")
+    import json
+    if not os.path.exists(ANALYZE):
+        pytest.skip("dlbn-analyze not built")
+    subprocess.run(["mount", "-o", "remount,size=%dk" % size_kb, str(small_fs)], check=True)
+    out = small_fs / "t.bin"
+    workload = os.path.join(ROOT, "tests", "e2e", "workload.py")
+    p = run([PYTHON, workload, "--workers", "2", "--steps-per-epoch", "300", "--batch-size",
+             "4", "--sample-ms", "2", "--step-ms", "2"], DLBN_OUTPUT=out)
+    assert p.returncode == 0, p.stderr
+    assert "trace file system is full" in p.stderr
+    a = subprocess.run([ANALYZE, "-f", "json", str(out)], capture_output=True, text=True)
+    assert a.returncode == 1 and "recording stopped early" in a.stderr, a.stderr
+    rep = json.loads(a.stdout)
+    tr = rep["trace"]
+    assert tr["damaged"] and tr["cut_short"]
+    head = open(out, "rb").read(4096)
+    import struct
+    count, = struct.unpack_from("<I", head, 120)
+    pids = sorted(struct.unpack_from("<IIQi", head, 128 + 24 * i)[1] for i in range(count))
+    stopped = [x for x in tr["losses"] if x["kind"] == "stopped"]
+    assert count >= 1 and sorted(x["pid"] for x in stopped) == pids
+    if rep["verdict"] != "INCONCLUSIVE":
+        assert all(x["window"] == "outside" and not x["blocks_verdict"] for x in tr["losses"])
+    else:
+        assert rep["cause"] in ("recording_stopped", "damaged_trace")
+        assert rep["reasons"][0].startswith(("the run is not all in the trace",
+                                             "the trace lost records"))
+
+
 def test_python_queue_get_wait_and_the_put_that_woke_it(tmp_path):
     """The pin-memory path: main thread in queue.Queue.get, another thread puts."""
     code = textwrap.dedent("""
