@@ -7,8 +7,8 @@
  * bytes with dlbn_crc32c_update, and the checksum is ~state.  On x86-64
  * with SSE4.2 the update is the crc32 instruction (8 bytes per ~3 cycles:
  * a few ns per record); elsewhere, or when the CPU lacks it, a table.
- * dlbn_crc32c_init() must run once before dlbn_crc32c_update picks the
- * instruction (until then the table is used; both give the same value).
+ * Code that may run before libgcc's constructors (the recorder's own
+ * constructor) calls dlbn_crc32c_init() first.
  */
 #ifndef DLBN_CRC32C_H
 #define DLBN_CRC32C_H
@@ -96,18 +96,17 @@ __attribute__((target("sse4.2"), unused)) static uint32_t dlbn_crc32c_hw(uint32_
 	return c32;
 }
 
-/* Set by dlbn_crc32c_init: the CPU has the crc32 instruction. */
-static int dlbn_crc32c_have_hw __attribute__((unused));
-
+/* __builtin_cpu_supports reads one word that libgcc's constructor (or
+ * dlbn_crc32c_init, for code that runs before it) fills in: one load and a
+ * test per call, the same answer in every translation unit. */
 static inline void dlbn_crc32c_init(void)
 {
 	__builtin_cpu_init();
-	dlbn_crc32c_have_hw = __builtin_cpu_supports("sse4.2");
 }
 
 static inline uint32_t dlbn_crc32c_update(uint32_t crc, const void *p, size_t n)
 {
-	if (__builtin_expect(dlbn_crc32c_have_hw, 1))
+	if (__builtin_expect(__builtin_cpu_supports("sse4.2"), 1))
 		return dlbn_crc32c_hw(crc, p, n);
 	return dlbn_crc32c_sw(crc, p, n);
 }
