@@ -133,10 +133,10 @@ struct dlbn_extent_header {
 };
 
 /* The commit word: committed length, FINAL, parity, CRC-32C of the records. */
-#define DLBN_COMMIT_LEN_MASK 0x3fffffffu /* bits 0-29: committed bytes */
-#define DLBN_COMMIT_FINAL    (1u << 30)	 /* bit 30: DLBN_EXTENT_FINAL */
-#define DLBN_COMMIT_PARITY   (1u << 31)	 /* bit 31: makes bits 0-31 even */
-#define DLBN_COMMIT_CRC_SHIFT 32	 /* bits 32-63: CRC-32C of committed bytes */
+#define DLBN_COMMIT_LEN_MASK  0x3fffffffu /* bits 0-29: committed bytes */
+#define DLBN_COMMIT_FINAL     (1u << 30)  /* bit 30: DLBN_EXTENT_FINAL */
+#define DLBN_COMMIT_PARITY    (1u << 31)  /* bit 31: makes bits 0-31 even */
+#define DLBN_COMMIT_CRC_SHIFT 32	  /* bits 32-63: CRC-32C of committed bytes */
 
 static inline uint64_t dlbn_commit_word(uint32_t committed, int final, uint32_t crc)
 {
