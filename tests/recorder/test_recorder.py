@@ -596,6 +596,68 @@ def test_full_disk_dataloader_run_is_never_reported_whole(small_fs, size_kb):
                                              "the trace lost records"))
 
 
+def test_damaged_recorded_trace_is_never_reported_silently(tmp_path):
+    """A DataLoader run recorded by libdlbn.so, then damaged the ways a disk
+    or a copy damages files: one flipped bit, a few, a cut anywhere past the
+    file header.  dlbn-analyze either exits 1 (damage reported) or gives the
+    very report of the undamaged trace; a single flipped bit in committed
+    records is repaired, so even then the analysis is the original's."""
+    pytest.importorskip("torch")
+    import json
+    import random
+    if not os.path.exists(ANALYZE):
+        pytest.skip("dlbn-analyze not built")
+    out = tmp_path / "t.bin"
+    workload = os.path.join(ROOT, "tests", "e2e", "workload.py")
+    p = run([PYTHON, workload, "--workers", "2", "--steps-per-epoch", "120", "--batch-size",
+             "4", "--sample-ms", "2", "--step-ms", "2"], DLBN_OUTPUT=out, DLBN_EXTENT_KB=16)
+    assert p.returncode == 0, p.stderr
+    orig = open(out, "rb").read()
+
+    def analyse(data):
+        bad = tmp_path / "bad.bin"
+        bad.write_bytes(data)
+        a = subprocess.run([ANALYZE, "-f", "json", str(bad)], capture_output=True, text=True)
+        rep = json.loads(a.stdout) if a.stdout else None
+        if rep:
+            trace = rep.pop("trace")
+            rep["reasons"] = [r for r in rep["reasons"] if not r.startswith("the trace lost")]
+            return a.returncode, rep, trace
+        return a.returncode, None, None
+
+    rc0, rep0, _ = analyse(orig)
+    assert rc0 == 0 and rep0["verdict"] != "INCONCLUSIVE"
+    # Committed record bytes: where a flip changes what the analyzer reads.
+    t = dlbntrace.Trace(str(out))
+    record_bytes = [x.offset + 64 + i for st in t.streams.values() for x in st.extents
+                    for i in range(len(x.body))]
+    rnd = random.Random(12)
+    seen = {"repaired": 0, "reported": 0, "same": 0}
+    for trial in range(60):
+        d = bytearray(orig)
+        kind = trial % 3
+        if kind == 0:  # one bit of the records: repaired, same analysis
+            at = rnd.choice(record_bytes)
+            d[at] ^= 1 << rnd.randrange(8)
+        elif kind == 1:  # a few bits anywhere past the file header
+            for _ in range(rnd.randrange(2, 6)):
+                d[4096 + rnd.randrange(len(d) - 4096)] ^= 1 << rnd.randrange(8)
+        else:  # a cut
+            d = d[:4096 + rnd.randrange(len(d) - 4096)]
+        rc, rep, trace = analyse(bytes(d))
+        assert rc in (0, 1)
+        if kind == 0:
+            assert rc == 1 and trace["extents_repaired"] == 1 and rep == rep0, trace
+            seen["repaired"] += 1
+        elif rc == 1:
+            assert trace is None or trace["damaged"]
+            seen["reported"] += 1
+        else:
+            assert rep == rep0, "a silent change after damage kind %d" % kind
+            seen["same"] += 1
+    assert seen["repaired"] == 20 and seen["reported"] >= 20, seen
+
+
 def test_python_queue_get_wait_and_the_put_that_woke_it(tmp_path):
     """The pin-memory path: main thread in queue.Queue.get, another thread puts."""
     code = textwrap.dedent("""
