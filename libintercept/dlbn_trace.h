@@ -23,8 +23,9 @@
  *     ordering after the record bytes, so a reader that sees it sees the
  *     records.  A process killed with SIGKILL therefore leaves every record
  *     it finished.  Bytes past `committed` are garbage and must be ignored.
- *   - An extent whose magic is not DLBN_EXTENT_MAGIC was allocated but never
- *     initialised (process died in between): skip it.
+ *   - An extent whose magic is 0 was allocated but never initialised
+ *     (process died in between): skip it.  (1.0 readers skip any magic but
+ *     DLBN_EXTENT_MAGIC; in 1.1 another magic is damage, see below.)
  *   - Within a stream, records are in emission order.  Each record's time is
  *     the previous record's time plus its signed delta (the first record of an
  *     extent is relative to the extent's base_ns).  Records mark the *start*
