@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "damage.h"
 #include "export.h"
 
 #define SYNTH_BASE 0x40000000
@@ -595,15 +596,42 @@ static void write_header(struct pf *p)
 	} else {
 		dlbn_buf_puts(b, "null");
 	}
+	if (dlbn_reader_damaged(dlbn_reader_stats(p->in->r)))
+		dlbn_buf_puts(b, ",\"damaged\":true"); /* see the "damage" events */
 	dlbn_buf_puts(b, "},\"traceEvents\":[");
 	fwrite(b->p, 1, b->n, p->out);
+}
+
+/* What a damaged or cut-short trace lost (damage.h): one global instant
+ * event per loss, at its start (the trace's start when unknown). */
+static int write_damage(struct pf *p)
+{
+	static struct dlbn_damage d;
+	dlbn_damage_assess(p->m, dlbn_reader_stats(p->in->r), p->in->a, &d);
+	for (size_t i = 0; i < d.nitems; i++) {
+		const struct dlbn_damage_item *x = &d.items[i];
+		char name[64];
+		int first = 1;
+		snprintf(name, sizeof(name), "trace damage: %s", dlbn_damage_kind_name(x->kind));
+		ev_begin(p, "i", x->pid, x->pid,
+			 x->t_from != DLBN_LOSS_T_UNKNOWN ? x->t_from : p->m->t0);
+		ev_name(p, "damage", name);
+		dlbn_buf_puts(&p->b, ",\"s\":\"g\"");
+		arg_str(p, "what", x->text, &first);
+		arg_str(p, "window", dlbn_touch_text(x->touches), &first);
+		if (x->t_to != DLBN_LOSS_T_UNKNOWN && x->kind != DLBN_DAMAGE_PASSIVE)
+			arg_us(p, "until_us", rel(p, x->t_to), &first);
+		if (ev_end(p, first))
+			return -1;
+	}
+	return 0;
 }
 
 static int write_all(struct pf *p)
 {
 	assign_pids(p);
 	write_header(p);
-	if (p->b.oom || write_metadata(p) || write_analysis(p) || record_pass(p))
+	if (p->b.oom || write_metadata(p) || write_analysis(p) || write_damage(p) || record_pass(p))
 		return -1;
 	fputs("\n]}\n", p->out);
 	return 0;

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "damage.h"
 #include "export.h"
 
 /* 2: the loaders table and workers.loader. */
@@ -270,6 +271,60 @@ static int insert_findings(struct sq *s)
 		 finding_rows(s, st, "warning", a->warnings[0], DLBN_LINE, a->nwarnings) ||
 		 (g && g->present &&
 		  finding_rows(s, st, "gpu", g->reasons[0], DLBN_GPU_LINE, g->nreasons));
+	sqlite3_finalize(st);
+	return rc ? -1 : 0;
+}
+
+/*
+ * What a damaged or cut-short trace lost (damage.h): meta damaged and
+ * damage_summary, and one row per loss in table damage (times relative,
+ * NULL unknown; window in / may / outside).
+ */
+static int insert_damage(struct sq *s)
+{
+	static struct dlbn_damage d;
+	dlbn_damage_assess(s->m, dlbn_reader_stats(s->in->r), s->in->a, &d);
+	sqlite3_stmt *st;
+	if (sq_exec(s, "CREATE TABLE damage(kind TEXT, proc_id INTEGER, pid INTEGER,"
+		       " extents INTEGER, bytes INTEGER, from_ns INTEGER, to_ns INTEGER,"
+		       " window TEXT, blocks_verdict INTEGER, text TEXT);") ||
+	    sq_prepare(s, "INSERT OR REPLACE INTO meta VALUES(?, ?)", &st))
+		return -1;
+	int rc = meta_int(s, st, "damaged", d.damaged, 1) ||
+		 meta_text(s, st, "damage_summary", d.summary);
+	sqlite3_finalize(st);
+	if (rc || sq_prepare(s, "INSERT INTO damage VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &st))
+		return -1;
+	for (size_t i = 0; i < d.nitems && !rc; i++) {
+		const struct dlbn_damage_item *x = &d.items[i];
+		int64_t to = x->kind == DLBN_DAMAGE_PASSIVE ? DLBN_LOSS_T_UNKNOWN : x->t_to;
+		sqlite3_bind_text(st, 1, dlbn_damage_kind_name(x->kind), -1, SQLITE_STATIC);
+		if (x->proc_id >= 0) {
+			sqlite3_bind_int64(st, 2, x->proc_id);
+			sqlite3_bind_int64(st, 3, x->pid);
+		} else {
+			sqlite3_bind_null(st, 2);
+			sqlite3_bind_null(st, 3);
+		}
+		sqlite3_bind_int64(st, 4, (int64_t)x->extents);
+		sqlite3_bind_int64(st, 5, (int64_t)x->bytes);
+		if (x->t_from != DLBN_LOSS_T_UNKNOWN)
+			sqlite3_bind_int64(st, 6, rel(s, x->t_from));
+		else
+			sqlite3_bind_null(st, 6);
+		if (to != DLBN_LOSS_T_UNKNOWN)
+			sqlite3_bind_int64(st, 7, rel(s, to));
+		else
+			sqlite3_bind_null(st, 7);
+		sqlite3_bind_text(st, 8,
+				  x->touches == DLBN_TOUCH_YES	 ? "in"
+				  : x->touches == DLBN_TOUCH_MAY ? "may"
+								 : "outside",
+				  -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 9, x->blocks);
+		sqlite3_bind_text(st, 10, x->text, -1, SQLITE_TRANSIENT);
+		rc = sq_row(s, st);
+	}
 	sqlite3_finalize(st);
 	return rc ? -1 : 0;
 }
@@ -791,9 +846,9 @@ static int build(struct sq *s, const char *file, struct dlbn_export_stats *stats
 		       " PRAGMA synchronous = OFF; PRAGMA locking_mode = EXCLUSIVE;"
 		       " PRAGMA cache_size = -32768;"
 		       " BEGIN;") ||
-	    sq_exec(s, schema_sql) || insert_meta(s) || insert_findings(s) || insert_processes(s) ||
-	    insert_threads(s) || insert_steps(s) || insert_workers(s) || insert_loaders(s) ||
-	    prepare_pass_statements(s))
+	    sq_exec(s, schema_sql) || insert_meta(s) || insert_findings(s) || insert_damage(s) ||
+	    insert_processes(s) || insert_threads(s) || insert_steps(s) || insert_workers(s) ||
+	    insert_loaders(s) || prepare_pass_statements(s))
 		return -1;
 	double t = dlbn_now_s();
 	if (event_pass(s, &stats->events))

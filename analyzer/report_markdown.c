@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "damage.h"
 #include "report.h"
 
 /* Table cells and list items must not break the Markdown around them. */
@@ -125,6 +126,19 @@ void dlbn_report_markdown(FILE *out, const struct dlbn_report_input *in)
 		fputs("\n## Measured confirmation (Replay)\n\n```\n", out);
 		dlbn_baseline_text(out, in->baseline);
 		fputs("```\n", out);
+	}
+
+	static struct dlbn_damage d; /* what a damaged trace lost (damage.h) */
+	dlbn_damage_assess(m, rs, a, &d);
+	if (d.damaged) {
+		fputs("\n## Damaged trace (exit status 1)\n\n", out);
+		md_text(out, d.summary);
+		fputs("\n\n", out);
+		for (size_t i = 0; i < d.nitems; i++) {
+			fputs("- ", out);
+			md_text(out, d.items[i].text);
+			fputc('\n', out);
+		}
 	}
 
 	fputs("\n## Detection\n\n", out);

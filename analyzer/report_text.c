@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "damage.h"
 #include "json.h"
 #include "report.h"
 
@@ -21,6 +22,20 @@ static const char *verdict_line(int v)
 	default:
 		return "the trace cannot support a verdict";
 	}
+}
+
+/* What a damaged or cut-short trace lost (damage.h), right under the verdict. */
+static void text_damage(FILE *out, const struct dlbn_report_input *in)
+{
+	static struct dlbn_damage d;
+	dlbn_damage_assess(in->m, in->rs, in->a, &d);
+	if (!d.damaged)
+		return;
+	fprintf(out, "\nDAMAGED TRACE (exit status 1): %s\n", d.summary);
+	for (size_t i = 0; i < d.nitems; i++)
+		fprintf(out, "  - %s\n", d.items[i].text);
+	if (d.more)
+		fprintf(out, "  (%u more)\n", d.more);
 }
 
 static void text_workers(FILE *out, const struct dlbn_analysis *a)
@@ -165,6 +180,7 @@ void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
 			100.0 / a->predicted_speedup);
 	if (in->baseline)
 		dlbn_baseline_text(out, in->baseline);
+	text_damage(out, in);
 
 	fprintf(out, "\nEvidence (%s view%s%s)\n", dlbn_view_name(a->view),
 		a->view == DLBN_VIEW_PYTHON ? ": exact DataLoader fetch marks"

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "verdict.h"
+#include "damage.h"
 #include "quantiles.h"
 
 void dlbn_verdict_default_opts(struct dlbn_verdict_opts *o)
@@ -657,9 +658,35 @@ int dlbn_analyze(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
 	return dlbn_analyze_gpu(m, rs, o, NULL, a);
 }
 
+static int analyze_intact(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
+			  const struct dlbn_verdict_opts *o, const struct dlbn_gpu *gpu,
+			  struct dlbn_analysis *a);
+
+/* The analysis of what the trace holds; damage that touches it (damage.h)
+ * makes the verdict INCONCLUSIVE with the loss as its reason. */
 int dlbn_analyze_gpu(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
 		     const struct dlbn_verdict_opts *o, const struct dlbn_gpu *gpu,
 		     struct dlbn_analysis *a)
+{
+	if (analyze_intact(m, rs, o, gpu, a) != 0)
+		return -1;
+	static struct dlbn_damage d; /* large; the analyzer is single-threaded */
+	dlbn_damage_assess(m, rs, a, &d);
+	if (d.blocks_verdict) {
+		/* The first reason: the others describe what is left. */
+		a->verdict = DLBN_VERDICT_INCONCLUSIVE;
+		snprintf(a->cause, sizeof(a->cause), "%s", d.cause);
+		size_t n = a->nreasons < DLBN_MAX_LINES ? a->nreasons : DLBN_MAX_LINES - 1;
+		memmove(a->reasons[1], a->reasons[0], n * sizeof(a->reasons[0]));
+		snprintf(a->reasons[0], DLBN_LINE, "%s", d.reason);
+		a->nreasons = n + 1;
+	}
+	return 0;
+}
+
+static int analyze_intact(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
+			  const struct dlbn_verdict_opts *o, const struct dlbn_gpu *gpu,
+			  struct dlbn_analysis *a)
 {
 	memset(a, 0, sizeof(*a));
 	if (gpu && !gpu->present)
