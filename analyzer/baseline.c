@@ -300,9 +300,10 @@ int dlbn_baseline_load(struct dlbn_baseline *b, const char *path, const struct d
 	} else {
 		const struct dlbn_reader_stats *rs = dlbn_reader_stats(r);
 		dlbn_baseline_compare(b, path, real_r, real_m, real_a, r, m, &a);
-		if (rs->truncated || rs->extents_corrupt)
+		if (dlbn_reader_damaged(rs))
 			note(b,
-			     "the replay trace is damaged; it was compared as far as it is intact");
+			     "the replay trace is damaged or cut short; it was compared as far as "
+			     "it is intact");
 	}
 	dlbn_analysis_free(&a); /* zeroed above: safe when never filled */
 	dlbn_model_free(m);

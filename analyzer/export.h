@@ -6,9 +6,11 @@
  *
  * Both stream the trace, after the model, the GPU split and the verdict
  * are done: the steps by building the model once more with a step sink
- * (dlbn_model_each_step; the model keeps no steps), then the records in
- * one pass.  Their memory grows with processes, threads, interned strings
- * and open NVTX ranges, never with the number of records or steps.
+ * (dlbn_model_each_step; the model keeps no steps; --sqlite in the python
+ * and nvtx views also builds the IPC view's steps once, into a temporary
+ * table, for the steps' hand-off columns), then the records in one pass.
+ * Their memory grows with processes, threads, interned strings and open
+ * NVTX ranges, never with the number of records or steps.
  *
  * Output files are replaced atomically: the export writes a temporary file
  * next to FILE and renames it over FILE only when complete, so FILE is
@@ -110,7 +112,9 @@ void dlbn_buf_us(struct dlbn_buf *b, int64_t ns);
  * bytes become \u00XX (their Latin-1 reading), so the output is always
  * valid JSON. */
 void dlbn_buf_json_str(struct dlbn_buf *b, const char *s, size_t n);
-/* s as valid UTF-8: invalid bytes and NULs become U+FFFD (SQLite TEXT
+/* s as valid UTF-8: valid UTF-8 is kept, other bytes become the character
+ * of their Latin-1 reading (the same string a JSON reader gets from
+ * dlbn_buf_json_str), NULs U+FFFD (SQLite TEXT
  * must be UTF-8 for its readers, e.g. Python's sqlite3). */
 void dlbn_buf_utf8(struct dlbn_buf *b, const char *s, size_t n);
 void dlbn_buf_free(struct dlbn_buf *b);

@@ -343,7 +343,12 @@ void dlbn_buf_utf8(struct dlbn_buf *b, const char *s, size_t n)
 			continue;
 		}
 		dlbn_buf_put(b, s + run, i - run);
-		dlbn_buf_put(b, replacement, 3);
+		if (u[i]) { /* U+0080..U+00FF, as the JSON writers' \u00XX reads */
+			char latin1[2] = {(char)(0xc0 | u[i] >> 6), (char)(0x80 | (u[i] & 0x3f))};
+			dlbn_buf_put(b, latin1, 2);
+		} else {
+			dlbn_buf_put(b, replacement, 3);
+		}
 		run = ++i;
 	}
 	dlbn_buf_put(b, s + run, n - run);

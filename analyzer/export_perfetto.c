@@ -16,7 +16,13 @@
  *     was recorded), "training steps" (end of one step to the end of the
  *     next) and "analysis" (warm-up and the steady-state window, with the
  *     verdict);
- *   - in each worker, a "batches" track of its batch segments;
+ *   - in each worker, a "batches" track of its batch segments, and more
+ *     lanes "batches (lane N)" when batches overlap: a worker takes its
+ *     next index before its feeder thread has written the previous result,
+ *     so batch N often ends after N+1 began, and Perfetto drops a slice
+ *     that overlaps another on its track without nesting.  Each batch goes
+ *     on the first lane free at its start (greedy interval colouring: as
+ *     many lanes as batches overlap at once, at most the pairing's queue);
  *   - NVTX push/pop ranges as slices of their thread, start/end ranges as
  *     async slices.
  *
@@ -31,11 +37,13 @@
  * instance, e.g. after exec, gets SYNTH_BASE - 1 - proc index so the two
  * do not merge); tids are the real tids; the analysis tracks use
  * SYNTH_BASE + 4 * proc index + k, above any real pid or tid (pid_max <=
- * 2^22) and unique over the file (Perfetto keys threads by tid).
+ * 2^22) and unique over the file (Perfetto keys threads by tid); batch
+ * lane L >= 1 of process i is SYNTH_BASE + 4 * nprocs + (L - 1) * nprocs + i.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "damage.h"
 #include "export.h"
 
 #define SYNTH_BASE 0x40000000
@@ -43,12 +51,19 @@
  * analysis; a worker: its batches (a worker is never the training one). */
 enum { TRACK_FETCH = 1, TRACK_STEPS = 2, TRACK_ANALYSIS = 3, TRACK_BATCHES = 1 };
 
+/* A worker's batch lanes: when each lane's last slice ends. */
+struct lanes {
+	int64_t *end;
+	size_t n, cap;
+};
+
 struct pf {
 	FILE *out;
 	const struct dlbn_export_input *in;
 	const struct dlbn_model *m;
 	struct dlbn_pairs *pairs;
-	int *jpid; /* per process: JSON pid */
+	int *jpid;	     /* per process: JSON pid */
+	struct lanes *lanes; /* per process */
 	struct dlbn_buf b;
 	uint64_t events;
 	int first;
@@ -62,6 +77,14 @@ static int64_t rel(const struct pf *p, int64_t t)
 static int synth_tid(size_t proc_index, int k)
 {
 	return SYNTH_BASE + (int)(proc_index * 4) + k;
+}
+
+static int lane_tid(const struct pf *p, size_t proc_index, size_t lane)
+{
+	if (!lane)
+		return synth_tid(proc_index, TRACK_BATCHES);
+	size_t n = p->m->nprocs;
+	return SYNTH_BASE + (int)(4 * n + (lane - 1) * n + proc_index);
 }
 
 /* Start an event object: {"ph":..,"pid":..,"tid":..,"ts":.. */
@@ -437,6 +460,40 @@ static int record_event(struct pf *p, const struct dlbn_record *r)
 	return ev_end(p, first);
 }
 
+/* The lane of process pi for a batch [begin, end] (a new one, named,
+ * when none is free); -1 out of memory or a failed write. */
+static long batch_lane(struct pf *p, uint32_t pi, int64_t begin, int64_t end)
+{
+	struct lanes *l = &p->lanes[pi];
+	size_t k = 0;
+	while (k < l->n && l->end[k] > begin)
+		k++;
+	if (k == l->n) {
+		if (l->n == l->cap) {
+			size_t ncap = l->cap ? 2 * l->cap : 4;
+			int64_t *ne = realloc(l->end, ncap * sizeof(*ne));
+			if (!ne) {
+				p->b.oom = 1;
+				return -1;
+			}
+			l->end = ne;
+			l->cap = ncap;
+		}
+		l->n++;
+		if (k) { /* lane 0 is named with the other tracks */
+			char name[48];
+			snprintf(name, sizeof(name), "batches (lane %zu)", k + 1);
+			if (meta_event(p, "thread_name", p->jpid[pi], lane_tid(p, pi, k), name,
+				       0) ||
+			    meta_event(p, "thread_sort_index", p->jpid[pi], lane_tid(p, pi, k),
+				       NULL, (int64_t)k))
+				return -1;
+		}
+	}
+	l->end[k] = end > begin ? end : begin;
+	return (long)k;
+}
+
 static int interval_event(void *ctx, const struct dlbn_interval *iv)
 {
 	struct pf *p = ctx;
@@ -445,8 +502,11 @@ static int interval_event(void *ctx, const struct dlbn_interval *iv)
 	int64_t end = iv->end >= 0 ? iv->end : m->t_end;
 	char name[48];
 	if (iv->kind == DLBN_IV_BATCH) {
+		long lane = batch_lane(p, iv->proc_index, iv->begin, end);
+		if (lane < 0)
+			return -1;
 		snprintf(name, sizeof(name), "batch %llu", (unsigned long long)iv->id);
-		ev_begin(p, "X", pid, synth_tid(iv->proc_index, TRACK_BATCHES), iv->begin);
+		ev_begin(p, "X", pid, lane_tid(p, iv->proc_index, (size_t)lane), iv->begin);
 		ev_name(p, "worker", name);
 		ev_dur(p, end - iv->begin);
 		return ev_end(p, 1);
@@ -536,18 +596,53 @@ static void write_header(struct pf *p)
 	} else {
 		dlbn_buf_puts(b, "null");
 	}
+	if (dlbn_reader_damaged(dlbn_reader_stats(p->in->r)))
+		dlbn_buf_puts(b, ",\"damaged\":true"); /* see the "damage" events */
 	dlbn_buf_puts(b, "},\"traceEvents\":[");
 	fwrite(b->p, 1, b->n, p->out);
+}
+
+/* What a damaged or cut-short trace lost (damage.h): one global instant
+ * event per loss, at its start (the trace's start when unknown). */
+static int write_damage(struct pf *p)
+{
+	static struct dlbn_damage d;
+	dlbn_damage_assess(p->m, dlbn_reader_stats(p->in->r), p->in->a, &d);
+	for (size_t i = 0; i < d.nitems; i++) {
+		const struct dlbn_damage_item *x = &d.items[i];
+		char name[64];
+		int first = 1;
+		snprintf(name, sizeof(name), "trace damage: %s", dlbn_damage_kind_name(x->kind));
+		ev_begin(p, "i", x->pid, x->pid,
+			 x->t_from != DLBN_LOSS_T_UNKNOWN ? x->t_from : p->m->t0);
+		ev_name(p, "damage", name);
+		dlbn_buf_puts(&p->b, ",\"s\":\"g\"");
+		arg_str(p, "what", x->text, &first);
+		arg_str(p, "window", dlbn_touch_text(x->touches), &first);
+		if (x->t_to != DLBN_LOSS_T_UNKNOWN && x->kind != DLBN_DAMAGE_PASSIVE)
+			arg_us(p, "until_us", rel(p, x->t_to), &first);
+		if (ev_end(p, first))
+			return -1;
+	}
+	return 0;
 }
 
 static int write_all(struct pf *p)
 {
 	assign_pids(p);
 	write_header(p);
-	if (p->b.oom || write_metadata(p) || write_analysis(p) || record_pass(p))
+	if (p->b.oom || write_metadata(p) || write_analysis(p) || write_damage(p) || record_pass(p))
 		return -1;
 	fputs("\n]}\n", p->out);
 	return 0;
+}
+
+static void free_lanes(struct pf *p)
+{
+	for (size_t i = 0; p->lanes && i < p->m->nprocs; i++)
+		free(p->lanes[i].end);
+	free(p->lanes);
+	p->lanes = NULL;
 }
 
 int dlbn_export_perfetto(const char *path, const struct dlbn_export_input *in,
@@ -564,8 +659,9 @@ int dlbn_export_perfetto(const char *path, const struct dlbn_export_input *in,
 		return -1;
 	p.out = fdopen(o.fd, "w");
 	p.jpid = calloc(in->m->nprocs ? in->m->nprocs : 1, sizeof(*p.jpid));
+	p.lanes = calloc(in->m->nprocs ? in->m->nprocs : 1, sizeof(*p.lanes));
 	p.pairs = dlbn_pairs_new(in->m);
-	if (!p.out || !p.jpid || !p.pairs) {
+	if (!p.out || !p.jpid || !p.lanes || !p.pairs) {
 		snprintf(err, errlen, "out of memory");
 		if (p.out) {
 			fclose(p.out); /* closes o.fd too */
@@ -587,6 +683,7 @@ int dlbn_export_perfetto(const char *path, const struct dlbn_export_input *in,
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	free_lanes(&p);
 	free(p.jpid);
 	dlbn_pairs_free(p.pairs);
 	dlbn_buf_free(&p.b);
@@ -595,6 +692,7 @@ int dlbn_export_perfetto(const char *path, const struct dlbn_export_input *in,
 	stats->total_s = dlbn_now_s() - t0;
 	return 0;
 fail:
+	free_lanes(&p);
 	free(p.jpid);
 	dlbn_pairs_free(p.pairs);
 	dlbn_buf_free(&p.b);

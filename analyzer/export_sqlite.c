@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "damage.h"
 #include "export.h"
 
 /* 2: the loaders table and workers.loader. */
@@ -274,6 +275,60 @@ static int insert_findings(struct sq *s)
 	return rc ? -1 : 0;
 }
 
+/*
+ * What a damaged or cut-short trace lost (damage.h): meta damaged and
+ * damage_summary, and one row per loss in table damage (times relative,
+ * NULL unknown; window in / may / outside).
+ */
+static int insert_damage(struct sq *s)
+{
+	static struct dlbn_damage d;
+	dlbn_damage_assess(s->m, dlbn_reader_stats(s->in->r), s->in->a, &d);
+	sqlite3_stmt *st;
+	if (sq_exec(s, "CREATE TABLE damage(kind TEXT, proc_id INTEGER, pid INTEGER,"
+		       " extents INTEGER, bytes INTEGER, from_ns INTEGER, to_ns INTEGER,"
+		       " window TEXT, blocks_verdict INTEGER, text TEXT);") ||
+	    sq_prepare(s, "INSERT OR REPLACE INTO meta VALUES(?, ?)", &st))
+		return -1;
+	int rc = meta_int(s, st, "damaged", d.damaged, 1) ||
+		 meta_text(s, st, "damage_summary", d.summary);
+	sqlite3_finalize(st);
+	if (rc || sq_prepare(s, "INSERT INTO damage VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &st))
+		return -1;
+	for (size_t i = 0; i < d.nitems && !rc; i++) {
+		const struct dlbn_damage_item *x = &d.items[i];
+		int64_t to = x->kind == DLBN_DAMAGE_PASSIVE ? DLBN_LOSS_T_UNKNOWN : x->t_to;
+		sqlite3_bind_text(st, 1, dlbn_damage_kind_name(x->kind), -1, SQLITE_STATIC);
+		if (x->proc_id >= 0) {
+			sqlite3_bind_int64(st, 2, x->proc_id);
+			sqlite3_bind_int64(st, 3, x->pid);
+		} else {
+			sqlite3_bind_null(st, 2);
+			sqlite3_bind_null(st, 3);
+		}
+		sqlite3_bind_int64(st, 4, (int64_t)x->extents);
+		sqlite3_bind_int64(st, 5, (int64_t)x->bytes);
+		if (x->t_from != DLBN_LOSS_T_UNKNOWN)
+			sqlite3_bind_int64(st, 6, rel(s, x->t_from));
+		else
+			sqlite3_bind_null(st, 6);
+		if (to != DLBN_LOSS_T_UNKNOWN)
+			sqlite3_bind_int64(st, 7, rel(s, to));
+		else
+			sqlite3_bind_null(st, 7);
+		sqlite3_bind_text(st, 8,
+				  x->touches == DLBN_TOUCH_YES	 ? "in"
+				  : x->touches == DLBN_TOUCH_MAY ? "may"
+								 : "outside",
+				  -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 9, x->blocks);
+		sqlite3_bind_text(st, 10, x->text, -1, SQLITE_TRANSIENT);
+		rc = sq_row(s, st);
+	}
+	sqlite3_finalize(st);
+	return rc ? -1 : 0;
+}
+
 /* ---- model tables ----------------------------------------------------- */
 
 static int insert_processes(struct sq *s)
@@ -353,8 +408,114 @@ static int insert_threads(struct sq *s)
 struct step_rows {
 	struct sq *s;
 	sqlite3_stmt *st;
+	/* NULL: the steps carry their own hand-off (IPC view); else the
+	 * queries of prepare_handoffs over hand-offs ending in (?1, ?2]. */
+	sqlite3_stmt *sum, *first;
+	int64_t taken; /* hand-offs ending up to here belong to earlier steps */
 	int failed;
 };
+
+/*
+ * Python and NVTX views: their steps are fetches, not receives, so the
+ * model gives them no hand-off of their own; the report's per-batch
+ * figures come from the IPC view's steps.  Those are built once more into
+ * a temporary table (on disk: memory does not grow with steps) and handed
+ * out in order, each to the step that took its batch: a step whose fetch
+ * saw hand-offs complete (the direct path: the loop receives inside its
+ * fetch) takes every one not yet taken up to its end; a step whose batch
+ * was received before its fetch began (the pin-memory thread runs ahead)
+ * takes the oldest one not yet taken.
+ */
+static void insert_handoff(void *ctx, size_t i, const struct dlbn_step *x,
+			   const struct dlbn_gpu_step *gs)
+{
+	struct step_rows *sr = ctx;
+	(void)i;
+	(void)gs;
+	if (sr->failed || (!x->recv_ns && !x->bytes && !x->nfds))
+		return;
+	sqlite3_bind_int64(sr->st, 1, x->end);
+	sqlite3_bind_int64(sr->st, 2, x->recv_ns);
+	sqlite3_bind_int64(sr->st, 3, x->bytes);
+	sqlite3_bind_int64(sr->st, 4, x->nfds);
+	if (sq_row(sr->s, sr->st))
+		sr->failed = 1;
+}
+
+static int prepare_handoffs(struct sq *s, struct step_rows *out)
+{
+	const struct dlbn_model *m = s->m;
+	if (m->view == DLBN_VIEW_IPC || !m->ipc_steps.n)
+		return 0;
+	struct step_rows sr = {.s = s};
+	if (sq_exec(s, "CREATE TEMP TABLE handoffs(end_ns INTEGER, recv_ns INTEGER,"
+		       " bytes INTEGER, nfds INTEGER);") ||
+	    sq_prepare(s, "INSERT INTO handoffs VALUES(?,?,?,?)", &sr.st))
+		return -1;
+	struct dlbn_model *ipc = malloc(sizeof(*ipc));
+	struct dlbn_model_opts o = m->opts;
+	o.force_view = DLBN_VIEW_IPC;
+	o.keep_steps = 0;
+	o.sink = insert_handoff;
+	o.sink_ctx = &sr;
+	int rc = ipc ? dlbn_model_build(ipc, s->in->r, &o) : -1;
+	if (ipc)
+		dlbn_model_free(ipc);
+	free(ipc);
+	sqlite3_finalize(sr.st);
+	if (rc != 0 && !s->failed) {
+		snprintf(s->err, s->errlen, "out of memory");
+		s->failed = 1;
+	}
+	if (s->failed || sr.failed ||
+	    sq_exec(s, "CREATE INDEX temp.handoffs_by_end ON handoffs(end_ns);"))
+		return -1;
+	out->taken = INT64_MIN;
+	return sq_prepare(s,
+			  "SELECT count(*), max(end_ns), total(recv_ns), total(bytes), total(nfds)"
+			  " FROM handoffs WHERE end_ns > ? AND end_ns <= ?",
+			  &out->sum) ||
+	       sq_prepare(s,
+			  "SELECT 1, end_ns, recv_ns, bytes, nfds FROM handoffs"
+			  " WHERE end_ns > ? AND end_ns <= ? ORDER BY end_ns LIMIT 1",
+			  &out->first);
+}
+
+/* Run q over (from, to]: *n rows, up to *last, summing into v. */
+static void handoff_query(struct step_rows *sr, sqlite3_stmt *q, int64_t from, int64_t to,
+			  int64_t *n, int64_t *last, int64_t v[3])
+{
+	sqlite3_bind_int64(q, 1, from);
+	sqlite3_bind_int64(q, 2, to);
+	int rc = sqlite3_step(q);
+	*n = 0;
+	if (rc == SQLITE_ROW && sqlite3_column_int64(q, 0) > 0) {
+		*n = sqlite3_column_int64(q, 0);
+		*last = sqlite3_column_int64(q, 1);
+		for (int k = 0; k < 3; k++)
+			v[k] = (int64_t)sqlite3_column_double(q, 2 + k);
+	} else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		sr->failed = sq_fail(sr->s, "select");
+	}
+	sqlite3_reset(q);
+}
+
+/* The step's hand-off: its own, or (see prepare_handoffs) the IPC view's. */
+static void step_handoff(struct step_rows *sr, const struct dlbn_step *x, int64_t v[3])
+{
+	v[0] = x->recv_ns;
+	v[1] = x->bytes;
+	v[2] = x->nfds;
+	if (!sr->sum)
+		return;
+	int64_t n, last = sr->taken, ignored[3];
+	v[0] = v[1] = v[2] = 0;
+	handoff_query(sr, sr->sum, sr->taken > x->begin ? sr->taken : x->begin, x->end, &n, &last,
+		      ignored);
+	handoff_query(sr, n ? sr->sum : sr->first, sr->taken, x->end, &n, &last, v);
+	if (n)
+		sr->taken = last;
+}
 
 static void insert_step(void *ctx, size_t i, const struct dlbn_step *x,
 			const struct dlbn_gpu_step *gs)
@@ -377,9 +538,10 @@ static void insert_step(void *ctx, size_t i, const struct dlbn_step *x,
 		sqlite3_bind_text(st, 11, ev, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(st, 11);
-	sqlite3_bind_int64(st, 12, x->recv_ns);
-	sqlite3_bind_int64(st, 13, x->bytes);
-	sqlite3_bind_int64(st, 14, x->nfds);
+	int64_t handoff[3];
+	step_handoff(sr, x, handoff);
+	for (int k = 0; k < 3; k++)
+		sqlite3_bind_int64(st, 12 + k, handoff[k]);
 	sqlite3_bind_int(st, 15, i < a->steps_warmup);
 	sqlite3_bind_int(st, 16, in_window);
 	sqlite3_bind_int64(st, 17, x->gpu_refill_ns);
@@ -395,10 +557,16 @@ static int insert_steps(struct sq *s)
 	if (!m->steps || !m->steps->n)
 		return 0;
 	struct step_rows sr = {.s = s};
-	if (sq_prepare(s, "INSERT INTO steps VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &sr.st))
-		return -1;
-	int rc = dlbn_model_each_step(m, s->in->r, insert_step, &sr);
+	int rc = prepare_handoffs(s, &sr) ||
+		 sq_prepare(s, "INSERT INTO steps VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			    &sr.st);
+	if (!rc)
+		rc = dlbn_model_each_step(m, s->in->r, insert_step, &sr);
 	sqlite3_finalize(sr.st);
+	sqlite3_finalize(sr.sum);
+	sqlite3_finalize(sr.first);
+	if (sr.sum && !s->failed)
+		sq_exec(s, "DROP TABLE temp.handoffs;");
 	if (rc != 0 && !s->failed) {
 		snprintf(s->err, s->errlen, "out of memory");
 		s->failed = 1;
@@ -678,9 +846,9 @@ static int build(struct sq *s, const char *file, struct dlbn_export_stats *stats
 		       " PRAGMA synchronous = OFF; PRAGMA locking_mode = EXCLUSIVE;"
 		       " PRAGMA cache_size = -32768;"
 		       " BEGIN;") ||
-	    sq_exec(s, schema_sql) || insert_meta(s) || insert_findings(s) || insert_processes(s) ||
-	    insert_threads(s) || insert_steps(s) || insert_workers(s) || insert_loaders(s) ||
-	    prepare_pass_statements(s))
+	    sq_exec(s, schema_sql) || insert_meta(s) || insert_findings(s) || insert_damage(s) ||
+	    insert_processes(s) || insert_threads(s) || insert_steps(s) || insert_workers(s) ||
+	    insert_loaders(s) || prepare_pass_statements(s))
 		return -1;
 	double t = dlbn_now_s();
 	if (event_pass(s, &stats->events))

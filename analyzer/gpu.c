@@ -35,127 +35,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu.h"
-#include "model.h"
-#include "reader.h"
-
-#define NTRACKS		       DLBN_GPU_VIEWS /* the model's views: python, ipc, nvtx */
-#define PROBE_RING	       1024	      /* pending probes tracked at once (power of two) */
-#define STREAM_TABLE	       256	      /* distinct streams tracked (power of two) */
-#define GPU_PASS_STEPS_MAX     (1u << 14)     /* steps of a track not final yet, at most */
-#define GPU_PASS_QUEUE_MAX     (1u << 16)     /* CUDA records waiting for the horizon */
-#define REFILL_WAIT_NS	       10000000000    /* no GPU work this long after a step: none to come */
-#define NO_TIME		       INT64_MAX
-#define NO_EPOCH	       UINT64_MAX
-#define DEFAULT_PROBE_SLACK_NS 1000000
-#define EV_TICK		       0 /* a non-CUDA record on the thread of a lost probe */
+#include "gpu_pass.h"
 
 void dlbn_gpu_default_opts(struct dlbn_gpu_opts *o)
 {
 	o->probe_slack_ns = DEFAULT_PROBE_SLACK_NS;
-}
-
-/* ---- state of the pass -------------------------------------------------- */
-
-/* One position (= step index) of a track. */
-struct slot {
-	struct dlbn_step s;
-	struct dlbn_gpu_step gs;
-	int64_t wb, we;	      /* wait interval */
-	int64_t maxdone;      /* latest completion of the probes of this epoch */
-	int32_t unknown_diff; /* +1/-1 at lost-probe range ends */
-	uint32_t pending;     /* probes of this epoch without their PROBE_DONE */
-	uint8_t uncovered;    /* queued work no probe covered */
-	uint8_t no_work;      /* no GPU work queued before the wait */
-	uint8_t cut;	      /* wait begin moved past records weighed without it */
-};
-
-struct track {
-	int k;		      /* view index */
-	int pin;	      /* IPC view on the pin-memory path (wait_interval) */
-	struct slot *ring;    /* positions base .. n, by position & (cap - 1) */
-	size_t cap;	      /* power of two */
-	uint64_t base, n;     /* oldest not final; steps handed over so far */
-	uint64_t cut;	      /* first position whose cutoff is still open */
-	uint64_t period;      /* host attribution: first step with end >= t */
-	uint64_t refill_next; /* first step (by end) still without next_enqueue */
-	int64_t first_probe;  /* first probe inside wait `cut`, NO_TIME none */
-	int64_t last_wb;      /* waits are kept in begin order */
-	int64_t busy_until;   /* running max of maxdone over final positions */
-	int32_t lost;	      /* running sum of unknown_diff over final positions */
-};
-
-struct pending_probe {
-	uint64_t id; /* 0: free slot */
-	int64_t stream;
-	uint64_t epoch[NTRACKS];
-	uint64_t next_epoch[NTRACKS]; /* epoch of the next probe on the stream */
-};
-
-struct stream_ent {
-	int used;
-	int64_t stream;
-	int64_t unprobed_since; /* oldest work not covered, NO_TIME none */
-	int64_t last_work;
-	uint64_t last_probe_id;
-	uint64_t lost_open[NTRACKS]; /* lost probe not superseded yet, NO_EPOCH none */
-};
-
-/* A CUDA record waiting for the horizon: the fields the handlers read. */
-struct event {
-	int64_t t;
-	int64_t f[7];
-	uint32_t thread;
-	uint16_t type; /* DLBN_REC_*, or EV_TICK */
-};
-
-struct dlbn_gpu_pass {
-	struct dlbn_gpu *g;
-	int64_t slack;
-	dlbn_gpu_final_fn fn;
-	void *ctx;
-	struct track tr[NTRACKS];
-	struct pending_probe ring[PROBE_RING];
-	struct stream_ent streams[STREAM_TABLE + 1]; /* last: every stream that did not fit */
-	size_t nstreams_unprobed;		     /* entries with unprobed_since set */
-	size_t nlost_open;			     /* lost_open entries set */
-	int64_t first_work;			     /* NO_TIME: none yet */
-	/* A lost probe's lower bound waits one record: a CUDA_INFO "probing
-	 * stopped" right after it means a driver error, not a full pool. */
-	int stash;
-	uint32_t stash_thread; /* stream index of the PROBE_DONE */
-	uint64_t stash_epoch[NTRACKS];
-	int64_t stash_t;
-	uint32_t watch_thread; /* thread of the last lost PROBE_DONE queued, UINT32_MAX none */
-	/* Queue of CUDA records before the horizon (a ring, power of two). */
-	struct event *q;
-	size_t qcap, qhead, qlen;
-	int64_t hdone; /* every record before it has been weighed */
-	int ending;    /* end of trace: nothing more will come */
-	int oom;
-};
-
-#define SLOT(tr, p) (&(tr)->ring[(p) & ((tr)->cap - 1)])
-
-static inline int64_t fld(const struct dlbn_record *r, int i)
-{
-	return r->kind[i] == DLBN_V_INT ? r->f[i] : 0;
-}
-
-static inline int64_t dur_of(const struct event *ev)
-{
-	int64_t d = ev->f[0];
-	return d <= 0 ? 0 : d > DLBN_DUR_LIMIT ? DLBN_DUR_LIMIT : d;
-}
-
-static inline int64_t bounded(int64_t v, int64_t max)
-{
-	return v < 0 ? 0 : v > max ? max : v;
-}
-
-static inline int64_t max64(int64_t a, int64_t b)
-{
-	return a > b ? a : b;
 }
 
 /* ---- streams ------------------------------------------------------------ */
@@ -242,7 +126,7 @@ static void clear_lost_open(struct dlbn_gpu_pass *ps, struct stream_ent *e, int 
 }
 
 /* Oldest epoch of track k a lost probe may still cover, NO_EPOCH none. */
-static uint64_t oldest_lost_open(const struct dlbn_gpu_pass *ps, int k)
+uint64_t gpu_oldest_lost_open(const struct dlbn_gpu_pass *ps, int k)
 {
 	uint64_t oldest = NO_EPOCH;
 
@@ -271,6 +155,7 @@ static int track_init(struct track *tr, int k, int pin)
 	tr->first_probe = NO_TIME;
 	tr->last_wb = INT64_MIN;
 	tr->busy_until = INT64_MIN;
+	tr->prev_end = NO_TIME;
 	tr->ring = malloc(tr->cap * sizeof(*tr->ring));
 	if (!tr->ring)
 		return -1;
@@ -339,11 +224,13 @@ static int cutoff_passed(const struct track *tr, int64_t slack, int64_t t)
 	return t > c;
 }
 
-static void finalize_wait(struct dlbn_gpu_pass *ps, struct track *tr)
+void gpu_finalize_wait(struct dlbn_gpu_pass *ps, struct track *tr)
 {
 	struct slot *sl = SLOT(tr, tr->cut);
 	int64_t oldest = oldest_unprobed(ps);
 
+	sl->last_enqueue = ps->last_enqueue;
+	sl->drained_by_sync = ps->drained_by_sync;
 	if (ps->first_work == NO_TIME || ps->first_work >= sl->wb)
 		sl->no_work = 1;
 	else if (oldest < sl->wb)
@@ -358,7 +245,7 @@ static void advance(struct dlbn_gpu_pass *ps, int64_t t)
 		struct track *tr = &ps->tr[k];
 
 		while (tr->cut < tr->n && cutoff_passed(tr, ps->slack, t))
-			finalize_wait(ps, tr);
+			gpu_finalize_wait(ps, tr);
 	}
 }
 
@@ -452,68 +339,6 @@ static void probe_lost(struct dlbn_gpu_pass *ps, struct pending_probe *p)
 
 /* ---- record handlers ---------------------------------------------------- */
 
-static void add_launch(struct dlbn_gpu_host *h, const struct event *ev)
-{
-	(void)ev;
-	h->launches++;
-}
-
-static int sync_kind(int64_t api)
-{
-	switch (api) {
-	case DLBN_CU_STREAM_SYNC:
-		return DLBN_GPU_SYNC_STREAM;
-	case DLBN_CU_CTX_SYNC:
-		return DLBN_GPU_SYNC_CTX;
-	case DLBN_CU_EVENT_SYNC:
-		return DLBN_GPU_SYNC_EVENT;
-	default:
-		return DLBN_GPU_SYNC_OTHER;
-	}
-}
-
-static void add_sync(struct dlbn_gpu_host *h, const struct event *ev)
-{
-	h->syncs++;
-	h->sync_ns[sync_kind(ev->f[1])] += dur_of(ev);
-}
-
-static int copy_dir(int64_t dir)
-{
-	switch (dir) {
-	case DLBN_COPY_HTOD:
-		return DLBN_GPU_COPY_HTOD;
-	case DLBN_COPY_DTOH:
-		return DLBN_GPU_COPY_DTOH;
-	case DLBN_COPY_DTOD:
-		return DLBN_GPU_COPY_DTOD;
-	default:
-		return DLBN_GPU_COPY_OTHER;
-	}
-}
-
-static void add_copy(struct dlbn_gpu_host *h, const struct event *ev)
-{
-	int64_t d = dur_of(ev), bytes = bounded(ev->f[3], DLBN_DUR_LIMIT);
-	int dir = copy_dir(ev->f[4]);
-
-	h->copy_blocked_ns[dir] += d;
-	if (ev->f[5])
-		h->async_copies++;
-	else
-		h->sync_copies++;
-	if (dir != DLBN_GPU_COPY_HTOD)
-		return;
-	if (ev->f[6] == DLBN_HOSTMEM_PAGEABLE) {
-		h->pageable_h2d++;
-		h->pageable_h2d_bytes += bytes;
-		h->pageable_h2d_ns += d;
-	} else if (ev->f[6] == DLBN_HOSTMEM_PINNED) {
-		h->pinned_h2d++;
-		h->pinned_h2d_bytes += bytes;
-	}
-}
-
 /* A sync that returned: work queued on the stream (or all streams) before
  * it is done, so it needs no probe any more. */
 static void sync_covers(struct dlbn_gpu_pass *ps, const struct event *ev)
@@ -530,6 +355,27 @@ static void sync_covers(struct dlbn_gpu_pass *ps, const struct event *ev)
 			if (ps->streams[i].used && ps->streams[i].last_work <= t)
 				stream_covered(ps, &ps->streams[i]);
 	}
+}
+
+/* GPU work queued on stream at t. */
+static void note_work(struct dlbn_gpu_pass *ps, int64_t stream, int64_t t)
+{
+	if (ps->last_enqueue && stream != ps->last_enqueue_stream)
+		ps->multi_stream = 1;
+	ps->last_enqueue = t;
+	ps->last_enqueue_stream = stream;
+}
+
+/* A context synchronisation, or a stream's while only that stream has had
+ * work, that began after the last work was queued: the GPU had nothing
+ * left when it returned. */
+static void sync_drains(struct dlbn_gpu_pass *ps, const struct event *ev)
+{
+	int64_t api = ev->f[1];
+	int all = api == DLBN_CU_CTX_SYNC || (api == DLBN_CU_STREAM_SYNC && !ps->multi_stream &&
+					      ev->f[2] == ps->last_enqueue_stream);
+	if (all && ps->last_enqueue && ps->last_enqueue <= ev->t)
+		ps->drained_by_sync = ev->t + dur_of(ev);
 }
 
 static void on_probe(struct dlbn_gpu_pass *ps, const struct event *ev)
@@ -615,6 +461,8 @@ static void note_enqueue(struct dlbn_gpu_pass *ps, int64_t t)
 
 		if (tr->refill_next < tr->base) /* only after a forced split */
 			tr->refill_next = tr->base;
+		if (tr->prev_end != NO_TIME && !tr->prev_next_enqueue && t > tr->prev_end)
+			tr->prev_next_enqueue = t;
 		while (tr->refill_next < tr->n && SLOT(tr, tr->refill_next)->s.end < t)
 			SLOT(tr, tr->refill_next++)->gs.next_enqueue = t;
 	}
@@ -628,18 +476,21 @@ static void on_event(struct dlbn_gpu_pass *ps, const struct event *ev)
 	switch (ev->type) {
 	case DLBN_REC_LAUNCH:
 		note_enqueue(ps, ev->t);
+		note_work(ps, ev->f[0], ev->t);
 		stream_work(ps, ev->f[0], ev->t);
-		attribute_host(ps, ev->t, add_launch, ev);
+		attribute_host(ps, ev->t, gpu_add_launch, ev);
 		break;
 	case DLBN_REC_MEMCPY:
 		note_enqueue(ps, ev->t);
+		note_work(ps, ev->f[2], ev->t);
 		if (ev->f[5])
 			stream_work(ps, ev->f[2], ev->t);
-		attribute_host(ps, ev->t, add_copy, ev);
+		attribute_host(ps, ev->t, gpu_add_copy, ev);
 		break;
 	case DLBN_REC_SYNC:
 		sync_covers(ps, ev);
-		attribute_host(ps, ev->t, add_sync, ev);
+		sync_drains(ps, ev);
+		attribute_host(ps, ev->t, gpu_add_sync, ev);
 		break;
 	case DLBN_REC_PROBE:
 		on_probe(ps, ev);
@@ -654,171 +505,6 @@ static void on_event(struct dlbn_gpu_pass *ps, const struct event *ev)
 	default:
 		break;
 	}
-}
-
-/* ---- final splits ------------------------------------------------------- */
-
-/*
- * Split the wait of sl (see the rule in gpu.h), given busy_until at it and
- * whether evidence for it is known to be missing.  refill_known: the next
- * GPU work after the step is known (or never comes); without it, returns 1
- * when the split would charge a refill bubble it cannot size yet.
- */
-static int split_step(struct slot *sl, int64_t busy_until, int unknown, int refill_known)
-{
-	struct dlbn_step *s = &sl->s;
-	struct dlbn_gpu_step *gs = &sl->gs;
-	int64_t wait = sl->we - sl->wb, busy = 0;
-
-	s->gpu_refill_ns = 0;
-	gs->refill_ns = 0;
-	gs->gpu_done = busy_until > 0 ? busy_until : 0;
-	if (wait <= 0) {
-		gs->evidence = DLBN_GPU_EV_NONE;
-		s->gpu_busy_ns = 0;
-		s->gpu_idle_ns = s->wait_ns;
-		return 0;
-	}
-	if (sl->no_work) {
-		gs->evidence = DLBN_GPU_EV_NO_WORK;
-	} else {
-		if (busy_until > sl->wb)
-			busy = busy_until - sl->wb < wait ? busy_until - sl->wb : wait;
-		/* Known busy for the whole wait: whatever is missing cannot
-		 * make it idle. */
-		gs->evidence = (sl->uncovered || unknown) && busy < wait ? DLBN_GPU_EV_UNKNOWN
-									 : DLBN_GPU_EV_PROBE;
-	}
-	/* Wait outside the probed interval (see wait_interval) has no GPU
-	 * evidence of its own: counted idle, like Replay removes it. */
-	int64_t outside = s->wait_ns > wait ? s->wait_ns - wait : 0;
-	int64_t idle = wait - busy + outside;
-	s->gpu_busy_ns = busy;
-	s->gpu_idle_ns = idle;
-	/* The GPU drained inside the wait: it stays idle until the loop queues
-	 * work again, a bubble that would have overlapped earlier GPU work had
-	 * the batch been ready.  Charged to the stall, at most the wait itself
-	 * (so host work between steps, which Replay keeps, cannot grow the
-	 * stall past the waits). */
-	if (gs->evidence != DLBN_GPU_EV_PROBE || busy >= wait)
-		return 0;
-	if (!refill_known)
-		return s->wait_ns > idle; /* a bubble is capped at wait - idle = busy */
-	if (gs->next_enqueue > s->end) {
-		int64_t refill = gs->next_enqueue - s->end;
-		if (idle + refill > s->wait_ns)
-			refill = s->wait_ns > idle ? s->wait_ns - idle : 0;
-		gs->refill_ns = refill;
-		s->gpu_refill_ns = refill;
-	}
-	return 0;
-}
-
-static void add_host(struct dlbn_gpu_host *w, const struct dlbn_gpu_host *h)
-{
-	w->launches += h->launches;
-	w->syncs += h->syncs;
-	for (int k = 0; k < DLBN_GPU_SYNC_KINDS; k++)
-		w->sync_ns[k] += h->sync_ns[k];
-	for (int k = 0; k < DLBN_GPU_COPY_DIRS; k++)
-		w->copy_blocked_ns[k] += h->copy_blocked_ns[k];
-	w->pageable_h2d += h->pageable_h2d;
-	w->pageable_h2d_bytes += h->pageable_h2d_bytes;
-	w->pageable_h2d_ns += h->pageable_h2d_ns;
-	w->pinned_h2d += h->pinned_h2d;
-	w->pinned_h2d_bytes += h->pinned_h2d_bytes;
-	w->async_copies += h->async_copies;
-	w->sync_copies += h->sync_copies;
-}
-
-/* One step into a window's sums. */
-static void win_add(struct dlbn_gpu_win *w, const struct dlbn_step *s,
-		    const struct dlbn_gpu_step *gs)
-{
-	w->steps++;
-	add_host(&w->host, &gs->host);
-	if (gs->evidence == DLBN_GPU_EV_NONE)
-		return;
-	w->waits++;
-	w->wait_s += (double)(s->gpu_busy_ns + s->gpu_idle_ns) / 1e9;
-	w->wait_gpu_busy_s += (double)s->gpu_busy_ns / 1e9;
-	w->wait_gpu_idle_s += (double)s->gpu_idle_ns / 1e9;
-	if (gs->evidence == DLBN_GPU_EV_PROBE) {
-		w->waits_with_probe++;
-	} else if (gs->evidence == DLBN_GPU_EV_NO_WORK) {
-		w->waits_no_work++;
-	} else {
-		w->waits_unknown++;
-		w->wait_unknown_s += (double)(s->gpu_busy_ns + s->gpu_idle_ns) / 1e9;
-		w->wait_unknown_idle_s += (double)s->gpu_idle_ns / 1e9;
-	}
-}
-
-/* Is the split of the oldest step of tr final?  See the file comment. */
-static int step_ready(const struct dlbn_gpu_pass *ps, const struct track *tr)
-{
-	uint64_t p = tr->base;
-	const struct slot *sl = SLOT(tr, p);
-
-	if (p >= tr->cut || sl->pending)
-		return 0;
-	if (ps->ending)
-		return 1;
-	if (ps->stash && ps->stash_epoch[tr->k] <= p)
-		return 0;
-	if (ps->nlost_open && oldest_lost_open(ps, tr->k) <= p)
-		return 0;
-	return ps->hdone > sl->s.end; /* its loop period's host records are in */
-}
-
-/*
- * Split the oldest step and hand it over.  forced: before all evidence is
- * in (a ceiling was reached); a probe answer still missing makes it an
- * unknown wait.  Returns 0, leaving the step, when its refill bubble
- * cannot be sized yet (the loop has queued no GPU work since).
- */
-static int step_final(struct dlbn_gpu_pass *ps, struct track *tr, int forced)
-{
-	uint64_t p = tr->base;
-	struct slot *sl = SLOT(tr, p);
-	int unknown = sl->cut;
-
-	if (forced) {
-		while (tr->cut <= p)
-			finalize_wait(ps, tr);
-		int missing = sl->pending || (ps->stash && ps->stash_epoch[tr->k] <= p) ||
-			      oldest_lost_open(ps, tr->k) <= p;
-		ps->g->steps_forced++;
-		ps->g->steps_forced_unknown += (uint64_t)missing;
-		unknown |= missing;
-	}
-	int64_t busy_until = max64(tr->busy_until, sl->maxdone);
-	int32_t lost = tr->lost + sl->unknown_diff;
-	/* The next GPU work after the step sizes its refill bubble; a loop that
-	 * queued none for REFILL_WAIT_NS has stopped using the GPU, and the
-	 * step is taken as the trace's last GPU step would be (no bubble). */
-	int refill_known = forced || ps->ending || tr->refill_next > p ||
-			   ps->hdone - sl->s.end > REFILL_WAIT_NS;
-	if (split_step(sl, busy_until, unknown || lost > 0, refill_known))
-		return 0;
-	tr->busy_until = busy_until;
-	tr->lost = lost;
-	win_add(&ps->g->view_all[tr->k], &sl->s, &sl->gs);
-	if (sl->s.aside) /* another loader's fetch: its loop period's host work only */
-		add_host(&ps->g->view_win[tr->k].host, &sl->gs.host);
-	else if (!sl->s.warmup)
-		win_add(&ps->g->view_win[tr->k], &sl->s, &sl->gs);
-	if (ps->fn)
-		ps->fn(ps->ctx, tr->k, &sl->s, &sl->gs);
-	tr->base++;
-	return 1;
-}
-
-/* Hand over every step of tr whose split is final. */
-static void track_drain(struct dlbn_gpu_pass *ps, struct track *tr)
-{
-	while (tr->base < tr->n && step_ready(ps, tr) && step_final(ps, tr, 0))
-		;
 }
 
 /* ---- the pass ----------------------------------------------------------- */
@@ -879,7 +565,7 @@ void dlbn_gpu_pass_step(struct dlbn_gpu_pass *ps, int k, const struct dlbn_step 
 			ps->oom = 1;
 			return;
 		}
-		step_final(ps, tr, 1); /* at the ceiling: the oldest goes now */
+		gpu_step_final(ps, tr, 1); /* at the ceiling: the oldest goes now */
 	}
 	struct slot *sl = SLOT(tr, tr->n);
 	int64_t wb, we;
@@ -999,7 +685,7 @@ void dlbn_gpu_pass_horizon(struct dlbn_gpu_pass *ps, int64_t h)
 	ps->hdone = h;
 	advance(ps, h);
 	for (int k = 0; k < NTRACKS; k++)
-		track_drain(ps, &ps->tr[k]);
+		gpu_track_drain(ps, &ps->tr[k]);
 }
 
 void dlbn_gpu_pass_end(struct dlbn_gpu_pass *ps)
@@ -1026,193 +712,5 @@ void dlbn_gpu_pass_end(struct dlbn_gpu_pass *ps)
 	}
 	ps->ending = 1;
 	for (int k = 0; k < NTRACKS; k++)
-		track_drain(ps, &ps->tr[k]);
-}
-
-/* ---- window and evidence lines ------------------------------------------ */
-
-static void add_reason(struct dlbn_gpu *g, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void add_reason(struct dlbn_gpu *g, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (g->nreasons >= DLBN_GPU_MAX_REASONS)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(g->reasons[g->nreasons++], DLBN_GPU_LINE, fmt, ap);
-	va_end(ap);
-}
-
-static const char *sync_api_name(int k)
-{
-	static const char *const names[DLBN_GPU_SYNC_KINDS] = {
-		"cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "other syncs"};
-	return names[k];
-}
-
-/* Thresholds of the evidence lines (shares of the window / of the wait). */
-#define HIDDEN_SHARE	 0.5  /* wait mostly GPU-busy: prefetch hides it */
-#define SYNC_NOTE_SHARE	 0.05 /* host blocked in syncs worth a line */
-#define SYNC_BOUND_SHARE 0.2  /* ... and called compute-bound evidence */
-
-static void reason_split(struct dlbn_gpu *g, const struct dlbn_gpu_win *w)
-{
-	if (w->waits == 0 || w->wait_s <= 0) {
-		add_reason(g, "no loader wait to split in the window");
-		return;
-	}
-	double busy = w->wait_gpu_busy_s / w->wait_s;
-
-	if (busy >= HIDDEN_SHARE)
-		add_reason(g,
-			   "the GPU still had queued work during %.0f%% of the loader wait "
-			   "(%.3f of %.3f s): prefetch hides it, only the GPU-idle %.3f s is stall",
-			   busy * 100, w->wait_gpu_busy_s, w->wait_s, w->wait_gpu_idle_s);
-	else
-		add_reason(g,
-			   "the GPU had no work left during %.0f%% of the loader wait (%.3f of "
-			   "%.3f s, %.2f ms per step, %.1f%% of the window): that part is the "
-			   "data-loading stall",
-			   (1 - busy) * 100, w->wait_gpu_idle_s, w->wait_s,
-			   w->wait_gpu_idle_s * 1e3 / (double)w->waits,
-			   w->wall_s > 0 ? w->wait_gpu_idle_s / w->wall_s * 100 : 0);
-}
-
-static void reason_sync(struct dlbn_gpu *g, const struct dlbn_gpu_win *w)
-{
-	int64_t total = dlbn_gpu_sync_total(&w->host);
-	int top = 0;
-	double share;
-
-	if (w->wall_s <= 0 || total <= 0)
-		return;
-	for (int k = 1; k < DLBN_GPU_SYNC_KINDS; k++)
-		if (w->host.sync_ns[k] > w->host.sync_ns[top])
-			top = k;
-	share = (double)total / 1e9 / w->wall_s;
-	if (share >= SYNC_BOUND_SHARE)
-		add_reason(g,
-			   "host blocked on the GPU %.0f%% of the window (%.3f s, mostly in %s, "
-			   "%lld syncs): compute-bound, the GPU sets the pace",
-			   share * 100, (double)total / 1e9, sync_api_name(top),
-			   (long long)w->host.syncs);
-	else if (share >= SYNC_NOTE_SHARE)
-		add_reason(g, "host blocked on the GPU %.0f%% of the window (%.3f s, mostly in %s)",
-			   share * 100, (double)total / 1e9, sync_api_name(top));
-}
-
-static void reason_pageable(struct dlbn_gpu *g, const struct dlbn_gpu_win *w)
-{
-	const struct dlbn_gpu_host *h = &w->host;
-	double per_step_ms, mib;
-
-	if (h->pageable_h2d == 0)
-		return;
-	per_step_ms = w->steps ? (double)h->pageable_h2d_ns / 1e6 / (double)w->steps : 0;
-	mib = (double)h->pageable_h2d_bytes / (1024.0 * 1024.0);
-	add_reason(g,
-		   "H2D copies from pageable memory block the host %.2f ms per step (%lld copies, "
-		   "%.1f MiB in the window): use pin_memory=True with .to(device, "
-		   "non_blocking=True); Replay keeps these copies, so they are not a loading stall",
-		   per_step_ms, (long long)h->pageable_h2d, mib);
-}
-
-static void reason_evidence(struct dlbn_gpu *g, const struct dlbn_gpu_win *w)
-{
-	if (w->waits_unknown) {
-		const char *why = g->probing_stopped ? "probing stopped"
-				  : g->probes_lost   ? "probes lost"
-				  : g->probes == 0   ? "no probes recorded"
-						     : "work on unprobed streams";
-		add_reason(
-			g,
-			"%zu of %zu waits (%.0f%% of the wait time) had no usable GPU probe (%s): "
-			"their unexplained part counts as GPU-idle, so the stall is an upper bound",
-			w->waits_unknown, w->waits,
-			w->wait_s > 0 ? w->wait_unknown_s / w->wait_s * 100 : 0, why);
-	}
-	if (g->probes_lost)
-		add_reason(g,
-			   "%llu of %llu GPU probes lost (%llu given up unfinished: the GPU was "
-			   "still busy then)",
-			   (unsigned long long)g->probes_lost, (unsigned long long)g->probes,
-			   (unsigned long long)g->probes_lost_bounded);
-	for (size_t i = 0; i < g->nnotes && g->probing_stopped; i++)
-		if (strstr(g->notes[i], "probe"))
-			add_reason(g, "GPU probing stopped during the run: %s", g->notes[i]);
-}
-
-static void window_reasons(struct dlbn_gpu *g)
-{
-	reason_split(g, &g->win);
-	reason_sync(g, &g->win);
-	reason_pageable(g, &g->win);
-	reason_evidence(g, &g->win);
-	if (g->steps_forced || g->records_forced || g->waits_cut)
-		add_reason(g,
-			   "the GPU split ran out of lookahead (a lost probe never superseded, or "
-			   "a step that never closed, held too much back): %llu step(s) split "
-			   "early, %llu of them missing a probe's answer (unknown waits); %llu "
-			   "CUDA record(s) weighed early; %llu wait(s) cut short (unknown)",
-			   (unsigned long long)g->steps_forced,
-			   (unsigned long long)g->steps_forced_unknown,
-			   (unsigned long long)g->records_forced, (unsigned long long)g->waits_cut);
-}
-
-/* Clear the window and its lines; 0 (with the CPU-only line) without GPU work. */
-static int window_begin(struct dlbn_gpu *g, int64_t ws, int64_t we)
-{
-	g->nreasons = 0;
-	memset(&g->win, 0, sizeof(g->win));
-	if (!g->present) {
-		add_reason(g, "no GPU activity recorded in the training process: the exposed "
-			      "wait is the stall (CPU-only rule)");
-		return 0;
-	}
-	g->win.wall_s = we > ws ? ((double)we - (double)ws) / 1e9 : 0; /* ws may be INT64_MIN */
-	return 1;
-}
-
-void dlbn_gpu_finish(struct dlbn_gpu *g, int whole, int k, int64_t ws, int64_t we)
-{
-	if (!window_begin(g, ws, we))
-		return;
-	/* Whole run: the Python view if it has steps (exact fetches). */
-	const struct dlbn_gpu_win *all =
-		&g->view_all[whole >= 0 && whole < DLBN_GPU_VIEWS ? whole : 1];
-	g->waits = all->waits;
-	g->waits_with_probe = all->waits_with_probe;
-	g->waits_no_work = all->waits_no_work;
-	g->waits_unknown = all->waits_unknown;
-	g->wait_s = all->wait_s;
-	g->wait_gpu_busy_s = all->wait_gpu_busy_s;
-	g->wait_gpu_idle_s = all->wait_gpu_idle_s;
-	g->wait_unknown_s = all->wait_unknown_s;
-	if (k < 0 || k >= DLBN_GPU_VIEWS)
-		return;
-	double wall_s = g->win.wall_s;
-	g->win = g->view_win[k];
-	g->win.valid = 1;
-	g->win.wall_s = wall_s;
-	window_reasons(g);
-}
-
-void dlbn_gpu_window(struct dlbn_gpu *g, const struct dlbn_steps *st, int64_t ws, int64_t we)
-{
-	if (!window_begin(g, ws, we) || !st)
-		return;
-	g->win.valid = 1;
-	for (size_t i = 0; st->gs && i < st->nkept; i++)
-		if (st->v[i].end > ws && st->v[i].end <= we)
-			win_add(&g->win, &st->v[i], &st->gs[i]);
-	window_reasons(g);
-}
-
-const struct dlbn_gpu_step *dlbn_gpu_steps_of(const struct dlbn_gpu *g, const struct dlbn_steps *st)
-{
-	if (!g || !g->present || !st)
-		return NULL;
-	return st->gs;
+		gpu_track_drain(ps, &ps->tr[k]);
 }

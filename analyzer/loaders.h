@@ -32,6 +32,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lead.h"
+
 struct dlbn_model;
 struct dlbn_record;
 
@@ -49,6 +51,8 @@ enum dlbn_loader_role {
 struct dlbn_loader_sums {
 	size_t steps;
 	int64_t wait_ns, stall_ns;
+	/* The loop periods before its fetches (outside.c charges them). */
+	struct dlbn_lead_sums leads;
 };
 
 const char *dlbn_loader_role_name(int role);

@@ -5,8 +5,9 @@
  * (report.h, dlbn_job_summarize) and --fail-on applies to it.
  *
  * Exit status (DESIGN section 5.7): 0 analysis done (any verdict);
- * 1 unreadable or damaged input (message on stderr; a damaged but readable
- * trace still gets a report of its intact part); 2 usage; 3 --fail-on hit.
+ * 1 unreadable, damaged or cut-short input (message on stderr; a damaged
+ * but readable trace still gets a report of its intact part, which says
+ * what was lost); 2 usage; 3 --fail-on hit.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -37,7 +38,8 @@ static const char usage_text[] =
 	"\n"
 	"Tell from a dlbn trace whether PyTorch training waits for its DataLoader.\n"
 	"Several traces (one per rank of a data-parallel job): a per-rank table,\n"
-	"the skew between ranks, and the job verdict (the worst rank's).\n"
+	"the straggler (the rank that stalls longest on its input; step times of\n"
+	"synchronous ranks are equal) and the job verdict (the worst rank's).\n"
 	"\n"
 	"  -f, --format FMT          text (default), markdown or json\n"
 	"  -o, --output FILE         write the report to FILE instead of stdout\n"
@@ -67,7 +69,8 @@ static const char usage_text[] =
 	"With several traces, --fail-on applies to the job verdict; --dump, --sqlite,\n"
 	"--perfetto, --baseline and --html take one trace.\n"
 	"\n"
-	"Exit status: 0 analysis done, 1 unreadable or damaged trace, 2 usage,\n"
+	"Exit status: 0 analysis done, 1 unreadable, damaged or cut-short trace\n"
+	"(the report says what was lost), 2 usage,\n"
 	"3 --fail-on level reached.  See dlbn-analyze(1), dlbn-trace(5).\n";
 
 struct cli {
@@ -254,14 +257,32 @@ static int dump(struct dlbn_reader *r, FILE *out)
 	return 0;
 }
 
+/* A damaged or cut-short trace (reader.h): one stderr line saying what, exit 1. */
 static int damaged(const char *path, const struct dlbn_reader_stats *rs)
 {
-	if (!rs->truncated && !rs->extents_corrupt)
+	if (!dlbn_reader_damaged(rs))
 		return 0;
+	char what[256];
+	int n = snprintf(what, sizeof(what), "%s%llu corrupt extent(s)",
+			 rs->truncated ? "truncated, " : "",
+			 (unsigned long long)(rs->extents_corrupt + rs->extents_bad_header));
+	if (rs->extents_missing && n < (int)sizeof(what))
+		n += snprintf(what + n, sizeof(what) - (size_t)n, ", %llu missing",
+			      (unsigned long long)rs->extents_missing);
+	if (rs->seq_gaps && n < (int)sizeof(what))
+		n += snprintf(what + n, sizeof(what) - (size_t)n, ", %llu gap(s)",
+			      (unsigned long long)rs->seq_gaps);
+	if (rs->extents_repaired && n < (int)sizeof(what))
+		n += snprintf(what + n, sizeof(what) - (size_t)n, ", %llu flipped bit(s) repaired",
+			      (unsigned long long)rs->extents_repaired);
+	if (dlbn_reader_cut_short(rs) && n < (int)sizeof(what))
+		snprintf(what + n, sizeof(what) - (size_t)n,
+			 ", recording stopped early in %u process(es)",
+			 rs->passive_count ? rs->passive_count : 1);
 	fprintf(stderr,
-		"dlbn-analyze: %s: damaged trace (%s%llu corrupt extent(s)); the report covers "
-		"the intact part\n",
-		path, rs->truncated ? "truncated, " : "", (unsigned long long)rs->extents_corrupt);
+		"dlbn-analyze: %s: damaged trace (%s); the report covers the intact part and says "
+		"what was lost\n",
+		path, what);
 	return 1;
 }
 

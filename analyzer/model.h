@@ -119,6 +119,12 @@ struct dlbn_step {
 	 * that gpu_idle_ns + gpu_refill_ns <= wait_ns (host work between
 	 * steps, which Replay keeps, cannot grow the stall past the waits). */
 	int64_t gpu_refill_ns;
+	/* The loop period before the fetch (lead.h): its counters, the GPU's
+	 * idle time in it (gpu.c lead_idle; -1 unknown or no GPU) and the
+	 * part of that idle time charged already as the previous step's
+	 * refill bubble. */
+	struct dlbn_lead lead;
+	int64_t gpu_lead_idle_ns, gpu_lead_refill_ns;
 	uint32_t in_epoch; /* position in its epoch (0: its first step) */
 	uint8_t warmup;	   /* before the steady-state window */
 	/* Python view: a step of another loader than the training one
@@ -148,6 +154,7 @@ struct dlbn_window {
 	int64_t exposed_ns;	      /* loader wait */
 	int64_t stall_ns;	      /* GPU-idle part plus refill bubbles */
 	int64_t startup_ns;	      /* GPU-idle in later epochs' warm-up */
+	struct dlbn_lead_sums leads;  /* the window steps' lead periods */
 	struct dlbn_quantiles *waits; /* the chosen view's waits */
 };
 
@@ -197,9 +204,11 @@ struct dlbn_loader {
 	size_t worker_procs; /* worker processes it started (CONFIG workers=) */
 	/* Pass 2: the Python view's fetch state (see model.c python_record). */
 	int64_t py_open, py_carry_ns, py_iter_begin;
+	int64_t py_iter_waited; /* the loop's waited_ns at its iter() */
 	int py_new_epoch;
-	struct dlbn_steps steps; /* another loader's steps (the training
-				  * loader's are m->py_steps) */
+	struct dlbn_lead py_lead; /* of the open fetch */
+	struct dlbn_steps steps;  /* another loader's steps (the training
+				   * loader's are m->py_steps) */
 	/* Its window steps that lie inside the training loader's window:
 	 * pending until the next training window step ends, then counted. */
 	struct dlbn_loader_sums pending, in_train_window;

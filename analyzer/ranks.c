@@ -1,10 +1,11 @@
 /*
  * ranks.c - several traces, one per rank of a data-parallel job (DESIGN
- * section 5 item 6): the per-rank table, the skew between ranks, the worst
- * rank and the job verdict (rules in ranks.h, struct dlbn_job);
- * report_ranks.c prints them.  Synchronous data-parallel training waits at
- * every collective for its slowest rank, so one rank's input stall slows
- * them all: that is why the job verdict is the worst rank's.
+ * section 5 item 6): the per-rank table, the straggler (by its stall, not
+ * its step time: ranks.h), the worst rank and the job verdict (rules in
+ * ranks.h, struct dlbn_job); report_ranks.c prints them.  Synchronous
+ * data-parallel training waits at every collective for its slowest rank,
+ * so one rank's input stall slows them all: that is why the job verdict is
+ * the worst rank's.
  */
 #include <string.h>
 
@@ -33,6 +34,9 @@ void dlbn_rank_row_fill(struct dlbn_rank_row *row, const char *path, int index,
 	row->wall_s = a->wall_s;
 	row->steps_window = a->steps_window;
 	row->step_ms = a->steps_window ? a->wall_s * 1e3 / (double)a->steps_window : 0;
+	row->stall_ms_per_step = a->steps_window ? a->stall_s * 1e3 / (double)a->steps_window : 0;
+	row->loop_ms = a->loop_ms;
+	row->sync_s = a->gpu ? a->sync_fraction * a->wall_s : -1;
 	snprintf(row->cause, sizeof(row->cause), "%s", a->cause);
 }
 
@@ -56,18 +60,27 @@ void dlbn_job_summarize(struct dlbn_job *job, const struct dlbn_rank_row *rows, 
 			job->worst = i;
 		if (r->step_ms <= 0)
 			continue;
-		if (!have_step || r->step_ms > rows[job->slowest].step_ms)
-			job->slowest = i;
-		if (!have_step || r->step_ms < rows[job->fastest].step_ms)
-			job->fastest = i;
+		if (!have_step || r->stall_ms_per_step > rows[job->straggler].stall_ms_per_step)
+			job->straggler = i;
+		if (!have_step || r->stall_ms_per_step < rows[job->least_stalled].stall_ms_per_step)
+			job->least_stalled = i;
+		if (!have_step || r->step_ms < job->step_ms_min)
+			job->step_ms_min = r->step_ms;
+		if (!have_step || r->step_ms > job->step_ms_max)
+			job->step_ms_max = r->step_ms;
 		if (!have_step || r->stall_s < job->stall_min_s)
 			job->stall_min_s = r->stall_s;
 		if (!have_step || r->stall_s > job->stall_max_s)
 			job->stall_max_s = r->stall_s;
 		have_step = 1;
 	}
-	if (have_step && rows[job->fastest].step_ms > 0)
-		job->step_skew = rows[job->slowest].step_ms / rows[job->fastest].step_ms;
+	if (have_step && job->step_ms_min > 0)
+		job->step_skew = job->step_ms_max / job->step_ms_min;
+	if (have_step && n > 1) {
+		const struct dlbn_rank_row *s = &rows[job->straggler];
+		double excess = s->stall_ms_per_step - rows[job->least_stalled].stall_ms_per_step;
+		job->has_straggler = excess > 0 && excess >= DLBN_STRAGGLER_SHARE * s->step_ms;
+	}
 	job->verdict = rows[job->worst].verdict;
 	if (job->verdict == DLBN_VERDICT_NOT_DETECTED && job->ninconclusive) {
 		/* The report then shows the rank that could not be judged, and why. */
@@ -79,4 +92,12 @@ void dlbn_job_summarize(struct dlbn_job *job, const struct dlbn_rank_row *rows, 
 			}
 		}
 	}
+}
+
+double dlbn_job_wait_ms(const struct dlbn_job *job, const struct dlbn_rank_row *rows, size_t i)
+{
+	if (!job->has_straggler || i == job->straggler || rows[i].step_ms <= 0)
+		return 0;
+	double d = rows[i].loop_ms - rows[job->straggler].loop_ms;
+	return d > 0 ? d : 0;
 }

@@ -1,6 +1,15 @@
 /*
  * ranks.h - several traces, one per rank of a data-parallel job: each
  * rank's line of the per-rank table and the job over all ranks.
+ *
+ * Synchronous data-parallel training meets at every collective (the
+ * gradient all-reduce), so the ranks' step times equalise: a rank that
+ * waits for its input holds the others at the next collective, and their
+ * steps take as long as its own.  Step time cannot name the straggler;
+ * its stall can: the straggler is the rank whose loop stalls longest per
+ * step on its loader, and the others show that time as extra time outside
+ * their own stall (waiting at the collective; blocked in GPU syncs where
+ * NCCL's wait is visible to the host).
  */
 #ifndef DLBN_RANKS_H
 #define DLBN_RANKS_H
@@ -20,7 +29,10 @@ struct dlbn_rank_row {
 	int verdict;
 	double speedup; /* 0: none */
 	double stall_s, stall_fraction, wall_s;
-	double step_ms; /* window wall / window steps; 0: no window */
+	double step_ms;		  /* window wall / window steps; 0: no window */
+	double stall_ms_per_step; /* stall / window steps */
+	double loop_ms;		  /* per step, outside the stall (verdict.h loop_ms) */
+	double sync_s;		  /* host blocked in GPU syncs in the window; -1: no CUDA */
 	size_t steps_window;
 	char cause[32];
 };
@@ -35,12 +47,25 @@ struct dlbn_rank_row {
  */
 struct dlbn_job {
 	int verdict;
-	size_t worst;		 /* index into the rows */
-	size_t slowest, fastest; /* by step time (rows with a window) */
-	double step_skew;	 /* slowest / fastest step time; 0: n/a */
+	size_t worst; /* index into the rows */
+	/* The straggler (see the top): the row with the largest stall per
+	 * step, when it stalls at least DLBN_STRAGGLER_SHARE of its step time
+	 * more than the least stalled rank; else none (ranks stall alike). */
+	int has_straggler;
+	size_t straggler, least_stalled;
+	/* Step times (rows with a window): a spread, not a ranking. */
+	double step_ms_min, step_ms_max;
+	double step_skew; /* step_ms_max / step_ms_min; 0: n/a */
 	double stall_min_s, stall_max_s;
 	size_t ninconclusive;
 };
+
+#define DLBN_STRAGGLER_SHARE 0.05
+
+/* Row i waits for the straggler: its extra time per step outside its
+ * stall (its loop_ms over the straggler's), >= 0; 0 when there is no
+ * straggler or i is it. */
+double dlbn_job_wait_ms(const struct dlbn_job *job, const struct dlbn_rank_row *rows, size_t i);
 
 void dlbn_rank_row_fill(struct dlbn_rank_row *row, const char *path, int index,
 			const struct dlbn_model *m, const struct dlbn_analysis *a);

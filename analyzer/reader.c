@@ -2,25 +2,25 @@
  * reader.c - streaming trace reader: extent scan, per-stream buffered
  * decoding, k-way merge by timestamp (see reader.h for the contract).
  *
- * The msgpack decoder below handles the subset the format uses (ints, str,
- * bin, nil, arrays of ints) inline and skips anything else generically; it
- * is the hot path of the analyzer, so it works on raw bytes without
- * allocation.
+ * The records are decoded by decode.c; the format 1.1 checks of each
+ * extent are extent_check.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "crc32c.h"
+#include "extent_check.h"
 #include "reader.h"
 
 #define STREAM_BUF_INIT (32u * 1024u)
 #define STREAM_BUF_MAX	(64u * 1024u * 1024u) /* a record larger than this is corrupt */
-#define SKIP_DEPTH_MAX	8
 
 /* One initialised extent, as found by the scan. */
 struct ext_ref {
@@ -29,11 +29,19 @@ struct ext_ref {
 	uint32_t pid, tid, flags;
 	uint32_t avail; /* committed bytes actually present in the file */
 	uint64_t base_ns;
+	int dropped;	  /* failed its checks: its records are not handed out */
+	int cut;	  /* the file ends inside its committed bytes */
+	int loss;	  /* st.losses entry describing this extent, -1 */
+	int loss_after;	  /* st.losses entry whose t_from is this extent's last record */
+	int64_t fix_off;  /* repaired bit: byte offset in the records, -1 none */
+	uint8_t fix_mask; /* ... and the bit to flip back */
+	int decoded;	  /* decoded to its end once: its damage is counted */
 };
 
 struct stream {
 	struct dlbn_stream_info info;
 	struct ext_ref *ext; /* this stream's extents, by seq (slice of r->exts) */
+	struct ext_ref *cur; /* extent being decoded */
 	size_t next_ext, n_ext;
 	int in_ext;
 	uint64_t ext_off;  /* file offset of the first byte not yet buffered */
@@ -55,8 +63,9 @@ struct dlbn_reader {
 	size_t n_streams;
 	size_t *heap; /* stream indices, min-heap on head.t_ns */
 	size_t heap_n;
-	ssize_t pending; /* stream whose head was handed out, advanced lazily */
-	unsigned passes; /* rewinds so far; damage is counted on pass 1 only */
+	ssize_t pending;    /* stream whose head was handed out, advanced lazily */
+	unsigned passes;    /* rewinds so far */
+	uint8_t *check_buf; /* DLBN_CHECK_BUF bytes while scanning */
 };
 
 static void warn(struct dlbn_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -70,329 +79,6 @@ static void warn(struct dlbn_reader *r, const char *fmt, ...)
 		va_end(ap);
 	}
 	r->st.nwarnings++;
-}
-
-/* ---- msgpack subset decoder ------------------------------------------- */
-
-static inline uint16_t be16(const uint8_t *p)
-{
-	return (uint16_t)((uint16_t)p[0] << 8 | p[1]);
-}
-
-static inline uint32_t be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static inline uint64_t be64(const uint8_t *p)
-{
-	return (uint64_t)be32(p) << 32 | be32(p + 4);
-}
-
-#define NEED(n)                                                                                    \
-	do {                                                                                       \
-		if ((size_t)(end - p) < (size_t)(n))                                               \
-			return -2;                                                                 \
-	} while (0)
-
-/*
- * Read an integer at *pp.  Returns 1 and the value, 0 if the value there is
- * not an integer (nothing consumed), -2 if incomplete.
- */
-static inline int read_int(const uint8_t **pp, const uint8_t *end, int64_t *v)
-{
-	const uint8_t *p = *pp;
-	NEED(1);
-	uint8_t c = *p;
-	if (c <= 0x7f || c >= 0xe0) {
-		*v = (int8_t)c;
-		if (c <= 0x7f)
-			*v = c;
-		*pp = p + 1;
-		return 1;
-	}
-	switch (c) {
-	case 0xcc:
-		NEED(2);
-		*v = p[1];
-		*pp = p + 2;
-		return 1;
-	case 0xcd:
-		NEED(3);
-		*v = be16(p + 1);
-		*pp = p + 3;
-		return 1;
-	case 0xce:
-		NEED(5);
-		*v = be32(p + 1);
-		*pp = p + 5;
-		return 1;
-	case 0xcf:
-		NEED(9);
-		*v = (int64_t)be64(p + 1);
-		*pp = p + 9;
-		return 1;
-	case 0xd0:
-		NEED(2);
-		*v = (int8_t)p[1];
-		*pp = p + 2;
-		return 1;
-	case 0xd1:
-		NEED(3);
-		*v = (int16_t)be16(p + 1);
-		*pp = p + 3;
-		return 1;
-	case 0xd2:
-		NEED(5);
-		*v = (int32_t)be32(p + 1);
-		*pp = p + 5;
-		return 1;
-	case 0xd3:
-		NEED(9);
-		*v = (int64_t)be64(p + 1);
-		*pp = p + 9;
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-/* Array header: 1 and the count, 0 if not an array, -2 incomplete. */
-static inline int read_array(const uint8_t **pp, const uint8_t *end, uint32_t *n)
-{
-	const uint8_t *p = *pp;
-	NEED(1);
-	uint8_t c = *p;
-	if ((c & 0xf0) == 0x90) {
-		*n = c & 0x0f;
-		*pp = p + 1;
-		return 1;
-	}
-	if (c == 0xdc) {
-		NEED(3);
-		*n = be16(p + 1);
-		*pp = p + 3;
-		return 1;
-	}
-	if (c == 0xdd) {
-		NEED(5);
-		*n = be32(p + 1);
-		*pp = p + 5;
-		return 1;
-	}
-	return 0;
-}
-
-/* Str/bin header: 1 with length and data pointer, 0 if not, -2 incomplete. */
-static inline int read_str(const uint8_t **pp, const uint8_t *end, const char **s, uint32_t *n)
-{
-	const uint8_t *p = *pp;
-	size_t hdr;
-	NEED(1);
-	uint8_t c = *p;
-	if ((c & 0xe0) == 0xa0) {
-		hdr = 1;
-		*n = c & 0x1f;
-	} else if (c == 0xd9 || c == 0xc4) {
-		NEED(2);
-		hdr = 2;
-		*n = p[1];
-	} else if (c == 0xda || c == 0xc5) {
-		NEED(3);
-		hdr = 3;
-		*n = be16(p + 1);
-	} else if (c == 0xdb || c == 0xc6) {
-		NEED(5);
-		hdr = 5;
-		*n = be32(p + 1);
-	} else {
-		return 0;
-	}
-	NEED(hdr + *n);
-	*s = (const char *)p + hdr;
-	*pp = p + hdr + *n;
-	return 1;
-}
-
-/* Skip any one msgpack value.  0 ok, -1 malformed, -2 incomplete. */
-static int skip_value(const uint8_t **pp, const uint8_t *end, int depth)
-{
-	const uint8_t *p = *pp;
-	int64_t iv;
-	const char *s;
-	uint32_t n;
-	int rc;
-
-	if (depth > SKIP_DEPTH_MAX)
-		return -1;
-	if ((rc = read_int(pp, end, &iv)) != 0)
-		return rc == 1 ? 0 : rc;
-	if ((rc = read_str(pp, end, &s, &n)) != 0)
-		return rc == 1 ? 0 : rc;
-	if ((rc = read_array(pp, end, &n)) != 0) {
-		if (rc < 0)
-			return rc;
-		for (uint32_t i = 0; i < n; i++)
-			if ((rc = skip_value(pp, end, depth + 1)) != 0)
-				return rc;
-		return 0;
-	}
-	NEED(1);
-	uint8_t c = *p;
-	size_t pairs = 0, fixed = 0;
-	switch (c) {
-	case 0xc0:
-	case 0xc2:
-	case 0xc3:
-		fixed = 1;
-		break;
-	case 0xca:
-		fixed = 5;
-		break;
-	case 0xcb:
-		fixed = 9;
-		break;
-	case 0xd4:
-		fixed = 3;
-		break;
-	case 0xd5:
-		fixed = 4;
-		break;
-	case 0xd6:
-		fixed = 6;
-		break;
-	case 0xd7:
-		fixed = 10;
-		break;
-	case 0xd8:
-		fixed = 18;
-		break;
-	case 0xc7:
-		NEED(2);
-		fixed = 3 + (size_t)p[1];
-		break;
-	case 0xc8:
-		NEED(3);
-		fixed = 4 + (size_t)be16(p + 1);
-		break;
-	case 0xc9:
-		NEED(5);
-		fixed = 6 + (size_t)be32(p + 1);
-		break;
-	case 0xde:
-		NEED(3);
-		pairs = be16(p + 1);
-		p += 3;
-		break;
-	case 0xdf:
-		NEED(5);
-		pairs = be32(p + 1);
-		p += 5;
-		break;
-	default:
-		if ((c & 0xf0) == 0x80) {
-			pairs = c & 0x0f;
-			p += 1;
-			break;
-		}
-		return -1; /* 0xc1 is never used */
-	}
-	if (fixed) {
-		NEED(fixed);
-		*pp = p + fixed;
-		return 0;
-	}
-	*pp = p;
-	for (size_t i = 0; i < 2 * pairs; i++)
-		if ((rc = skip_value(pp, end, depth + 1)) != 0)
-			return rc;
-	return 0;
-}
-
-/* Decode field i of a record (hot path: ints first). */
-static inline int decode_field(const uint8_t **pp, const uint8_t *end, struct dlbn_record *rec,
-			       int i)
-{
-	int64_t iv;
-	const char *s;
-	uint32_t n;
-	int rc;
-
-	if ((rc = read_int(pp, end, &iv)) != 0) {
-		if (rc < 0)
-			return rc;
-		rec->kind[i] = DLBN_V_INT;
-		rec->f[i] = iv;
-		return 0;
-	}
-	if ((rc = read_str(pp, end, &s, &n)) != 0) {
-		if (rc < 0)
-			return rc;
-		rec->kind[i] = DLBN_V_STR;
-		rec->f[i] = n;
-		rec->str[i] = s;
-		return 0;
-	}
-	if (**pp == 0xc0) {
-		(*pp)++;
-		rec->kind[i] = DLBN_V_NIL;
-		rec->f[i] = 0;
-		return 0;
-	}
-	if ((rc = read_array(pp, end, &n)) != 0) {
-		if (rc < 0)
-			return rc;
-		rec->kind[i] = DLBN_V_ARR;
-		rec->f[i] = n;
-		for (uint32_t k = 0; k < n; k++) {
-			if ((rc = read_int(pp, end, &iv)) == 1) {
-				if (rec->narr < DLBN_REC_MAX_ARR)
-					rec->arr[rec->narr++] = iv;
-				continue;
-			}
-			if (rc < 0)
-				return rc;
-			if ((rc = skip_value(pp, end, 1)) != 0)
-				return rc;
-		}
-		return 0;
-	}
-	rec->kind[i] = DLBN_V_OTHER;
-	rec->f[i] = 0;
-	return skip_value(pp, end, 0);
-}
-
-long dlbn_decode_record(const uint8_t *buf, size_t len, struct dlbn_record *rec, int64_t *dt_ns)
-{
-	const uint8_t *p = buf, *end = buf + len;
-	uint32_t n;
-	int64_t type;
-	int rc;
-
-	if ((rc = read_array(&p, end, &n)) != 1)
-		return rc == -2 ? 0 : -1;
-	if (n < 2)
-		return -1;
-	if ((rc = read_int(&p, end, &type)) != 1)
-		return rc == -2 ? 0 : -1;
-	if ((rc = read_int(&p, end, dt_ns)) != 1)
-		return rc == -2 ? 0 : -1;
-	if (type < 0 || type > 255)
-		return -1;
-	rec->type = (int)type;
-	rec->narr = 0;
-	n -= 2;
-	uint32_t kept = n < DLBN_REC_MAX_FIELDS ? n : DLBN_REC_MAX_FIELDS;
-	rec->nfields = (int)kept;
-	for (uint32_t i = 0; i < kept; i++)
-		if ((rc = decode_field(&p, end, rec, (int)i)) != 0)
-			return rc == -2 ? 0 : -1;
-	for (uint32_t i = kept; i < n; i++)
-		if ((rc = skip_value(&p, end, 1)) != 0)
-			return rc == -2 ? 0 : -1;
-	for (uint32_t i = kept; i < DLBN_REC_MAX_FIELDS; i++)
-		rec->kind[i] = DLBN_V_NONE;
-	return (long)(p - buf);
 }
 
 /* ---- opening and scanning --------------------------------------------- */
@@ -409,6 +95,30 @@ static int ext_cmp(const void *a, const void *b)
 	return x->offset < y->offset ? -1 : (x->offset > y->offset);
 }
 
+static int add_loss(struct dlbn_reader *r, int kind, const struct ext_ref *e, uint64_t extents,
+		    uint64_t bytes, int64_t t_from, int64_t t_to)
+{
+	unsigned i = r->st.nlosses++;
+	if (i >= DLBN_READER_MAX_LOSS)
+		return -1;
+	struct dlbn_loss *l = &r->st.losses[i];
+	*l = (struct dlbn_loss){
+		.kind = kind, .extents = extents, .bytes = bytes, .t_from = t_from, .t_to = t_to};
+	if (e) {
+		l->known_stream = 1;
+		l->proc_id = e->proc_id;
+		l->thread_no = e->thread_no;
+		l->pid = e->pid;
+		l->tid = e->tid;
+	}
+	return (int)i;
+}
+
+static int64_t base_time(uint64_t base_ns)
+{
+	return base_ns > (uint64_t)DLBN_TIME_LIMIT ? DLBN_TIME_LIMIT : (int64_t)base_ns;
+}
+
 static int check_header(struct dlbn_reader *r, char *err, size_t errlen)
 {
 	struct dlbn_file_header h;
@@ -423,6 +133,7 @@ static int check_header(struct dlbn_reader *r, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: empty file, not a dlbn trace", r->path);
 		return -1;
 	}
+	memset(&h, 0, sizeof(h));
 	ssize_t got = pread(r->fd, &h, sizeof(h), 0);
 	if (got < 0) {
 		snprintf(err, errlen, "%s: cannot read: %s", r->path, strerror(errno));
@@ -432,7 +143,7 @@ static int check_header(struct dlbn_reader *r, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: not a dlbn trace (bad magic)", r->path);
 		return -1;
 	}
-	if ((size_t)got < sizeof(h)) {
+	if ((size_t)got < offsetof(struct dlbn_file_header, passive_count)) {
 		snprintf(err, errlen,
 			 "%s: truncated dlbn trace: %zd bytes, shorter than its header", r->path,
 			 got);
@@ -456,6 +167,7 @@ static int check_header(struct dlbn_reader *r, char *err, size_t errlen)
 	r->header_size = h.header_size;
 	r->st.version_major = h.version_major;
 	r->st.version_minor = h.version_minor;
+	r->st.checked = h.version_minor >= 1;
 	r->st.extent_size = h.extent_size;
 	r->st.file_flags = h.flags;
 	r->st.extents_announced = h.next_extent;
@@ -463,38 +175,59 @@ static int check_header(struct dlbn_reader *r, char *err, size_t errlen)
 	r->st.created_realtime_ns = h.created_realtime_ns;
 	memcpy(r->st.host, h.host, sizeof(h.host));
 	r->st.host[64] = 0;
+	if (!r->st.checked)
+		warn(r,
+		     "trace format %u.%u carries no checksums: damage inside its records may go "
+		     "unnoticed",
+		     (unsigned)h.version_major, (unsigned)h.version_minor);
+	/* The passive table: a short file (cut inside the header) has zeros. */
+	r->st.passive_count = h.passive_count;
+	uint32_t n = h.passive_count < DLBN_MAX_PASSIVE ? h.passive_count : DLBN_MAX_PASSIVE;
+	for (uint32_t i = 0; i < n; i++)
+		if (h.passive[i].err != 0)
+			r->st.passive[r->st.npassive++] = h.passive[i];
+	if ((size_t)got < sizeof(h) && (uint64_t)got < r->header_size)
+		r->st.truncated = 1;
 	return 0;
 }
 
-/* Read one extent header; returns 1 if usable, 0 if skipped. */
+static void header_loss(struct dlbn_reader *r, uint64_t slot, const char *what)
+{
+	r->st.extents_bad_header++;
+	add_loss(r, DLBN_LOSS_HEADER, NULL, 1, 0, DLBN_LOSS_T_UNKNOWN, DLBN_LOSS_T_UNKNOWN);
+	warn(r, "extent %llu: damaged %s; its records are lost", (unsigned long long)slot, what);
+}
+
+/* Read one extent header; returns 1 if it takes part in its stream, 0 if not. */
 static int scan_extent(struct dlbn_reader *r, uint64_t slot, struct ext_ref *out)
 {
 	struct dlbn_extent_header eh;
 	uint64_t off = r->header_size + slot * (uint64_t)r->st.extent_size;
 	ssize_t got = pread(r->fd, &eh, sizeof(eh), (off_t)off);
+	int repaired;
 
 	if (got != (ssize_t)sizeof(eh))
 		return 0;
-	if (eh.magic != DLBN_EXTENT_MAGIC) {
+	/* Never initialised: magic 0 (in a 1.0 trace anything but the magic). */
+	if (eh.magic == 0 || (eh.magic != DLBN_EXTENT_MAGIC && !r->st.checked)) {
 		if (slot < r->st.extents_announced)
 			r->st.extents_uninit++;
 		return 0;
 	}
+	if (r->st.checked) {
+		if (!dlbn_extent_check_header(&eh, &repaired)) {
+			header_loss(r, slot,
+				    eh.magic != DLBN_EXTENT_MAGIC ? "magic" : "header (CRC)");
+			return 0;
+		}
+		if (repaired) {
+			r->st.extents_repaired++;
+			warn(r, "extent %llu: flipped bit in its header, repaired",
+			     (unsigned long long)slot);
+		}
+	}
 	uint32_t room = r->st.extent_size - DLBN_EXTENT_HEADER_SIZE;
-	uint32_t committed = eh.committed;
-	if (committed > room) {
-		warn(r, "extent %llu: committed %u exceeds the extent; read up to its end",
-		     (unsigned long long)slot, committed);
-		r->st.extents_corrupt++;
-		committed = room;
-	}
 	uint64_t data_off = off + DLBN_EXTENT_HEADER_SIZE;
-	uint64_t present = r->st.file_size > data_off ? r->st.file_size - data_off : 0;
-	if (committed > present) {
-		r->st.extents_cut++;
-		r->st.truncated = 1;
-		committed = (uint32_t)present;
-	}
 	*out = (struct ext_ref){.offset = off,
 				.proc_id = eh.proc_id,
 				.thread_no = eh.thread_no,
@@ -502,8 +235,52 @@ static int scan_extent(struct dlbn_reader *r, uint64_t slot, struct ext_ref *out
 				.pid = eh.pid,
 				.tid = eh.tid,
 				.flags = eh.flags,
-				.avail = committed,
-				.base_ns = eh.base_ns};
+				.base_ns = eh.base_ns,
+				.loss = -1,
+				.loss_after = -1,
+				.fix_off = -1};
+	uint32_t committed = eh.committed;
+	if (r->st.checked) {
+		struct dlbn_extent_check c;
+		if (!dlbn_extent_check_records(r->fd, r->st.file_size, &eh, data_off, room,
+					       r->check_buf, &c)) {
+			out->dropped = 1;
+			r->st.extents_corrupt++;
+			uint32_t len = (uint32_t)eh.commit & DLBN_COMMIT_LEN_MASK;
+			out->loss = add_loss(r, DLBN_LOSS_CORRUPT, out, 1, len <= room ? len : 0,
+					     base_time(eh.base_ns), DLBN_LOSS_T_UNKNOWN);
+			warn(r, "stream %u/%u (pid %u) extent %u: records fail their CRC; dropped",
+			     eh.proc_id, eh.thread_no, eh.pid, eh.extent_seq);
+			return 1;
+		}
+		committed = c.committed;
+		out->flags = c.final ? DLBN_EXTENT_FINAL : 0;
+		out->fix_off = c.fix_off;
+		out->fix_mask = c.fix_mask;
+		if (c.repaired) {
+			static const char *const where[] = {"", "header", "commit word", "CRC",
+							    "records"};
+			r->st.extents_repaired++;
+			warn(r, "stream %u/%u (pid %u) extent %u: flipped bit in its %s, repaired",
+			     eh.proc_id, eh.thread_no, eh.pid, eh.extent_seq, where[c.repaired]);
+		}
+	} else if (committed > room) {
+		warn(r, "extent %llu: committed %u exceeds the extent; read up to its end",
+		     (unsigned long long)slot, committed);
+		r->st.extents_corrupt++;
+		committed = room;
+	}
+	uint64_t present = r->st.file_size > data_off ? r->st.file_size - data_off : 0;
+	if (committed > present) {
+		r->st.extents_cut++;
+		r->st.truncated = 1;
+		out->cut = 1;
+		out->loss = out->loss_after =
+			add_loss(r, DLBN_LOSS_CUT, out, 1, committed - present,
+				 base_time(eh.base_ns), DLBN_LOSS_T_UNKNOWN);
+		committed = (uint32_t)present;
+	}
+	out->avail = committed;
 	r->st.bytes += committed;
 	return 1;
 }
@@ -516,15 +293,27 @@ static int scan_extents(struct dlbn_reader *r)
 		slots++; /* a partial last extent: its header may still be there */
 	r->st.extents = slots;
 	if (r->st.extents_announced > slots) {
-		warn(r, "file header announces %llu extents, the file holds %llu",
+		/* Extents are handed out, then the file grows over them: the file
+		 * holds every one handed out unless it was cut (or a process
+		 * stopped recording before growing it: see passive). */
+		r->st.extents_missing = r->st.extents_announced - slots;
+		r->st.truncated = 1;
+		add_loss(r, DLBN_LOSS_MISSING, NULL, r->st.extents_missing, 0, DLBN_LOSS_T_UNKNOWN,
+			 DLBN_LOSS_T_UNKNOWN);
+		warn(r,
+		     "trace truncated: the file header announces %llu extents, the file holds "
+		     "%llu",
 		     (unsigned long long)r->st.extents_announced, (unsigned long long)slots);
 	}
 	r->exts = calloc(slots ? slots : 1, sizeof(*r->exts));
-	if (!r->exts)
+	r->check_buf = malloc(DLBN_CHECK_BUF);
+	if (!r->exts || !r->check_buf)
 		return -1;
 	for (uint64_t s = 0; s < slots; s++)
 		if (scan_extent(r, s, &r->exts[r->n_exts]))
 			r->n_exts++;
+	free(r->check_buf);
+	r->check_buf = NULL;
 	if (r->st.extents_uninit)
 		warn(r, "%llu extent(s) allocated but never initialised (process died?); skipped",
 		     (unsigned long long)r->st.extents_uninit);
@@ -533,6 +322,18 @@ static int scan_extents(struct dlbn_reader *r)
 		     (unsigned long long)r->st.extents_cut);
 	qsort(r->exts, r->n_exts, sizeof(*r->exts), ext_cmp);
 	return 0;
+}
+
+/* Extents missing before exts[k] of its stream (first: the stream's first). */
+static void note_gap(struct dlbn_reader *r, struct ext_ref *prev, struct ext_ref *e,
+		     uint32_t missing)
+{
+	r->st.seq_gaps++;
+	int i = add_loss(r, DLBN_LOSS_GAP, e, missing, 0,
+			 prev ? base_time(prev->base_ns) : DLBN_LOSS_T_UNKNOWN,
+			 base_time(e->base_ns));
+	if (prev && !prev->dropped && prev->loss_after < 0)
+		prev->loss_after = i; /* from its last record, once decoded */
 }
 
 static int build_streams(struct dlbn_reader *r)
@@ -554,15 +355,29 @@ static int build_streams(struct dlbn_reader *r)
 						    .index = (uint32_t)r->n_streams - 1};
 		s->ext = &r->exts[i];
 		s->n_ext = j - i;
-		for (size_t k = i + 1; k < j; k++) {
-			if (r->exts[k].seq == r->exts[k - 1].seq)
-				warn(r, "stream %u/%u: extent_seq %u appears twice",
-				     s->info.proc_id, s->info.thread_no, r->exts[k].seq);
-			else if (r->exts[k].seq != r->exts[k - 1].seq + 1)
-				r->st.seq_gaps++;
-		}
 		if (r->exts[i].seq != 0)
-			r->st.seq_gaps++;
+			note_gap(r, NULL, &r->exts[i], r->exts[i].seq);
+		for (size_t k = i + 1; k < j; k++) {
+			struct ext_ref *p = &r->exts[k - 1], *e = &r->exts[k];
+			/* A dropped extent's records end where the next one starts. */
+			if (p->dropped && p->loss >= 0 && p->loss < DLBN_READER_MAX_LOSS)
+				r->st.losses[p->loss].t_to = base_time(e->base_ns);
+			if (e->seq == p->seq) {
+				warn(r, "stream %u/%u: extent_seq %u appears twice",
+				     s->info.proc_id, s->info.thread_no, e->seq);
+				if (r->st.checked) {
+					/* Both passed their CRCs: a recorder bug, not a
+					 * flipped bit; the later copy is dropped. */
+					e->dropped = 1;
+					r->st.extents_corrupt++;
+					e->loss = add_loss(r, DLBN_LOSS_CORRUPT, e, 1, e->avail,
+							   base_time(e->base_ns),
+							   DLBN_LOSS_T_UNKNOWN);
+				}
+			} else if (e->seq != p->seq + 1) {
+				note_gap(r, p, e, e->seq - p->seq - 1);
+			}
+		}
 		s->cap = STREAM_BUF_INIT;
 		i = j;
 	}
@@ -571,6 +386,18 @@ static int build_streams(struct dlbn_reader *r)
 		warn(r, "%llu gap(s) in extent sequences (lost extents); records resume after them",
 		     (unsigned long long)r->st.seq_gaps);
 	return 0;
+}
+
+int dlbn_reader_cut_short(const struct dlbn_reader_stats *rs)
+{
+	return (rs->file_flags & DLBN_FILE_PASSIVE) || rs->passive_count > 0;
+}
+
+int dlbn_reader_damaged(const struct dlbn_reader_stats *rs)
+{
+	return rs->truncated || rs->extents_corrupt || rs->extents_bad_header ||
+	       rs->extents_repaired || rs->extents_missing || rs->seq_gaps || rs->nlosses ||
+	       dlbn_reader_cut_short(rs);
 }
 
 struct dlbn_reader *dlbn_reader_open(const char *path, char *err, size_t errlen)
@@ -587,6 +414,7 @@ struct dlbn_reader *dlbn_reader_open(const char *path, char *err, size_t errlen)
 		dlbn_reader_close(r);
 		return NULL;
 	}
+	dlbn_crc32c_init();
 	if (check_header(r, err, errlen) != 0) {
 		dlbn_reader_close(r);
 		return NULL;
@@ -611,6 +439,7 @@ void dlbn_reader_close(struct dlbn_reader *r)
 	free(r->streams);
 	free(r->heap);
 	free(r->exts);
+	free(r->check_buf);
 	free(r->path);
 	free(r);
 }
@@ -643,20 +472,49 @@ static int stream_fill(struct dlbn_reader *r, struct stream *s)
 		s->ext_left = 0;
 		return -1;
 	}
+	/* The bit the scan found flipped (its CRC located it): undo it. */
+	const struct ext_ref *e = s->cur;
+	if (e->fix_off >= 0) {
+		uint64_t at = e->offset + DLBN_EXTENT_HEADER_SIZE + (uint64_t)e->fix_off;
+		if (at >= s->ext_off && at < s->ext_off + (uint64_t)got)
+			s->buf[s->len + (at - s->ext_off)] ^= e->fix_mask;
+	}
 	s->len += (size_t)got;
 	s->ext_off += (uint64_t)got;
 	s->ext_left -= (uint64_t)got;
 	return 0;
 }
 
-static void stream_corrupt(struct dlbn_reader *r, struct stream *s, const char *why)
+/* Start of the stream's next extent: where records lost in this one end. */
+static int64_t next_base(const struct stream *s)
+{
+	return s->next_ext < s->n_ext ? base_time(s->ext[s->next_ext].base_ns)
+				      : DLBN_LOSS_T_UNKNOWN;
+}
+
+/* The current extent is decoded: losses that start at its last record. */
+static void ext_done(struct dlbn_reader *r, struct stream *s)
 {
 	s->in_ext = 0;
-	if (r->passes > 1)
-		return;
-	r->st.extents_corrupt++;
-	warn(r, "stream %u/%u (pid %u) extent %u: %s; rest of the extent skipped", s->info.proc_id,
-	     s->info.thread_no, s->info.pid, s->ext[s->next_ext - 1].seq, why);
+	int i = s->cur->loss_after;
+	if (!s->cur->decoded && i >= 0 && i < DLBN_READER_MAX_LOSS)
+		r->st.losses[i].t_from = s->t_prev;
+	s->cur->decoded = 1;
+}
+
+static void stream_corrupt(struct dlbn_reader *r, struct stream *s, const char *why)
+{
+	/* Counted once, on the first pass that gets here (a pass can stop
+	 * early: the priming in dlbn_reader_rewind decodes one record). */
+	if (!s->cur->decoded) {
+		r->st.extents_corrupt++;
+		struct ext_ref e = *s->cur;
+		add_loss(r, DLBN_LOSS_CORRUPT, &e, 1, s->ext_left + (s->len - s->pos), s->t_prev,
+			 next_base(s));
+		warn(r, "stream %u/%u (pid %u) extent %u: %s; rest of the extent skipped",
+		     s->info.proc_id, s->info.thread_no, s->info.pid, s->cur->seq, why);
+	}
+	ext_done(r, s);
 }
 
 /*
@@ -689,13 +547,15 @@ static int stream_advance(struct dlbn_reader *r, struct stream *s)
 				s->pos = s->len = 0;
 				return 0;
 			}
-			const struct ext_ref *e = &s->ext[s->next_ext++];
+			struct ext_ref *e = &s->ext[s->next_ext++];
+			if (e->dropped)
+				continue; /* failed its checks (scan): a loss already */
+			s->cur = e;
 			s->in_ext = 1;
 			s->ext_off = e->offset + DLBN_EXTENT_HEADER_SIZE;
 			s->ext_left = e->avail;
 			s->pos = s->len = 0;
-			s->t_prev = e->base_ns > (uint64_t)DLBN_TIME_LIMIT ? DLBN_TIME_LIMIT
-									   : (int64_t)e->base_ns;
+			s->t_prev = base_time(e->base_ns);
 			if (e->flags & DLBN_EXTENT_FINAL)
 				s->info.ended_final = 1;
 		}
@@ -718,9 +578,11 @@ static int stream_advance(struct dlbn_reader *r, struct stream *s)
 				stream_corrupt(r, s, "record larger than any buffer or read error");
 			continue;
 		}
-		if (s->pos < s->len)
+		if (s->pos < s->len && !s->cur->cut) {
 			stream_corrupt(r, s, "incomplete record at the end of committed data");
-		s->in_ext = 0;
+			continue;
+		}
+		ext_done(r, s); /* a cut extent ends with a partial record: counted as CUT */
 	}
 }
 

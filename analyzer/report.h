@@ -44,6 +44,10 @@ void dlbn_gpu_text(FILE *out, const struct dlbn_gpu *g);
 void dlbn_whatif_text(FILE *out, const struct dlbn_whatif *w);
 void dlbn_whatif_markdown(FILE *out, const struct dlbn_whatif *w);
 void dlbn_whatif_json(FILE *out, const struct dlbn_whatif *w);
+/* report_outside.c: the loading costs outside the waits (outside.h). */
+void dlbn_outside_text(FILE *out, const struct dlbn_analysis *a);
+void dlbn_outside_markdown(FILE *out, const struct dlbn_analysis *a);
+void dlbn_outside_json(FILE *out, const struct dlbn_analysis *a);
 
 void dlbn_report_text(FILE *out, const struct dlbn_report_input *in);
 void dlbn_report_json(FILE *out, const struct dlbn_report_input *in);

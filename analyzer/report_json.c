@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "damage.h"
 #include "report.h"
 
 static void jstr(FILE *out, const char *s)
@@ -81,6 +82,57 @@ static void json_config(FILE *out, const struct dlbn_model *m, const struct dlbn
 	fputc('}', out);
 }
 
+static void json_time(FILE *out, const struct dlbn_model *m, int64_t t)
+{
+	if (t == DLBN_LOSS_T_UNKNOWN)
+		fputs("null", out);
+	else
+		fprintf(out, "%.6f", (double)(t - m->t0) / 1e9);
+}
+
+/* The trace object's damage keys: what a damaged or cut-short trace lost. */
+static void json_damage(FILE *out, const struct dlbn_report_input *in)
+{
+	static struct dlbn_damage d;
+	const struct dlbn_reader_stats *rs = in->rs;
+	dlbn_damage_assess(in->m, rs, in->a, &d);
+	fprintf(out,
+		",\"damaged\":%s,\"cut_short\":%s,\"extents_repaired\":%llu,"
+		"\"extents_missing\":%llu,\"extents_bad_header\":%llu,\"damage_blocks_verdict\":%s,"
+		"\"damage_summary\":",
+		d.damaged ? "true" : "false", d.cut_short ? "true" : "false",
+		(unsigned long long)rs->extents_repaired, (unsigned long long)rs->extents_missing,
+		(unsigned long long)rs->extents_bad_header, d.blocks_verdict ? "true" : "false");
+	if (d.damaged)
+		jstr(out, d.summary);
+	else
+		fputs("null", out);
+	fputs(",\"losses\":[", out);
+	for (size_t i = 0; i < d.nitems; i++) {
+		const struct dlbn_damage_item *x = &d.items[i];
+		fprintf(out, "%s{\"kind\":\"%s\",\"proc_id\":", i ? "," : "",
+			dlbn_damage_kind_name(x->kind));
+		if (x->proc_id >= 0)
+			fprintf(out, "%lld,\"pid\":%d", (long long)x->proc_id, x->pid);
+		else
+			fputs("null,\"pid\":null", out);
+		fprintf(out, ",\"extents\":%llu,\"bytes\":%llu,\"from_s\":",
+			(unsigned long long)x->extents, (unsigned long long)x->bytes);
+		json_time(out, in->m, x->t_from);
+		fputs(",\"to_s\":", out);
+		json_time(out, in->m,
+			  x->kind == DLBN_DAMAGE_PASSIVE ? DLBN_LOSS_T_UNKNOWN : x->t_to);
+		fprintf(out, ",\"window\":\"%s\",\"blocks_verdict\":%s,\"text\":",
+			x->touches == DLBN_TOUCH_YES   ? "in"
+			: x->touches == DLBN_TOUCH_MAY ? "may"
+						       : "outside",
+			x->blocks ? "true" : "false");
+		jstr(out, x->text);
+		fputc('}', out);
+	}
+	fputc(']', out);
+}
+
 static void json_trace(FILE *out, const struct dlbn_report_input *in)
 {
 	const struct dlbn_reader_stats *rs = in->rs;
@@ -105,7 +157,9 @@ static void json_trace(FILE *out, const struct dlbn_report_input *in)
 			fputc(',', out);
 		jstr(out, in->a->warnings[i]);
 	}
-	fputs("]}", out);
+	fputc(']', out);
+	json_damage(out, in);
+	fputc('}', out);
 }
 
 /* "cpu": contention over the window from schedstat samples (null: none). */
@@ -291,7 +345,9 @@ void dlbn_report_json(FILE *out, const struct dlbn_report_input *in)
 		fprintf(out, "%s\"%s\":", i ? "," : "", names[i]);
 		dlbn_json_number(out, vals[i]);
 	}
-	fputs("},\"gpu\":", out);
+	fputs("},\"outside_waits\":", out);
+	dlbn_outside_json(out, a);
+	fputs(",\"gpu\":", out);
 	if (in->gpu && in->gpu->present)
 		dlbn_gpu_json(out, in->gpu);
 	else

@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "damage.h"
 #include "report.h"
 
 /* Table cells and list items must not break the Markdown around them. */
@@ -127,6 +128,19 @@ void dlbn_report_markdown(FILE *out, const struct dlbn_report_input *in)
 		fputs("```\n", out);
 	}
 
+	static struct dlbn_damage d; /* what a damaged trace lost (damage.h) */
+	dlbn_damage_assess(m, rs, a, &d);
+	if (d.damaged) {
+		fputs("\n## Damaged trace (exit status 1)\n\n", out);
+		md_text(out, d.summary);
+		fputs("\n\n", out);
+		for (size_t i = 0; i < d.nitems; i++) {
+			fputs("- ", out);
+			md_text(out, d.items[i].text);
+			fputc('\n', out);
+		}
+	}
+
 	fputs("\n## Detection\n\n", out);
 	if (a->steps_total) {
 		fprintf(out,
@@ -140,6 +154,7 @@ void dlbn_report_markdown(FILE *out, const struct dlbn_report_input *in)
 			"p50 %.2f ms, p95 %.2f ms, max %.2f ms\n",
 			a->exposed_s, a->exposed_fraction * 100, a->mean_ms, a->p50_ms, a->p95_ms,
 			a->max_ms);
+		dlbn_outside_markdown(out, a);
 	}
 	if (m->config.present) {
 		fputs("- DataLoader: `", out);

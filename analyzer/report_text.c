@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "damage.h"
 #include "json.h"
 #include "report.h"
 
@@ -21,6 +22,20 @@ static const char *verdict_line(int v)
 	default:
 		return "the trace cannot support a verdict";
 	}
+}
+
+/* What a damaged or cut-short trace lost (damage.h), right under the verdict. */
+static void text_damage(FILE *out, const struct dlbn_report_input *in)
+{
+	static struct dlbn_damage d;
+	dlbn_damage_assess(in->m, in->rs, in->a, &d);
+	if (!d.damaged)
+		return;
+	fprintf(out, "\nDAMAGED TRACE (exit status 1): %s\n", d.summary);
+	for (size_t i = 0; i < d.nitems; i++)
+		fprintf(out, "  - %s\n", d.items[i].text);
+	if (d.more)
+		fprintf(out, "  (%u more)\n", d.more);
 }
 
 static void text_workers(FILE *out, const struct dlbn_analysis *a)
@@ -165,6 +180,7 @@ void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
 			100.0 / a->predicted_speedup);
 	if (in->baseline)
 		dlbn_baseline_text(out, in->baseline);
+	text_damage(out, in);
 
 	fprintf(out, "\nEvidence (%s view%s%s)\n", dlbn_view_name(a->view),
 		a->view == DLBN_VIEW_PYTHON ? ": exact DataLoader fetch marks"
@@ -183,12 +199,18 @@ void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
 			"  loader wait      %.3f s exposed (%.1f%% of the window); stall %.3f s "
 			"%s\n",
 			a->exposed_s, a->exposed_fraction * 100, a->stall_s,
-			gpu ? "(the part of the waits the GPU sat idle)"
-			    : "(no GPU recorded: stall = exposed wait)");
+			gpu ? (a->outside.charged_s > 0
+				       ? "(the GPU-idle part of the waits, and of loading after "
+					 "them)"
+				       : "(the part of the waits the GPU sat idle)")
+			: a->outside.charged_s > 0
+				? "(no GPU recorded: exposed wait and loading after it)"
+				: "(no GPU recorded: stall = exposed wait)");
 		fprintf(out,
 			"  per step         mean %.2f ms, p50 %.2f ms, p95 %.2f ms, max %.2f ms; "
 			"per step without the stall %.2f ms\n",
 			a->mean_ms, a->p50_ms, a->p95_ms, a->max_ms, a->loop_ms);
+		dlbn_outside_text(out, a);
 	}
 	text_nvtx(out, m, a);
 	text_cpu(out, a);

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "verdict.h"
+#include "damage.h"
 #include "quantiles.h"
 
 void dlbn_verdict_default_opts(struct dlbn_verdict_opts *o)
@@ -247,8 +248,8 @@ static void add_contention_stall(struct dlbn_analysis *a)
 	 * nothing queued, which the probes do not show outside the waits:
 	 * the eval's ipc_heavy run queued 30% of the window with the GPU busy
 	 * and Replay gained a fraction of it.  So the CPU-only rule alone. */
-	if (a->gpu || !a->nworkers || a->main_runq_fraction < DLBN_MAIN_RUNQ_SHARE ||
-	    a->wall_s <= 0)
+	if (a->gpu || a->outside.known || !a->nworkers ||
+	    a->main_runq_fraction < DLBN_MAIN_RUNQ_SHARE || a->wall_s <= 0)
 		return;
 	double extra = a->main_runq_fraction * a->wall_s * (1 - a->stall_fraction);
 	if (extra <= 0)
@@ -284,6 +285,32 @@ static void contention_reasons(struct dlbn_analysis *a)
 			    "back",
 			    a->main_runq_fraction * 100, a->nworkers);
 	}
+}
+
+/* Loading costs outside the waits (outside.c): into the stall. */
+static void outside_waits(const struct dlbn_model *m, struct dlbn_analysis *a)
+{
+	dlbn_outside_waits(m, a->gpu, &a->outside);
+	if (a->outside.charged_s <= 0)
+		return;
+	a->stall_s += a->outside.charged_s;
+	a->stall_fraction = a->wall_s > 0 ? a->stall_s / a->wall_s : 0;
+	if (a->steps_window)
+		a->loop_ms = (a->wall_s - a->stall_s) * 1e3 / (double)a->steps_window;
+}
+
+/* The stall's part outside the waits, when there is one (the evidence
+ * lines of the reports give each cost). */
+static void outside_reasons(struct dlbn_analysis *a)
+{
+	const struct dlbn_outside *o = &a->outside;
+	if (!o->known || o->charged_s <= 0)
+		return;
+	REASON("%.3f s of the stall is loading outside the waits, after the batches arrived "
+	       "(dropping the previous batch %.3f s, the loop queued for a CPU %.3f s, first touch "
+	       "of the new batch %.3f s)%s",
+	       o->charged_s, o->charged_free_s, o->charged_runq_s, o->charged_touch_s,
+	       o->gpu_rule ? ": the part of them the GPU sat idle for" : "");
 }
 
 /* Mean per-batch worker time and the file-read share of worker busy time. */
@@ -631,9 +658,35 @@ int dlbn_analyze(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
 	return dlbn_analyze_gpu(m, rs, o, NULL, a);
 }
 
+static int analyze_intact(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
+			  const struct dlbn_verdict_opts *o, const struct dlbn_gpu *gpu,
+			  struct dlbn_analysis *a);
+
+/* The analysis of what the trace holds; damage that touches it (damage.h)
+ * makes the verdict INCONCLUSIVE with the loss as its reason. */
 int dlbn_analyze_gpu(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
 		     const struct dlbn_verdict_opts *o, const struct dlbn_gpu *gpu,
 		     struct dlbn_analysis *a)
+{
+	if (analyze_intact(m, rs, o, gpu, a) != 0)
+		return -1;
+	static struct dlbn_damage d; /* large; the analyzer is single-threaded */
+	dlbn_damage_assess(m, rs, a, &d);
+	if (d.blocks_verdict) {
+		/* The first reason: the others describe what is left. */
+		a->verdict = DLBN_VERDICT_INCONCLUSIVE;
+		snprintf(a->cause, sizeof(a->cause), "%s", d.cause);
+		size_t n = a->nreasons < DLBN_MAX_LINES ? a->nreasons : DLBN_MAX_LINES - 1;
+		memmove(a->reasons[1], a->reasons[0], n * sizeof(a->reasons[0]));
+		snprintf(a->reasons[0], DLBN_LINE, "%s", d.reason);
+		a->nreasons = n + 1;
+	}
+	return 0;
+}
+
+static int analyze_intact(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
+			  const struct dlbn_verdict_opts *o, const struct dlbn_gpu *gpu,
+			  struct dlbn_analysis *a)
 {
 	memset(a, 0, sizeof(*a));
 	if (gpu && !gpu->present)
@@ -666,6 +719,7 @@ int dlbn_analyze_gpu(const struct dlbn_model *m, const struct dlbn_reader_stats 
 		a->end_s = rel_s(m, w->we);
 		a->wall_s = (double)(w->we - w->ws) / 1e9;
 		loader_wait_stats(m, a);
+		outside_waits(m, a);
 		double rest = a->wall_s - a->stall_s;
 		if (a->wall_s > 0)
 			a->predicted_speedup = rest > 1e-9 ? a->wall_s / rest : 1e9;
@@ -689,6 +743,7 @@ int dlbn_analyze_gpu(const struct dlbn_model *m, const struct dlbn_reader_stats 
 		return 0;
 	}
 	basis_reason(a);
+	outside_reasons(a);
 	if (gpu && gpu_range(gpu, o, a, m->prefetch_depth)) {
 		gpu_pageable(gpu, a);
 		return 0;

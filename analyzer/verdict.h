@@ -11,6 +11,7 @@
 
 #include "gpu.h"
 #include "model.h"
+#include "outside.h"
 #include "reader.h"
 
 /* Ordered so that "at or above" works for --fail-on. */
@@ -55,6 +56,7 @@ struct dlbn_analysis {
 	double loop_ms;			    /* loop time per step without the wait */
 	double recv_ms, recv_kib, recv_fds; /* IPC hand-off per batch (direct path) */
 	double startup_stall_s;		    /* stall in the warm-up steps of later epochs */
+	struct dlbn_outside outside;	    /* included in stall_s (charged_s) */
 	/* Other DataLoaders of the loop (loaders.h): their stall inside the
 	 * window, included in stall_s (Replay caches every loader). */
 	double other_loaders_stall_s, other_loaders_wait_s;

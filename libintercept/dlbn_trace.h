@@ -1,5 +1,5 @@
 /*
- * dlbn_trace.h - the dlbn trace format, version 1 (public interface).
+ * dlbn_trace.h - the dlbn trace format, version 1.1 (public interface).
  *
  * This header is the contract between the recorder (libdlbn.so) and every
  * reader (dlbn-analyze, tests).  It is documented for users in
@@ -23,13 +23,40 @@
  *     ordering after the record bytes, so a reader that sees it sees the
  *     records.  A process killed with SIGKILL therefore leaves every record
  *     it finished.  Bytes past `committed` are garbage and must be ignored.
- *   - An extent whose magic is not DLBN_EXTENT_MAGIC was allocated but never
- *     initialised (process died in between): skip it.
+ *   - An extent whose magic is 0 was allocated but never initialised
+ *     (process died in between): skip it.  (1.0 readers skip any magic but
+ *     DLBN_EXTENT_MAGIC; in 1.1 another magic is damage, see below.)
  *   - Within a stream, records are in emission order.  Each record's time is
  *     the previous record's time plus its signed delta (the first record of an
  *     extent is relative to the extent's base_ns).  Records mark the *start*
  *     of what they describe; durations are separate fields.
  *   - All times are CLOCK_MONOTONIC nanoseconds of the recording host.
+ *
+ * Damage detection (version 1.1)
+ *   Every single-bit error in an extent is detected by a reader of 1.1:
+ *   - `commit` (one 64-bit word, stored with one release store after the
+ *     record bytes) holds the committed length, the FINAL flag, an even
+ *     parity bit over those two and the CRC-32C of the committed record
+ *     bytes.  A flipped record bit fails the CRC; a flipped length or flag
+ *     bit fails the parity; a flipped CRC bit fails the CRC.
+ *   - `header_crc` is the CRC-32C of the fields fixed when the extent is
+ *     initialised (proc_id .. tid, base_ns), so a flipped stream, sequence
+ *     or time-origin bit is caught; a flipped magic bit leaves a magic one
+ *     bit away from DLBN_EXTENT_MAGIC (or any other non-zero value), which
+ *     is damage, not an extent "never initialised" (magic 0).
+ *   - `committed` and `flags` repeat what `commit` says for readers of 1.0;
+ *     a 1.1 reader does not use them, so their bits have no effect.
+ *   A reader drops an extent that fails a check and says what was lost.
+ *   The file header is not covered (its counters are updated by every
+ *   process of the tree).
+ *
+ * Going passive (version 1.1)
+ *   A process that stops recording (full file system, trace file replaced
+ *   ...) sets DLBN_FILE_PASSIVE and takes the next slot of `passive[]`
+ *   (atomic counter `passive_count`; slots past DLBN_MAX_PASSIVE are only
+ *   counted): its proc_id, pid, errno and the time it stopped.  A slot is
+ *   complete once `err` is non-zero (stored last).  Processes that start
+ *   after the flag is set do not record at all.
  *
  * Records
  *   Each record is a msgpack array whose first two elements are
@@ -45,7 +72,7 @@
 
 #define DLBN_FILE_MAGIC		 "DLBNTRC1" /* 8 bytes, no terminator in the file */
 #define DLBN_VERSION_MAJOR	 1
-#define DLBN_VERSION_MINOR	 0
+#define DLBN_VERSION_MINOR	 1
 #define DLBN_FILE_HEADER_SIZE	 4096u
 #define DLBN_EXTENT_MAGIC	 0x58424c44u /* "DLBX" little-endian */
 #define DLBN_EXTENT_HEADER_SIZE	 64u
@@ -53,6 +80,17 @@
 
 /* File header flags. */
 #define DLBN_FILE_PASSIVE 0x1u /* some process went passive (see its stderr) */
+
+/* A process that went passive (version 1.1; zero when unused). */
+struct dlbn_passive_entry {
+	uint32_t proc_id; /* process instance */
+	uint32_t pid;
+	uint64_t t_ns; /* CLOCK_MONOTONIC when it stopped recording */
+	int32_t err;   /* errno of the failure (ENOSPC: file system full); stored last */
+	uint32_t reserved;
+};
+
+#define DLBN_MAX_PASSIVE 128
 
 struct dlbn_file_header {
 	char magic[8];		/* DLBN_FILE_MAGIC */
@@ -66,24 +104,48 @@ struct dlbn_file_header {
 	uint64_t created_realtime_ns; /* a CLOCK_REALTIME/CLOCK_MONOTONIC pair */
 	uint64_t created_monotonic_ns;
 	char host[64]; /* gethostname() of the creator, NUL padded */
-		       /* zero up to header_size */
+	/* Version 1.1: */
+	uint32_t passive_count; /* atomic: processes that went passive */
+	uint32_t reserved0;
+	struct dlbn_passive_entry passive[DLBN_MAX_PASSIVE];
+	/* zero up to header_size */
 };
+
+_Static_assert(sizeof(struct dlbn_file_header) <= DLBN_FILE_HEADER_SIZE,
+	       "the file header fits its page");
 
 /* Extent header flags. */
 #define DLBN_EXTENT_FINAL 0x1u /* the stream ended cleanly in this extent */
 
 struct dlbn_extent_header {
 	uint32_t magic;	     /* DLBN_EXTENT_MAGIC once initialised */
-	uint32_t committed;  /* atomic: bytes of complete records after header */
+	uint32_t committed;  /* atomic: bytes of complete records after header (1.0) */
 	uint32_t proc_id;    /* process instance (file-unique; new after exec) */
 	uint32_t thread_no;  /* 0 = the thread that started the process instance */
 	uint32_t extent_seq; /* 0, 1, 2 ... within the stream */
 	uint32_t pid;
 	uint32_t tid;
-	uint32_t flags;	  /* DLBN_EXTENT_* */
+	uint32_t flags;	  /* DLBN_EXTENT_* (1.0) */
 	uint64_t base_ns; /* time origin for the first record's delta */
-	uint8_t reserved[24];
+	/* Version 1.1: */
+	uint64_t commit;     /* atomic: DLBN_COMMIT_* fields, see above */
+	uint32_t header_crc; /* CRC-32C of proc_id..tid (20 bytes), then base_ns */
+	uint8_t reserved[12];
 };
+
+/* The commit word: committed length, FINAL, parity, CRC-32C of the records. */
+#define DLBN_COMMIT_LEN_MASK  0x3fffffffu /* bits 0-29: committed bytes */
+#define DLBN_COMMIT_FINAL     (1u << 30)  /* bit 30: DLBN_EXTENT_FINAL */
+#define DLBN_COMMIT_PARITY    (1u << 31)  /* bit 31: makes bits 0-31 even */
+#define DLBN_COMMIT_CRC_SHIFT 32	  /* bits 32-63: CRC-32C of committed bytes */
+
+static inline uint64_t dlbn_commit_word(uint32_t committed, int final, uint32_t crc)
+{
+	uint32_t low = (committed & DLBN_COMMIT_LEN_MASK) | (final ? DLBN_COMMIT_FINAL : 0);
+	if (__builtin_parity(low))
+		low |= DLBN_COMMIT_PARITY;
+	return (uint64_t)crc << DLBN_COMMIT_CRC_SHIFT | low;
+}
 
 _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
 	       "extent header size is part of the format");
@@ -127,8 +189,13 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *
  * Python bootstrap marks (exact DataLoader view)
  *  MARK     kind (DLBN_MARK_*), iter_id, arg
+ *           [, run_ns, runq_ns, sys_ns, minflt, free_ns, free_cpu_ns]
  *           FETCH_BEGIN/FETCH_END: arg = batch index within the epoch;
  *           FETCH_END arg2 semantics: see DLBN_MARK_*.
+ *           FETCH_* on the main thread add the thread's cumulative
+ *           counters: schedstat run and run-queue time, system
+ *           time (getrusage), minor faults, wall and CPU time inside
+ *           munmap() and close(); -1 when unknown (libintercept/loop_cost.c).
  *  CONFIG   iter_id, text (str)   "key=value;key=value" iterator config:
  *           num_workers, batch_size, prefetch_factor, pin_memory,
  *           persistent_workers, start_method, dataset_kind, drop_last,

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "fdtable.h"
+#include "loop_cost.h"
 #include "real.h"
 #include "session.h"
 
@@ -367,7 +368,13 @@ static int forget_pair(int rc, const int fds[2])
 
 DLBN_EXPORT int close(int fd)
 {
+	/* Timed on the loop's thread: the last close of a batch's shared
+	 * memory frees its pages (loop_cost.c). */
+	struct loop_cost_free f;
+	int timed = loop_cost_close_begin(fd, &f);
 	int rc = REAL(close)(fd);
+	if (timed)
+		loop_cost_free_end(&f);
 	fdtable_forget(fd);
 	return rc;
 }
@@ -496,7 +503,9 @@ static void *mmap_hook(void *addr, size_t len, int prot, int flags, int fd, off_
 	void *p = mmap_real(addr, len, prot, flags, fd, off);
 	int err = errno;
 	uint64_t w;
-	if (p != MAP_FAILED && fdw_is_file(w = fdtable_get(fd)) && hook_enter()) {
+	if (p != MAP_FAILED && fdw_kind(w = fdtable_get(fd)) == DLBN_FD_SHM)
+		loop_cost_mapped(p, len);
+	if (p != MAP_FAILED && fdw_is_file(w) && hook_enter()) {
 		int64_t f[5] = {fd, fdw_kind(w), fdw_ino(w), (int64_t)len,
 				(int64_t)((unsigned)flags << 8 | ((unsigned)prot & 0xff))};
 		rec_emit(DLBN_REC_MMAP, clock_now_ns(), f, 5);

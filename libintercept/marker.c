@@ -9,6 +9,7 @@
  */
 #include <string.h>
 
+#include "loop_cost.h"
 #include "recorder.h"
 
 DLBN_EXPORT int dlbn_active(void);
@@ -25,6 +26,9 @@ int dlbn_active(void)
  * begin and end are passed on like the libc hooks' waits: the drain probes
  * then cover num_workers=0 loaders too, which make no IPC call at all.
  * Begin/end pairs are kept per thread (only the loop's thread fetches).
+ * On the main thread a fetch's begin and end also carry the loop's
+ * cumulative counters (loop_cost.c): from one batch's arrival to the next
+ * wait they give the loading costs that land outside the waits.
  */
 static __thread uint64_t tls_fetch_begin_ns;
 
@@ -33,9 +37,14 @@ int dlbn_mark(int kind, long long iter_id, long long arg)
 	if (!recorder_on() || !hook_enter())
 		return -1;
 	uint64_t now = clock_now_ns();
-	int64_t f[3] = {kind, iter_id, arg};
-	rec_emit(DLBN_REC_MARK, now, f, 3);
-	if (on_main_thread()) {
+	int64_t f[3 + DLBN_LOOP_COST_FIELDS] = {kind, iter_id, arg};
+	int fetch = kind == DLBN_MARK_FETCH_BEGIN || kind == DLBN_MARK_FETCH_END ||
+		    kind == DLBN_MARK_FETCH_STOP;
+	int main_thread = on_main_thread();
+	if (fetch && main_thread)
+		loop_cost_sample(f + 3);
+	rec_emit(DLBN_REC_MARK, now, f, fetch && main_thread ? 3 + DLBN_LOOP_COST_FIELDS : 3);
+	if (main_thread) {
 		if (kind == DLBN_MARK_FETCH_BEGIN) {
 			tls_fetch_begin_ns = now;
 			loader_wait_begins(now);

@@ -85,6 +85,7 @@
 	X(connect, int, (int, const struct sockaddr *, socklen_t))                                 \
 	X(mmap, void *, (void *, size_t, int, int, int, off_t))                                    \
 	X(mmap64, void *, (void *, size_t, int, int, int, off64_t))                                \
+	X(munmap, int, (void *, size_t))                                                           \
 	X(fork, pid_t, (void))                                                                     \
 	X(execve, int, (const char *, char *const[], char *const[]))                               \
 	X(execv, int, (const char *, char *const[]))                                               \

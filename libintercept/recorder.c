@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "fdtable.h"
+#include "loop_cost.h"
 #include "nvtx_inject.h"
 #include "real.h"
 #include "session.h"
@@ -79,6 +80,7 @@ void recorder_fail(const char *what, int err)
 		__atomic_fetch_or(&the_session.hdr->flags, DLBN_FILE_PASSIVE, __ATOMIC_RELAXED);
 	if (__atomic_exchange_n(&fail_reported, 1, __ATOMIC_RELAXED))
 		return;
+	tw_note_passive(err); /* which process stopped, when, why: for the analyzer */
 	const char *desc = err ? strerrordesc_np(err) : NULL;
 	const char *parts[] = {"dlbn: ", what, desc ? ": " : "", desc ? desc : "",
 			       "; recording disabled, the program continues"};
@@ -221,6 +223,7 @@ static void atfork_child(void)
 {
 	tls_in_hook = 0;
 	tls_last_sched_ns = 0;
+	loop_cost_fork_child();
 	if (!recorder_on())
 		return;
 	session_fork_child();

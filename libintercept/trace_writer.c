@@ -5,8 +5,10 @@
  *   - A stream belongs to one thread of one process instance.  A stream whose
  *     generation differs from the_session.gen was inherited through fork and
  *     belongs to the parent: it is dropped, never written.
- *   - `committed` of the current extent always covers exactly the complete
- *     records written so far (release store after the bytes).
+ *   - `commit` of the current extent always describes exactly the complete
+ *     records written so far: their length and CRC-32C, in one release
+ *     store after the bytes (dlbn_trace.h); `committed` and `flags` repeat
+ *     it for readers of format 1.0.  Only the stream's thread writes them.
  *   - Stores never go past `allocated`: disk for an extent is allocated
  *     (session_grow_extent: a first small step, then larger ones) before
  *     records are written there, so a full disk fails with ENOSPC, never
@@ -16,6 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "crc32c.h"
 #include "session.h"
 #include "trace_writer.h"
 
@@ -23,6 +26,8 @@ struct stream {
 	struct dlbn_extent_header *ext; /* current extent, NULL if none */
 	uint8_t *data;			/* first record byte of ext */
 	uint32_t used;			/* committed bytes in ext */
+	uint32_t crc;			/* CRC-32C register over those bytes */
+	bool final;			/* ext carries DLBN_EXTENT_FINAL */
 	uint32_t cap;			/* record bytes an extent holds */
 	uint32_t allocated;		/* bytes of ext (from its header) on disk */
 	off_t file_off;			/* file offset of ext */
@@ -47,13 +52,29 @@ static void stream_release_mapping(struct stream *s)
 	s->data = NULL;
 }
 
+/* Publish used/crc/final: the 1.1 commit word, then the 1.0 fields. */
+static inline void stream_publish(struct stream *s)
+{
+	__atomic_store_n(&s->ext->commit, dlbn_commit_word(s->used, s->final, ~s->crc),
+			 __ATOMIC_RELEASE);
+	__atomic_store_n(&s->ext->committed, s->used, __ATOMIC_RELEASE);
+}
+
+static void stream_set_final(struct stream *s)
+{
+	if (!s->ext || s->final)
+		return;
+	s->final = true;
+	stream_publish(s);
+	__atomic_fetch_or(&s->ext->flags, DLBN_EXTENT_FINAL, __ATOMIC_RELEASE);
+}
+
 static void stream_thread_exit(void *arg)
 {
 	struct stream *s = arg;
 	if (s != &tls_stream || s->gen != the_session.gen)
 		return;
-	if (s->ext)
-		__atomic_fetch_or(&s->ext->flags, DLBN_EXTENT_FINAL, __ATOMIC_RELEASE);
+	stream_set_final(s);
 	stream_release_mapping(s);
 	s->closed = true;
 }
@@ -74,10 +95,14 @@ static bool extent_next(struct stream *s)
 	h->tid = (uint32_t)gettid();
 	h->flags = 0;
 	h->base_ns = s->last_ns;
+	h->commit = dlbn_commit_word(0, 0, 0); /* the CRC-32C of nothing is 0 */
+	h->header_crc = dlbn_extent_header_crc(h);
 	__atomic_store_n(&h->magic, DLBN_EXTENT_MAGIC, __ATOMIC_RELEASE);
 	s->ext = h;
 	s->data = m + DLBN_EXTENT_HEADER_SIZE;
 	s->used = 0;
+	s->crc = DLBN_CRC32C_INIT;
+	s->final = false;
 	s->cap = the_session.extent_size - DLBN_EXTENT_HEADER_SIZE;
 	s->file_off = off;
 	s->allocated = the_session.extent_size < SESSION_FIRST_STEP ? the_session.extent_size
@@ -125,6 +150,7 @@ static bool stream_open(struct stream *s, uint64_t t_ns)
 
 void tw_init(void)
 {
+	dlbn_crc32c_init();
 	stream_key_ok = pthread_key_create(&stream_key, stream_thread_exit) == 0;
 }
 
@@ -160,15 +186,32 @@ uint8_t *tw_begin(uint8_t type, uint64_t t_ns, unsigned nelem, size_t bound)
 void tw_commit(uint8_t *end)
 {
 	struct stream *s = &tls_stream;
-	s->used = (uint32_t)(end - s->data);
-	__atomic_store_n(&s->ext->committed, s->used, __ATOMIC_RELEASE);
+	uint32_t used = (uint32_t)(end - s->data);
+	s->crc = dlbn_crc32c_update(s->crc, s->data + s->used, used - s->used);
+	s->used = used;
+	stream_publish(s);
 }
 
 void tw_mark_final(void)
 {
 	struct stream *s = &tls_stream;
-	if (s->ext && s->gen == the_session.gen)
-		__atomic_fetch_or(&s->ext->flags, DLBN_EXTENT_FINAL, __ATOMIC_RELEASE);
+	if (s->gen == the_session.gen)
+		stream_set_final(s);
+}
+
+void tw_note_passive(int err)
+{
+	struct dlbn_file_header *h = the_session.hdr;
+	if (!h)
+		return;
+	uint32_t slot = __atomic_fetch_add(&h->passive_count, 1, __ATOMIC_RELAXED);
+	if (slot >= DLBN_MAX_PASSIVE)
+		return;
+	struct dlbn_passive_entry *e = &h->passive[slot];
+	e->proc_id = the_session.proc_id;
+	e->pid = (uint32_t)the_session.pid;
+	e->t_ns = clock_now_ns();
+	__atomic_store_n(&e->err, err ? err : -1, __ATOMIC_RELEASE);
 }
 
 void tw_fork_child(void)

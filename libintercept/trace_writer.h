@@ -9,7 +9,8 @@
  * Writing a record: tw_begin reserves room in the extent (moving to a new
  * extent when the record does not fit), the caller encodes with the mp_*
  * helpers directly into the mapping, and tw_commit publishes the bytes with
- * a release store of the extent's `committed`.  Nothing is buffered outside
+ * a release store of the extent's commit word (length and CRC-32C of the
+ * records, dlbn_trace.h).  Nothing is buffered outside
  * the file mapping, so a process killed by SIGKILL keeps every committed
  * record.
  */
@@ -136,6 +137,9 @@ void tw_commit(uint8_t *end) DLBN_HIDDEN;
 
 /* Mark the calling thread's current extent final (EXIT). */
 void tw_mark_final(void) DLBN_HIDDEN;
+/* This process stops recording (recorder_fail, once): its slot of the file
+ * header's passive table (dlbn_trace.h).  err: errno, 0 unknown. */
+void tw_note_passive(int err) DLBN_HIDDEN;
 /* Fork child: forget the inherited stream (its extent is the parent's). */
 void tw_fork_child(void) DLBN_HIDDEN;
 /* Constructor: set up thread-exit handling of streams. */

@@ -77,6 +77,10 @@ HOOK_CASES = [
     ("poll_pipe", "poll() timeout 0, pipe ready (recorded)", "recorded"),
     ("poll_pipe_wait", "poll() timeout 1 s, pipe ready, main thread", "recorded"),
     ("cu_launch", "cuLaunchKernel via cuGetProcAddress (sim driver)", "recorded"),
+    # The frees the loop's counters time (loop_cost.c) are only a batch's
+    # shared memory; every other munmap/close takes the ignored path.
+    ("munmap_ignored", "munmap() 4 KiB anonymous, main thread (ignored)", "ignored"),
+    ("close_ignored", "close() of a /dev/zero dup (ignored fd)", "ignored"),
     # Context, not a hook: a recorded call reads this clock twice.
     ("clock", "clock_gettime(MONOTONIC), not hooked (reference)", None),
 ]

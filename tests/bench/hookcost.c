@@ -21,6 +21,11 @@
  *     poll_pipe_wait   poll(timeout 1 s) on a pipe with data, main thread:
  *                      the DataLoader's batch-wait path (a recorded POLL
  *                      that also marks a main-thread wait and its GPU probe)
+ *     munmap_ignored   munmap() of a 4 KiB anonymous mapping on the main
+ *                      thread: not a batch's shared memory (the range
+ *                      table of loop_cost.c is scanned, nothing timed)
+ *     close_ignored    close() of a dup of /dev/zero: not a /dev/shm file
+ *                      (one fdtable word read, then the fd forgotten)
  *     clock            clock_gettime(CLOCK_MONOTONIC), not hooked: the
  *                      recorder reads this clock twice per recorded call,
  *                      so it is the floor of a recorded event's cost
@@ -41,6 +46,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +69,8 @@ typedef CUresult (*launch_fn)(CUfunction, unsigned int, unsigned int, unsigned i
 typedef double (*round_fn)(long n, int direct);
 
 static ssize_t (*libc_read)(int, void *, size_t);
+static int (*libc_munmap)(void *, size_t);
+static int (*libc_close)(int);
 static int (*libc_poll)(struct pollfd *, nfds_t, int);
 
 static double now_ns(void)
@@ -178,6 +186,52 @@ static double round_poll_pipe_wait(long n, int direct)
 	return poll_ready(n, 1000, direct);
 }
 
+#define MAP_CHUNK 4096
+static void *maps[MAP_CHUNK];
+
+/* Mappings made in chunks, untimed; only the munmaps are timed. */
+static double round_munmap_ignored(long n, int direct)
+{
+	double t = 0;
+	for (long done = 0; done < n;) {
+		long k = n - done < MAP_CHUNK ? n - done : MAP_CHUNK;
+		for (long i = 0; i < k; i++) {
+			maps[i] = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				       -1, 0);
+			if (maps[i] == MAP_FAILED)
+				die("mmap");
+		}
+		double t0 = now_ns();
+		for (long i = 0; i < k; i++)
+			if ((direct ? libc_munmap(maps[i], 4096) : munmap(maps[i], 4096)) != 0)
+				die("munmap");
+		t += now_ns() - t0;
+		done += k;
+	}
+	return t;
+}
+
+static int fds[MAP_CHUNK];
+
+/* dups made in chunks, untimed; only the closes are timed. */
+static double round_close_ignored(long n, int direct)
+{
+	double t = 0;
+	for (long done = 0; done < n;) {
+		long k = n - done < MAP_CHUNK ? n - done : MAP_CHUNK;
+		for (long i = 0; i < k; i++)
+			if ((fds[i] = dup(zero_fd)) < 0)
+				die("dup");
+		double t0 = now_ns();
+		for (long i = 0; i < k; i++)
+			if ((direct ? libc_close(fds[i]) : close(fds[i])) != 0)
+				die("close");
+		t += now_ns() - t0;
+		done += k;
+	}
+	return t;
+}
+
 static double round_clock(long n, int direct)
 {
 	struct timespec ts;
@@ -266,13 +320,17 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!libc || !(libc_read = (ssize_t(*)(int, void *, size_t))dlsym(libc, "read")) ||
-	    !(libc_poll = (int (*)(struct pollfd *, nfds_t, int))dlsym(libc, "poll")))
-		die("finding libc's read and poll");
+	    !(libc_poll = (int (*)(struct pollfd *, nfds_t, int))dlsym(libc, "poll")) ||
+	    !(libc_munmap = (int (*)(void *, size_t))dlsym(libc, "munmap")) ||
+	    !(libc_close = (int (*)(int))dlsym(libc, "close")))
+		die("finding libc's read, poll, munmap and close");
 	setup_fds();
 	report("read_ignored", round_read_ignored, n, rounds, 1);
 	report("read_pipe", round_read_pipe, n, rounds, 1);
 	report("poll_pipe", round_poll_pipe, n, rounds, 1);
 	report("poll_pipe_wait", round_poll_pipe_wait, n, rounds, 1);
+	report("munmap_ignored", round_munmap_ignored, n, rounds, 1);
+	report("close_ignored", round_close_ignored, n, rounds, 1);
 	report("clock", round_clock, n, rounds, 0);
 	if (driver_setup())
 		report("cu_launch", round_cu_launch, n, rounds, 0);

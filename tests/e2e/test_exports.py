@@ -4,10 +4,14 @@ model the JSON report describes, its views answer; the Perfetto file is
 valid JSON with a track per process and a fetch slice per step; an
 unwritable export path is a clear error (exit 1) that leaves nothing
 behind, and the trace itself is never overwritten.  On the simulated GPU
-(tests/simcuda) the steps carry the GPU busy/idle split.
+(tests/simcuda) the steps carry the GPU busy/idle split.  The steps'
+hand-off columns add up to the report's per-batch figures, every Perfetto
+track's slices nest, and non-ASCII strings stay whole in --dump, the JSON
+report and both exports.
 """
 
 import json
+import os
 import sqlite3
 import subprocess
 
@@ -77,8 +81,46 @@ def test_sqlite_views_answer(runs):
     assert one(db, "SELECT count(*) FROM time_by_type") > 3
 
 
+def test_sqlite_steps_carry_the_hand_off(runs):
+    """Python view: the steps table's recv_ns, bytes and nfds add up to the
+    report's hand-off per batch (they come from the IPC evidence)."""
+    _, report, db, _ = exported(runs)
+    assert report["view"] == "python", report["view"]
+    lw = report["loader_wait"]
+    assert lw["receive_ms_per_batch"] > 0 and lw["fds_per_batch"] > 0, lw
+    n, recv_ns, nbytes, nfds = query(
+        db, "SELECT count(*), sum(recv_ns), sum(bytes), sum(nfds) FROM steps "
+            "WHERE in_window")[0]
+    assert n == report["steps"]["window"]
+    for got, want in ((recv_ns / n / 1e6, lw["receive_ms_per_batch"]),
+                      (nbytes / n / 1024, lw["receive_kib_per_batch"]),
+                      (nfds / n, lw["fds_per_batch"])):
+        assert abs(got - want) <= 0.02 * want, (got, want, lw)
+
+
+def nest_violations(events):
+    """Complete slices that overlap another on their (pid, tid) track
+    without nesting: Perfetto drops them."""
+    tracks = {}
+    for e in events:
+        if e["ph"] == "X":
+            b = round(e["ts"] * 1000)
+            tracks.setdefault((e["pid"], e["tid"]), []).append((b, -(b + round(e["dur"] * 1000))))
+    bad = []
+    for key, slices in tracks.items():
+        slices.sort()
+        open_ends = []
+        for b, neg_end in slices:
+            while open_ends and open_ends[-1] <= b:
+                open_ends.pop()
+            if open_ends and -neg_end > open_ends[-1]:
+                bad.append((key, b, -neg_end, open_ends[-1]))
+            open_ends.append(-neg_end)
+    return bad
+
+
 def test_perfetto_timeline(runs):
-    _, report, _, timeline = exported(runs)
+    _, report, db, timeline = exported(runs)
     doc = json.loads(timeline.read_text())
     events = doc["traceEvents"]
     names = [e["args"]["name"] for e in events if e.get("name") == "process_name"]
@@ -88,7 +130,12 @@ def test_perfetto_timeline(runs):
     assert len(fetches) == report["steps"]["total"]
     assert all(e["dur"] >= 0 and isinstance(e["ts"], (int, float)) for e in events
                if e["ph"] == "X")
-    assert any(e["name"].startswith("batch ") for e in events)
+    batches = [e for e in events if e["ph"] == "X" and e["name"].startswith("batch ")]
+    assert batches and len(batches) == one(db, "SELECT count(*) FROM batches")
+    # Batch N ends after N+1 began (the feeder thread writes results late):
+    # such batches need lanes of their own, since every track must nest.
+    bad = nest_violations(events)
+    assert not bad, "%d slices overlap without nesting, e.g. %s" % (len(bad), bad[:3])
     assert doc["otherData"]["verdict"] == report["verdict"]
 
 
@@ -138,3 +185,70 @@ def test_gpu_split_exported(rundir):
     events = json.loads(timeline.read_text())["traceEvents"]
     assert sum(e["name"] == "GPU idle (stall)" for e in events) > 20
     assert sum(e["name"] == "GPU busy (hidden)" for e in events) > 20
+    bad = nest_violations(events)
+    assert not bad, "%d slices overlap without nesting, e.g. %s" % (len(bad), bad[:3])
+
+
+OPENS = r"""
+import os, sys
+d = os.fsencode(sys.argv[1])
+for name in ("\u00fc.txt".encode(), b"bad-\xff.txt"):
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(b"x")
+    with open(os.path.join(d, name), "rb") as f:
+        f.read()
+"""
+
+
+def test_non_ascii_strings(tmp_path):
+    """Strings from the trace (here file paths, and the trace's own path in
+    the report) keep valid UTF-8 whole in --dump, the JSON report and the
+    Perfetto JSON ("\u00fc", not "\\u00c3\\u00bc": one escape per byte), and
+    in SQLite; a byte that is not UTF-8 is escaped (its Latin-1 reading), so
+    every output stays valid UTF-8 and JSON."""
+    require_binaries(lib=True, analyzer=True)
+    d = tmp_path / "d\u00fc"
+    d.mkdir()
+    trace = d / "trace-\u00fc.dlbn"
+    # The interpreter under a name that is not UTF-8: the PROCESS record's
+    # argv0, a TEXT column in SQLite and a track name in Perfetto.
+    argv0 = os.fsencode(d) + b"/py-\xff"
+    os.symlink(os.path.realpath(PYTHON), argv0)
+    proc = subprocess.run([argv0, b"-c", OPENS.encode(), os.fsencode(d)], cwd=str(d),
+                          env=clean_env({"DLBN_OUTPUT": str(trace), "LD_PRELOAD": str(LIB)}),
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 0 and trace.exists(), proc.stderr
+    good, bad = str(d / "\u00fc.txt"), str(d) + "/bad-\u00ff.txt"
+
+    dump = subprocess.run([str(BUILD / "dlbn-analyze"), "--dump", str(trace)],
+                          capture_output=True, timeout=60)
+    assert dump.returncode == 0, dump.stderr
+    text = dump.stdout.decode("utf-8")  # strict: raises on a stray byte
+    assert 'path="%s"' % good in text, text[-2000:]
+    assert 'path="%s/bad-\\u00ff.txt"' % d in text, text[-2000:]
+    assert "\\u00c3" not in text
+
+    db, timeline = tmp_path / "s.db", tmp_path / "p.json"
+    out = subprocess.run([str(BUILD / "dlbn-analyze"), str(trace), "--format", "json",
+                          "--sqlite", str(db), "--perfetto", str(timeline)],
+                         capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "\\u00c3" not in out.stdout.decode("utf-8")
+    report = json.loads(out.stdout.decode("utf-8"))
+    assert report["ranks"][0]["path"] == str(trace)
+
+    raw = timeline.read_bytes().decode("utf-8")
+    assert "\\u00c3" not in raw
+    events = json.loads(raw)["traceEvents"]
+    paths = {e["args"].get("path") for e in events if isinstance(e.get("args"), dict)}
+    assert good in paths and bad in paths, sorted(p for p in paths if p)[:20]
+    tracks = [e["args"]["name"] for e in events if e.get("name") == "process_name"]
+    assert any(t.endswith(str(d) + "/py-\u00ff") for t in tracks), tracks
+
+    got = {p for (p,) in query(db, "SELECT json_extract(detail, '$.path') FROM events "
+                                   "WHERE type = 'OPEN'")}
+    assert good in got and bad in got, got
+    assert one(db, "SELECT count(*) FROM events WHERE detail LIKE '%\\u00c3%'") == 0
+    assert one(db, "SELECT value FROM meta WHERE key = 'trace_path'") == str(trace)
+    # The same string as the JSON outputs give: the stray byte read as Latin-1.
+    assert one(db, "SELECT argv0 FROM processes") == str(d) + "/py-\u00ff"

@@ -264,6 +264,7 @@ class Runner:
                   "fetch_window_s": record.get("fetch_window_s"),
                   "steps": record["steps"],
                   "runq_window_s": record.get("runq_window_s"),
+                  "gpu_busy_window_s": record.get("gpu_busy_window_s"),
                   "foreign_load_cores": record.get("foreign_load_cores")}
         if kind.startswith("le-"):
             totals = record.get("le_total_s") or []
@@ -371,6 +372,15 @@ def run_scenario(runner, scenario, rounds, ref_rounds):
     dr_window = median_or_none(x["window_s"] for x in runs["dlbn-replay"])
     pre_ref = median_or_none(x["window_s"] for x in runs["preload"][:len(runs["dlbn-replay"])])
 
+    # The trivial estimate: 1 / GPU utilization (kernel time queued by the
+    # window's steps over the window), of the same runs dlbn analyses (the
+    # preload runs): both are one-run estimates, judged by the same S.
+    # Right when every idle moment of the GPU is loading; wrong on
+    # host-bound loops.
+    utils = [x["gpu_busy_window_s"] / x["window_s"] for x in runs["preload"]
+             if is_number(x.get("gpu_busy_window_s")) and x["gpu_busy_window_s"] > 0]
+    S_util = 1.0 / statistics.median(utils) if utils else None
+
     offcpu = {}
     for kind, rs in runs.items():
         fr = [x["runq_window_s"] / x["fetch_window_s"] for x in rs
@@ -388,6 +398,8 @@ def run_scenario(runner, scenario, rounds, ref_rounds):
         "real_s": real, "replay_s": replay, "preload_s": preload,
         "S": S,
         "predicted": predicted,
+        "S_util": S_util,
+        "error_util": (S_util / S - 1.0) if S_util else None,
         "S_dr": S_dr,
         "S_LE": S_LE,
         "agreement": disagreement({"S": S, "predicted": predicted, "S_dr": S_dr,
@@ -456,12 +468,12 @@ def notes_of(r, markdown=False):
     return notes
 
 
-HEAD = ("scenario", "S", "predicted", "S_dr", "S_dr_w", "S_LE", "agree?", "expected",
+HEAD = ("scenario", "S", "predicted", "1/util", "S_dr", "S_dr_w", "S_LE", "agree?", "expected",
         "verdict", "right?", "overhead", "S_own", "note")
 
 
 def print_table(results, out=sys.stdout):
-    row = "%-22s %6s %9s %6s %6s %6s %-9s %-24s %-13s %-6s %8s %6s  %s"
+    row = "%-22s %6s %9s %6s %6s %6s %6s %-9s %-24s %-13s %-6s %8s %6s  %s"
     head = row % HEAD
     print(head, file=out)
     print("-" * len(head), file=out)
@@ -474,6 +486,7 @@ def print_table(results, out=sys.stdout):
             continue
         print(row % (
             r["name"], fmt(r["S"], "%.2f"), fmt(r["predicted"], "%.2f"),
+            fmt(r.get("S_util"), "%.2f"),
             fmt(r["S_dr"], "%.2f"), fmt(r["reference"]["S_dr_window"], "%.2f"),
             fmt(r["S_LE"], "%.2f"), agree_text(r),
             r["expected"], r["verdict"], "yes" if r["right"] else "WRONG",
@@ -484,7 +497,7 @@ def print_table(results, out=sys.stdout):
 def markdown_table(results):
     """The table as Markdown (docs/EVAL.md carries the latest one)."""
     rows = ["| " + " | ".join(HEAD) + " |",
-            "|---|---:|---:|---:|---:|---:|---|---|---|---|---:|---:|---|"]
+            "|---|---:|---:|---:|---:|---:|---:|---|---|---|---|---:|---:|---|"]
     blank = " |" * (len(HEAD) - 3)
     for r in results:
         if r.get("broken"):
@@ -500,6 +513,7 @@ def markdown_table(results):
             agree = "**%s**" % agree
         rows.append("| %s |" % " | ".join((
             r["name"], fmt(r["S"], "%.2f"), fmt(r["predicted"], "%.2f"),
+            fmt(r.get("S_util"), "%.2f"),
             fmt(r["S_dr"], "%.2f"), fmt(r["reference"]["S_dr_window"], "%.2f"),
             fmt(r["S_LE"], "%.2f"), agree,
             r["expected"].replace("|", " or "), r["verdict"],
@@ -517,7 +531,12 @@ def summary_line(label, results):
     compared = [r for r in ok if (r.get("agreement") or {}).get("spread") is not None]
     line = "eval %s: %d/%d verdicts right" % (label, right, len(ok))
     if errors:
-        line += ", median |predicted/S - 1| = %.1f%%" % (100 * statistics.median(errors))
+        line += ", median |predicted/S - 1| = %.1f%% (largest %.1f%%)" % (
+            100 * statistics.median(errors), 100 * max(errors))
+    util_errors = [abs(r["error_util"]) for r in ok if r.get("error_util") is not None]
+    if util_errors:
+        line += ", 1/GPU-util median %.1f%% (largest %.1f%%)" % (
+            100 * statistics.median(util_errors), 100 * max(util_errors))
     if overheads:
         line += ", median overhead %+.1f%%" % (100 * statistics.median(overheads))
     if compared:

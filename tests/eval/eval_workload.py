@@ -11,7 +11,12 @@ pin-memory stand-in are imported, so there is one loader): --workers,
 transforms), --sample-kib, --iterable, --pin-memory-standin.
 
 Every step, in every mode, does the same thing with the batch it obtained:
-  touch the batch (read one element, as a loss would);
+  touch the batch: read one element, as a loss would (--touch element, the
+                   default), or one byte of every page (--touch pages), as
+                   a pageable H2D copy or the first op on a CPU batch reads
+                   all of it, before the step's GPU work: a batch fresh
+                   from a worker's shared memory faults its pages in there,
+                   a cached Replay batch does not;
   --h2d-kib K      copy K KiB host-to-device (async; pinned memory, or pageable
                    with --h2d-pageable: then the host blocks until it is done);
   --kernel-us U    launch a U-microsecond kernel on the stream;
@@ -84,6 +89,7 @@ def parse_args(argv):
     ap.add_argument("--sync", choices=("none", "step"), default="none")
     ap.add_argument("--host-ms", type=float, default=0.0)
     ap.add_argument("--host-cpu-ms", type=float, default=0.0)
+    ap.add_argument("--touch", choices=("element", "pages"), default="element")
     # Run.
     ap.add_argument("--mode", choices=("real", "replay", "le-log", "le-replay"),
                     default="real")
@@ -106,6 +112,9 @@ class NoGPU:
     def step(self):
         return None
 
+    def queued_s(self):
+        return None
+
     def finish(self, events):
         return [None] * len(events)
 
@@ -118,6 +127,7 @@ class StepGPU:
         self.gpu = simgpu.SimGPU(args.gpu)
         self.args = args
         self.stream = self.gpu.stream()
+        self.queued_s = self.gpu.compute_queued_s
         self.h2d_bytes = int(args.h2d_kib * 1024)
         self.gpu.stream_sync(self.stream)
         # The GPU is idle: the reference event completes when recorded.
@@ -153,14 +163,23 @@ class StepGPU:
         return out
 
 
-def host_work(args, batch):
-    """The loop's own host work: identical in real and replay mode."""
+def touch_batch(args, batch):
+    """Read the batch as the step's first use of it does: one element (a
+    loss), or with --touch pages one float32 of every 4 KiB page, before the
+    step's GPU work, as the host-to-device copy of a pageable batch reads
+    all of it before the kernels that use it."""
     data = batch[0]
     checksum = float(data[0, 0])
+    if args.touch == "pages":
+        checksum += float(data.reshape(-1)[::1024].sum())
+    return checksum
+
+
+def host_work(args):
+    """The loop's own host work: identical in real and replay mode."""
     if args.host_ms > 0:
         time.sleep(args.host_ms / 1000.0)
     workload.busy_cpu(args.host_cpu_ms)
-    return checksum
 
 
 def runq_wait_s():
@@ -173,12 +192,23 @@ def runq_wait_s():
         return None
 
 
+def gpu_busy_window(queued, first_kept):
+    """Kernel time the window's steps queued: the GPU's busy time in the
+    window (its utilization is this over window_s), None without a GPU."""
+    if first_kept < 1 or first_kept >= len(queued) or None in (queued[-1],
+                                                                queued[first_kept - 1]):
+        return None
+    return queued[-1] - queued[first_kept - 1]
+
+
 def one_step(args, gpu, batch, record, events):
     record["fetch"].append(time.monotonic())
     record["runq"].append(runq_wait_s())
+    touch_batch(args, batch)
     events.append(gpu.step())
-    host_work(args, batch)
+    host_work(args)
     record["host_end"].append(time.monotonic())
+    record["gpu_queued"].append(gpu.queued_s())
 
 
 def run_real(args, loader, gpu, record, events):
@@ -254,7 +284,7 @@ def main(argv=None):
     gpu = NoGPU() if args.gpu == "none" else StepGPU(args)
     record = {"mode": args.mode, "args": vars(args), "pid": os.getpid(),
               "epoch_starts": [], "fetch": [], "host_end": [], "gpu_end": [],
-              "done": [], "runq": [], "error": None}
+              "done": [], "runq": [], "gpu_queued": [], "error": None}
     if le_origin:
         record["le_origin"] = le_origin
     events = []
@@ -281,6 +311,7 @@ def main(argv=None):
     record["window_first_step"] = first_kept
     record["window_s"] = window(record["done"], first_kept)
     record["fetch_window_s"] = window(record["fetch"], first_kept)
+    record["gpu_busy_window_s"] = gpu_busy_window(record["gpu_queued"], first_kept)
     runq = record["runq"]
     record["runq_window_s"] = (runq[-1] - runq[first_kept - 1]
                                if len(runq) > first_kept and None not in

@@ -122,6 +122,36 @@ SCENARIOS = [
          args=["--steps-per-epoch", "40", "--batch-size", "1", "--gpu", "direct",
                "--workers", "1", "--sample-ms", "20", "--kernel-us", "40000",
                "--sync", "step"]),
+    # Batches of real size: the costs of a batch that land outside next()
+    # (unmapping the previous batch's shared memory, first touch of the new
+    # one, the loop queued behind busy workers) are what Replay removes too.
+    dict(name="big_fork",
+         covers="32 MiB batches (8 x 4 MiB samples, no per-sample work), 2 fork "
+                "workers, every page read by the step (pageable H2D), GPU 6 ms",
+         built_for="the hand-off of large batches: S well above 1",
+         args=["--steps-per-epoch", "40", "--batch-size", "8", "--sample-kib", "4096",
+               "--workers", "2", "--touch", "pages", "--h2d-kib", "64",
+               "--kernel-us", "6000"]),
+    dict(name="big_spawn",
+         covers="the same 32 MiB batches from 2 spawn workers (persistent)",
+         built_for="as big_fork",
+         args=["--steps-per-epoch", "40", "--batch-size", "8", "--sample-kib", "4096",
+               "--workers", "2", "--context", "spawn", "--persistent", "--touch", "pages",
+               "--h2d-kib", "64", "--kernel-us", "6000"]),
+    dict(name="big_pinned",
+         covers="32 MiB batches through the pin-memory thread (stand-in copy into "
+                "pinned memory), pinned H2D of the whole batch (3.4 ms), GPU 4 ms",
+         built_for="as big_fork, the first touch moved to the pin-memory thread",
+         args=["--steps-per-epoch", "40", "--batch-size", "8", "--sample-kib", "4096",
+               "--workers", "2", "--pin-memory-standin", "--touch", "pages",
+               "--h2d-kib", "32768", "--kernel-us", "4000"]),
+    dict(name="image_batch",
+         covers="16 x 3 x 224 x 224 float batches (9.2 MiB), 4 ms of CPU per sample "
+                "in 2 workers (decode-like), pages read by the step, GPU 10 ms",
+         built_for="DETECTED: decode-bound with ImageNet-size batches",
+         args=["--steps-per-epoch", "30", "--batch-size", "16", "--sample-kib", "588",
+               "--sample-cpu-ms", "4", "--workers", "2", "--touch", "pages",
+               "--h2d-kib", "64", "--kernel-us", "10000"]),
 ]
 
 # ---------------------------------------------------------------------------

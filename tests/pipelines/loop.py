@@ -190,6 +190,9 @@ class NoGPU:
     def work(self, kernel_us, h2d_bytes, sync):
         return None
 
+    def queued_s(self):
+        return None
+
     def sync(self):
         pass
 
@@ -213,6 +216,7 @@ class SimGPU:
         elapsed.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.POINTER(ctypes.c_float)]
         elapsed.restype = ctypes.c_int
         self._elapsed = elapsed
+        self.queued_s = self.gpu.compute_queued_s
 
     def work(self, kernel_us, h2d_bytes, sync):
         g, s = self.gpu, self.stream
@@ -288,7 +292,8 @@ class Recorder:
                        "pid": os.getpid(), "torch": torch.__version__,
                        "python": sys.executable,
                        "epoch_starts": [], "fetch": [], "host_end": [], "gpu_end": [],
-                       "done": [], "runq": [], "val_batches": 0, "error": None}
+                       "done": [], "runq": [], "gpu_queued": [], "val_batches": 0,
+                       "error": None}
         self.prefetch_depth = args.workers * args.prefetch_factor if args.workers > 0 else 0
         self._load = workload.ForeignLoad()
 
@@ -310,6 +315,7 @@ class Recorder:
 
     def step_end(self):
         self.record["host_end"].append(time.monotonic())
+        self.record["gpu_queued"].append(self.gpu.queued_s())
 
     def step(self, batch):
         """One training step on a batch just obtained."""
@@ -354,6 +360,12 @@ class Recorder:
         r["window_first_step"] = first_kept
         r["window_s"] = window(r["done"], first_kept)
         r["fetch_window_s"] = window(r["fetch"], first_kept)
+        q = r["gpu_queued"]
+        # Kernel time the window's steps (and validation between them)
+        # queued: the GPU's busy time in the window.
+        r["gpu_busy_window_s"] = (q[-1] - q[first_kept - 1]
+                                  if len(q) > first_kept and None not in
+                                  (q[-1], q[first_kept - 1]) else None)
         runq = r["runq"]
         r["runq_window_s"] = (runq[-1] - runq[first_kept - 1]
                               if len(runq) > first_kept and None not in

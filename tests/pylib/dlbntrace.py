@@ -1,4 +1,4 @@
-"""dlbntrace.py - the test suites' reader of dlbn trace files (format v1).
+"""dlbntrace.py - the test suites' reader of dlbn trace files (format 1.x).
 
 One Python decoder of libintercept/dlbn_trace.h for every test suite
 (recorder, nvtx, cxx, cuda, e2e).  It parses the file header and every
@@ -25,7 +25,9 @@ SCHED.tid: in a well-formed trace these equal the stream's anyway).
 Invariants checked (a trace that breaks them raises ValueError): magic and
 major version; within a stream, extent_seq runs 0, 1, 2 ... without a gap;
 the `committed` bytes of an extent hold whole records only, each a msgpack
-array [type, dt, ...] of two integers at least.
+array [type, dt, ...] of two integers at least.  It reads the 1.0 fields
+(`committed`, `flags`), which format 1.1 keeps equal to its commit word; the
+1.1 checks (CRC-32C, parity, header CRC) are tested in tests/recorder.
 """
 import collections
 import struct

@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "pylib"))
 import dlbntrace  # noqa: E402
 
 LIB = os.path.abspath(os.environ.get("DLBN_LIB", os.path.join(ROOT, "build", "libdlbn.so")))
+ANALYZE = os.path.join(os.path.dirname(LIB), "dlbn-analyze")
 PYTHON = "/usr/bin/python3"
 
 
@@ -332,7 +333,7 @@ def test_only_hooks_and_entry_points_are_exported():
         pselect epoll_wait epoll_pwait epoll_pwait2 sem_wait sem_timedwait sem_clockwait
         sem_post open open64 openat openat64 __open_2 __open64_2 __openat_2 __openat64_2
         creat creat64 close close_range dup dup2 dup3 fcntl fcntl64 pipe pipe2 socket
-        socketpair accept accept4 connect mmap mmap64 fork execve execv execvp execvpe
+        socketpair accept accept4 connect mmap mmap64 munmap fork execve execv execvp execvpe
         execl execlp execle fexecve _exit _Exit exit dlsym InitializeInjectionNvtx2""".split())
     extra = {n for n in names if n not in hooks and not n.startswith(("cu", "dlbn_"))}
     assert not extra, "internal symbols exported: %s" % sorted(extra)
@@ -484,6 +485,42 @@ def small_fs(tmp_path):
     subprocess.run(["umount", str(mnt)])
 
 
+def crc32c(data):
+    """CRC-32C (Castagnoli), bitwise: an independent check of the recorder's."""
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+    return crc ^ 0xFFFFFFFF
+
+
+def test_extents_carry_the_crc_of_their_records(rtest, tmp_path):
+    """Format 1.1: the commit word holds committed, FINAL, parity and the
+    CRC-32C of the records; header_crc covers the fixed fields."""
+    import struct
+    out = tmp_path / "t.bin"
+    p = run([rtest, "many", "10000"], DLBN_OUTPUT=out, DLBN_EXTENT_KB=64)
+    assert p.returncode == 0, p.stderr
+    t = dlbntrace.Trace(str(out))
+    assert (t.major, t.minor) == (1, 1)
+    data = open(out, "rb").read()
+    checked = 0
+    for st in t.streams.values():
+        for x in st.extents:
+            hdr = data[x.offset:x.offset + 64]
+            committed = struct.unpack_from("<I", hdr, 4)[0]
+            commit, header_crc = struct.unpack_from("<QI", hdr, 40)
+            low = commit & 0xFFFFFFFF
+            assert low & 0x3FFFFFFF == committed == len(x.body)
+            assert bin(low).count("1") % 2 == 0, "even parity over length and FINAL"
+            assert bool(low & (1 << 30)) == bool(x.flags & dlbntrace.EXTENT_FINAL)
+            assert commit >> 32 == crc32c(x.body)
+            assert header_crc == crc32c(hdr[8:28] + hdr[32:40])
+            checked += 1
+    assert checked > 3
+
+
 def test_full_disk_goes_passive_with_one_line(rtest, small_fs):
     out = small_fs / "t.bin"
     p = run([rtest, "many", "40000"], DLBN_OUTPUT=out)
@@ -499,6 +536,126 @@ def test_full_disk_goes_passive_with_one_line(rtest, small_fs):
                        capture_output=True, text=True)
     assert p.returncode == 0 and p.stderr == ""
     assert len(dlbntrace.Trace(str(out)).processes()) == 1
+    # The header names the process that stopped, when and why.
+    import struct
+    head = open(out, "rb").read(4096)
+    count, = struct.unpack_from("<I", head, 120)
+    proc_id, pid, t_ns, err = struct.unpack_from("<IIQi", head, 128)
+    assert count == 1 and proc_id == 0 and err == 28 and t_ns > 0
+    assert pid == t.processes()[0]["pid"]
+    # The analyzer says so, per process, and does not report a whole run.
+    if not os.path.exists(ANALYZE):
+        pytest.skip("dlbn-analyze not built")
+    a = subprocess.run([ANALYZE, "-f", "json", str(out)], capture_output=True, text=True)
+    assert a.returncode == 1, a.stderr
+    assert "recording stopped early in 1 process(es)" in a.stderr
+    import json
+    rep = json.loads(a.stdout)
+    assert rep["verdict"] == "INCONCLUSIVE" and rep["cause"] == "recording_stopped"
+    stopped = [x for x in rep["trace"]["losses"] if x["kind"] == "stopped"]
+    assert [x["pid"] for x in stopped] == [pid]
+    assert "file system is full" in stopped[0]["text"] and stopped[0]["blocks_verdict"]
+    assert rep["trace"]["cut_short"] and rep["trace"]["damaged"]
+    txt = subprocess.run([ANALYZE, str(out)], capture_output=True, text=True)
+    assert txt.returncode == 1 and "DAMAGED TRACE" in txt.stdout
+    assert "pid %d" % pid in txt.stdout and "stopped recording" in txt.stdout
+
+
+@pytest.mark.parametrize("size_kb", [120, 200, 400])
+def test_full_disk_dataloader_run_is_never_reported_whole(small_fs, size_kb):
+    """A DataLoader job whose trace file system fills up at some point of the
+    run: the analyzer exits 1, names each process that stopped recording,
+    and keeps a verdict only when every stop came after the window."""
+    pytest.importorskip("torch")
+    import json
+    if not os.path.exists(ANALYZE):
+        pytest.skip("dlbn-analyze not built")
+    subprocess.run(["mount", "-o", "remount,size=%dk" % size_kb, str(small_fs)], check=True)
+    out = small_fs / "t.bin"
+    workload = os.path.join(ROOT, "tests", "e2e", "workload.py")
+    p = run([PYTHON, workload, "--workers", "2", "--steps-per-epoch", "300", "--batch-size",
+             "4", "--sample-ms", "2", "--step-ms", "2"], DLBN_OUTPUT=out)
+    assert p.returncode == 0, p.stderr
+    assert "trace file system is full" in p.stderr
+    a = subprocess.run([ANALYZE, "-f", "json", str(out)], capture_output=True, text=True)
+    assert a.returncode == 1 and "recording stopped early" in a.stderr, a.stderr
+    rep = json.loads(a.stdout)
+    tr = rep["trace"]
+    assert tr["damaged"] and tr["cut_short"]
+    head = open(out, "rb").read(4096)
+    import struct
+    count, = struct.unpack_from("<I", head, 120)
+    pids = sorted(struct.unpack_from("<IIQi", head, 128 + 24 * i)[1] for i in range(count))
+    stopped = [x for x in tr["losses"] if x["kind"] == "stopped"]
+    assert count >= 1 and sorted(x["pid"] for x in stopped) == pids
+    if rep["verdict"] != "INCONCLUSIVE":
+        assert all(x["window"] == "outside" and not x["blocks_verdict"] for x in tr["losses"])
+    else:
+        assert rep["cause"] in ("recording_stopped", "damaged_trace")
+        assert rep["reasons"][0].startswith(("the run is not all in the trace",
+                                             "the trace lost records"))
+
+
+def test_damaged_recorded_trace_is_never_reported_silently(tmp_path):
+    """A DataLoader run recorded by libdlbn.so, then damaged the ways a disk
+    or a copy damages files: one flipped bit, a few, a cut anywhere past the
+    file header.  dlbn-analyze either exits 1 (damage reported) or gives the
+    very report of the undamaged trace; a single flipped bit in committed
+    records is repaired, so even then the analysis is the original's."""
+    pytest.importorskip("torch")
+    import json
+    import random
+    if not os.path.exists(ANALYZE):
+        pytest.skip("dlbn-analyze not built")
+    out = tmp_path / "t.bin"
+    workload = os.path.join(ROOT, "tests", "e2e", "workload.py")
+    p = run([PYTHON, workload, "--workers", "2", "--steps-per-epoch", "120", "--batch-size",
+             "4", "--sample-ms", "2", "--step-ms", "2"], DLBN_OUTPUT=out, DLBN_EXTENT_KB=16)
+    assert p.returncode == 0, p.stderr
+    orig = open(out, "rb").read()
+
+    def analyse(data):
+        bad = tmp_path / "bad.bin"
+        bad.write_bytes(data)
+        a = subprocess.run([ANALYZE, "-f", "json", str(bad)], capture_output=True, text=True)
+        rep = json.loads(a.stdout) if a.stdout else None
+        if rep:
+            trace = rep.pop("trace")
+            rep["reasons"] = [r for r in rep["reasons"] if not r.startswith("the trace lost")]
+            return a.returncode, rep, trace
+        return a.returncode, None, None
+
+    rc0, rep0, _ = analyse(orig)
+    assert rc0 == 0 and rep0["verdict"] != "INCONCLUSIVE"
+    # Committed record bytes: where a flip changes what the analyzer reads.
+    t = dlbntrace.Trace(str(out))
+    record_bytes = [x.offset + 64 + i for st in t.streams.values() for x in st.extents
+                    for i in range(len(x.body))]
+    rnd = random.Random(12)
+    seen = {"repaired": 0, "reported": 0, "same": 0}
+    for trial in range(60):
+        d = bytearray(orig)
+        kind = trial % 3
+        if kind == 0:  # one bit of the records: repaired, same analysis
+            at = rnd.choice(record_bytes)
+            d[at] ^= 1 << rnd.randrange(8)
+        elif kind == 1:  # a few bits anywhere past the file header
+            for _ in range(rnd.randrange(2, 6)):
+                d[4096 + rnd.randrange(len(d) - 4096)] ^= 1 << rnd.randrange(8)
+        else:  # a cut
+            d = d[:4096 + rnd.randrange(len(d) - 4096)]
+        rc, rep, trace = analyse(bytes(d))
+        assert rc in (0, 1)
+        if kind == 0:
+            assert rc == 1 and trace["extents_repaired"] == 1 and rep == rep0, trace
+            seen["repaired"] += 1
+        elif rc == 1:
+            assert trace is None or trace["damaged"]
+            seen["reported"] += 1
+        else:
+            assert rep == rep0, "a silent change after damage kind %d" % kind
+            seen["same"] += 1
+    assert seen["repaired"] == 20 and seen["reported"] >= 20, seen
 
 
 def test_python_queue_get_wait_and_the_put_that_woke_it(tmp_path):

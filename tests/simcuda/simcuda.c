@@ -644,6 +644,19 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule module, const char *
 	return CUDA_SUCCESS;
 }
 
+/* Compute queued so far (ns): what a utilization counter would see run. */
+static uint64_t compute_queued_ns;
+
+/* Not a driver entry point: the eval's GPU utilization (busy / window). */
+EXPORT uint64_t simcuda_compute_queued_ns(void);
+uint64_t simcuda_compute_queued_ns(void)
+{
+	pthread_mutex_lock(&sim_lock);
+	uint64_t v = compute_queued_ns;
+	pthread_mutex_unlock(&sim_lock);
+	return v;
+}
+
 /* Queue dur_ns of compute on stream h: kernels and graphs alike. */
 static CUresult enqueue_compute(CUstream h, bool per_thread_api, uint64_t dur_ns)
 {
@@ -651,8 +664,10 @@ static CUresult enqueue_compute(CUstream h, bool per_thread_api, uint64_t dur_ns
 
 	pthread_mutex_lock(&sim_lock);
 	s = stream_of(h, per_thread_api);
-	if (s)
+	if (s) {
 		enqueue(s, &compute_tail, dur_ns);
+		compute_queued_ns += dur_ns;
+	}
 	pthread_mutex_unlock(&sim_lock);
 	return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }

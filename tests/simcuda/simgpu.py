@@ -61,6 +61,8 @@ class SimGPU:
             fn.argtypes = args
             fn.restype = ctypes.c_int
         self.lib.simrt_reach.restype = ctypes.c_char_p
+        self.lib.simrt_compute_queued_ns.argtypes = []
+        self.lib.simrt_compute_queued_ns.restype = ctypes.c_uint64
         self._check("simrt_init", self.lib.simrt_init())
 
     @staticmethod
@@ -92,6 +94,11 @@ class SimGPU:
 
     def stream_sync(self, stream):
         self._check("stream_sync", self.lib.simrt_stream_sync(stream))
+
+    def compute_queued_s(self):
+        """Kernel time queued so far on every stream (s): what a GPU
+        utilization counter sees run, once the queue has drained."""
+        return self.lib.simrt_compute_queued_ns() / 1e9
 
     def ctx_sync(self):
         self._check("ctx_sync", self.lib.simrt_ctx_sync())

@@ -3,7 +3,10 @@
  * file, garbage, wrong magic, unknown major version (rejected with a clear
  * message), a trace cut in the middle of an extent, an uncommitted garbage
  * tail, an uninitialised extent and a corrupt record inside committed
- * bytes (tolerated, reported, the rest still read).  When build/dlbn-analyze
+ * bytes (tolerated, reported, the rest still read); format 1.1's checks:
+ * single flipped bits repaired (records, extent header, stored CRC), two
+ * dropped with the loss described, the 1.0 fields without effect, a cut at
+ * an extent boundary truncated, the passive table read.  When build/dlbn-analyze
  * exists, also its exit status and message on the rejected files.
  */
 #include <fcntl.h>
@@ -144,7 +147,9 @@ int main(void)
 	h.version_major = 2;
 	memcpy(buf, &h, sizeof(h));
 	write_bytes(tmp("v2"), buf, (size_t)len);
-	CHECK(rejected(tmp("v2"), "version 2.0 is not supported"), "version 2 rejected clearly");
+	CHECK(rejected(tmp("v2"),
+		       "version 2.1 is not supported (this dlbn-analyze reads version 1.x)"),
+	      "version 2 rejected clearly");
 	h.version_major = 1;
 	h.version_minor = 7;
 	memcpy(buf, &h, sizeof(h));
@@ -184,7 +189,68 @@ int main(void)
 		CHECK(cli_status(tmp("corrupt"), "damaged trace") == 1,
 		      "dlbn-analyze: corrupt record -> exit 1");
 
+	/* Format 1.1 checks on the good trace (its first extent: stream b, pid 11). */
+	fd = open(tmp("good"), O_RDONLY);
+	len = read(fd, buf, sizeof(buf));
+	close(fd);
+	size_t rec0 = DLBN_FILE_HEADER_SIZE + DLBN_EXTENT_HEADER_SIZE;
+	buf[rec0 + 40] ^= 0x10; /* one flipped record bit: located by the CRC */
+	write_bytes(tmp("flip1"), buf, (size_t)len);
+	n = count_records(tmp("flip1"), &st);
+	CHECK(n == 200 && st.extents_repaired == 1 && st.nlosses == 0 && dlbn_reader_damaged(&st),
+	      "one flipped record bit: repaired, all %ld records, still reported damaged", n);
+	buf[rec0 + 90] ^= 0x01; /* a second one: beyond repair, the extent is dropped */
+	write_bytes(tmp("flip2"), buf, (size_t)len);
+	n = count_records(tmp("flip2"), &st);
+	CHECK(n < 200 && st.extents_corrupt == 1 && st.nlosses == 1 &&
+		      st.losses[0].kind == DLBN_LOSS_CORRUPT && st.losses[0].known_stream &&
+		      st.losses[0].pid == 11 && st.losses[0].t_from == 1001,
+	      "two flipped bits: the extent dropped (%ld records left), the loss names its "
+	      "stream (pid 11) from its start (t=1001)",
+	      n);
+	buf[rec0 + 40] ^= 0x10;
+	buf[rec0 + 90] ^= 0x01;
+	buf[DLBN_FILE_HEADER_SIZE + 8] ^= 0x04; /* proc_id: caught by header_crc */
+	write_bytes(tmp("hdrflip"), buf, (size_t)len);
+	CHECK(count_records(tmp("hdrflip"), &st) == 200 && st.extents_repaired == 1,
+	      "a flipped extent header bit: repaired");
+	buf[DLBN_FILE_HEADER_SIZE + 8] ^= 0x04;
+	buf[DLBN_FILE_HEADER_SIZE + 44] ^= 0x20; /* the commit word's CRC */
+	write_bytes(tmp("crcflip"), buf, (size_t)len);
+	CHECK(count_records(tmp("crcflip"), &st) == 200 && st.extents_repaired == 1,
+	      "a flipped bit in the stored CRC: repaired");
+	buf[DLBN_FILE_HEADER_SIZE + 44] ^= 0x20;
+	buf[DLBN_FILE_HEADER_SIZE + 4] ^= 0x01; /* the 1.0 committed: not read by 1.1 */
+	write_bytes(tmp("legacy"), buf, (size_t)len);
+	CHECK(count_records(tmp("legacy"), &st) == 200 && !dlbn_reader_damaged(&st),
+	      "a flipped bit in the 1.0 committed field has no effect");
+	buf[DLBN_FILE_HEADER_SIZE + 4] ^= 0x01;
+	/* Cut exactly at an extent boundary: the later extents are missing. */
+	write_bytes(tmp("cutext"), buf, DLBN_FILE_HEADER_SIZE + EXT);
+	n = count_records(tmp("cutext"), &st);
+	CHECK(st.truncated && st.extents_missing > 0 && dlbn_reader_damaged(&st),
+	      "cut at an extent boundary: truncated, %llu extent(s) missing",
+	      (unsigned long long)st.extents_missing);
+
+	/* A process that went passive: the header's table. */
+	struct tg *g = tg_open(tmp("passive"), EXT);
+	struct tg_stream *a = tg_stream(g, 0, 0, 10, 10);
+	tg_process(a, 1000, 10, 1, -1, DLBN_START_ROOT, "python3");
+	tg_passive(g, 0, 10, 5000, 28);
+	CHECK(tg_close(g) == 0, "passive trace written");
+	count_records(tmp("passive"), &st);
+	CHECK(st.npassive == 1 && st.passive[0].pid == 10 && st.passive[0].t_ns == 5000 &&
+		      st.passive[0].err == 28 && dlbn_reader_cut_short(&st) &&
+		      dlbn_reader_damaged(&st),
+	      "passive process read from the file header (pid, time, errno)");
+
 	if (have_cli) {
+		CHECK(cli_status(tmp("flip2"), "damaged trace") == 1,
+		      "dlbn-analyze: dropped extent -> exit 1");
+		CHECK(cli_status(tmp("cutext"), "damaged trace") == 1,
+		      "dlbn-analyze: cut at an extent boundary -> exit 1");
+		CHECK(cli_status(tmp("passive"), "recording stopped early") == 1,
+		      "dlbn-analyze: a process went passive -> exit 1");
 		CHECK(cli_status(tmp("empty"), "empty file") == 1,
 		      "dlbn-analyze: empty file -> exit 1");
 		CHECK(cli_status(tmp("garbage"), "not a dlbn trace") == 1,

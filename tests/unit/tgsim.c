@@ -48,7 +48,43 @@ struct sim {
 	int64_t main_run_ns, main_runq_ns;
 	/* GPU (gpu_ms > 0): the last probe and when the kernels queued so far end. */
 	int64_t probe_id, probe_done, gpu_free;
+	/* The loop's cumulative counters (loop_cost.c order): run, runq,
+	 * sys, minflt, free wall, free CPU. */
+	int64_t counters[6];
 };
+
+static int lead_costs(const struct tgsim_params *p)
+{
+	return p->lead_free_ms > 0 || p->lead_runq_ms > 0 || p->lead_touch_ms > 0;
+}
+
+/* A fetch mark, with the loop's counters when the run has lead costs. */
+static void fetch_mark(struct sim *s, int64_t t, int kind, int64_t iter, int64_t arg)
+{
+	const int64_t *c = s->counters;
+	if (!lead_costs(&s->p)) {
+		tg_mark(s->main, t, kind, iter, arg);
+		return;
+	}
+	tg_rec(s->main, DLBN_REC_MARK, t, "iiiiiiiii", (int64_t)kind, iter, arg, c[0], c[1], c[2],
+	       c[3], c[4], c[5]);
+}
+
+/* The lead of the next step: the costs after the batch arrived; returns
+ * how long they keep the loop from its step. */
+static int64_t lead(struct sim *s)
+{
+	const struct tgsim_params *p = &s->p;
+	int64_t f = (int64_t)(p->lead_free_ms * MS), q = (int64_t)(p->lead_runq_ms * MS);
+	int64_t touch = (int64_t)(p->lead_touch_ms * MS), loop = (int64_t)(p->loop_ms * MS);
+	s->counters[0] += f + touch + loop;
+	s->counters[1] += q;
+	s->counters[2] += f + touch;
+	s->counters[3] += (int64_t)p->tensors * p->shm_kib / 64; /* 16 pages a fault */
+	s->counters[4] += f;
+	s->counters[5] += f;
+	return f + q + touch;
+}
 
 #define GPU_STREAM 0x7000
 
@@ -154,8 +190,9 @@ static int64_t produce(struct sim *s, int k, int64_t step, int64_t t_idx, int ep
 	}
 	if (s->p.sched)
 		sched_sample(w->main, t, w->pid, &w->run_ns, &w->runq_ns, work, s->p.worker_runq);
-	tg_write(w->feeder, t + 20000, 50000, 7, DLBN_FD_PIPE, result_ino(epoch), 300);
-	w->free_at = t + 70000;
+	int64_t lag = (int64_t)(s->p.feeder_lag_ms * MS);
+	tg_write(w->feeder, t + 20000 + lag, 50000, 7, DLBN_FD_PIPE, result_ino(epoch), 300);
+	w->free_at = t + 70000 + lag;
 	w->idle_from = t + 30000;
 	return w->free_at;
 }
@@ -176,7 +213,7 @@ static int64_t receive(struct sim *s, struct tg_stream *th, int64_t t_begin, int
 		tg_write(th, t + per / 8, per / 16, 20 + k, DLBN_FD_UNIX, 0, 20);
 		tg_read(th, t + per / 4, per / 16, 20 + k, DLBN_FD_UNIX, 0, 20);
 		tg_recvmsg(th, t + per / 2, per / 8, 20 + k, 0, 1, 1);
-		tg_mmap(th, t + 3 * per / 4, 30 + k, 800000 + k, 131072);
+		tg_mmap(th, t + 3 * per / 4, 30 + k, 800000 + k, (int64_t)s->p.shm_kib * 1024);
 		t += per;
 	}
 	return t;
@@ -256,7 +293,7 @@ static void run(struct sim *s)
 			s->ready[i] = produce(s, k, global, s->idx_sent[i], pipe_epoch);
 			int64_t fb = loop_t, fe;
 			if (p->marks)
-				tg_mark(s->main, fb, DLBN_MARK_FETCH_BEGIN, e + 1, i);
+				fetch_mark(s, fb, DLBN_MARK_FETCH_BEGIN, e + 1, i);
 			if (p->gpu_ms > 0)
 				gpu_fetch_begins(s, fb);
 			if (!p->pin) {
@@ -279,16 +316,29 @@ static void run(struct sim *s)
 					     &s->main_runq_ns, (int64_t)(p->loop_ms * MS),
 					     p->main_runq);
 			if (p->marks)
-				tg_mark(s->main, fe + 5000, DLBN_MARK_FETCH_END, e + 1, i);
+				fetch_mark(s, fe + 5000, DLBN_MARK_FETCH_END, e + 1, i);
+			int64_t costs = lead(s);
 			if (p->gpu_ms > 0)
-				gpu_launch(s, fe + 7000);
+				gpu_launch(s, fe + 7000 + costs);
+			if (p->gpu_ms > 0 && p->drain_sync) {
+				int64_t ts = fe + 8000 + costs;
+				tg_rec(s->main, DLBN_REC_SYNC, ts, "iii",
+				       s->gpu_free > ts ? s->gpu_free - ts : (int64_t)0,
+				       (int64_t)DLBN_CU_CTX_SYNC, (int64_t)0);
+			}
 			/* The loop consumed batch i: send the index of batch i + P. */
 			if (i + P < per_epoch) {
 				s->idx_sent[i + P] = fe + 20000;
 				tg_write(s->feeder, fe + 20000, 10000, 8, DLBN_FD_PIPE,
 					 index_ino(pipe_epoch, (int)((i + P) % p->workers)), 60);
 			}
-			loop_t = fe + 10000 + (int64_t)(p->loop_ms * MS * jitter(s));
+			loop_t = fe + 10000 + costs + (int64_t)(p->loop_ms * MS * jitter(s));
+			if (p->sync_ms > 0) {
+				int64_t d = (int64_t)(p->sync_ms * MS);
+				tg_rec(s->main, DLBN_REC_SYNC, loop_t, "iii", d,
+				       (int64_t)DLBN_CU_STREAM_SYNC, (int64_t)GPU_STREAM);
+				loop_t += d;
+			}
 		}
 		if (p->marks && !killed)
 			tg_mark(s->main, loop_t, DLBN_MARK_FETCH_STOP, e + 1, 0);
@@ -318,6 +368,7 @@ void tgsim_default(struct tgsim_params *p)
 	p->batch_ms = 40;
 	p->loop_ms = 10;
 	p->handoff_ms = 1;
+	p->shm_kib = 128;
 	p->seed = 1;
 	p->rank = p->world_size = -1;
 }

@@ -25,6 +25,8 @@ struct tgsim_params {
 	double loop_ms;	      /* training loop time per step */
 	double file_ms;	      /* part of batch_ms spent in file preads */
 	double handoff_ms;    /* main-thread receive time per batch */
+	double feeder_lag_ms; /* a worker's feeder thread writes each result this late,
+				 while the worker already works on its next index */
 	int rank, world_size; /* PROCESS rank variables of the training process (-1 unset) */
 	int sched;	      /* SCHED (schedstat) samples of the workers and main thread */
 	double worker_runq;   /* share of a worker's busy time spent waiting for a CPU */
@@ -33,6 +35,17 @@ struct tgsim_params {
 	double gpu_ms;	      /* > 0: the loop launches a kernel this long per step, with the
 				 recorder's drain probe at each fetch (CUDA records) */
 	int cpus;	      /* > 0: the CONFIG's cpus= (the job's CPU affinity count) */
+	/* Loading costs after each batch's arrival, before the step's GPU
+	 * work (outside.h); any > 0: the fetch marks carry the loop's
+	 * counters (libintercept/loop_cost.c). */
+	double lead_free_ms;  /* munmap/close of the previous batch (on CPU) */
+	double lead_runq_ms;  /* runnable, not running */
+	double lead_touch_ms; /* kernel time: first touch of the batch */
+	int shm_kib;	      /* shared memory mapped per tensor (default 128) */
+	int drain_sync;	      /* right after its kernel the loop synchronises the
+				 context until the GPU is done (loss.item()) */
+	double sync_ms;	      /* > 0: after its loop work each step blocks this long in
+				 cuStreamSynchronize (a rank waiting at an NCCL collective) */
 	unsigned seed;
 };
 

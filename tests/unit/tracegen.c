@@ -14,6 +14,7 @@
 
 #include <msgpack.h>
 
+#include "crc32c.h"
 #include "tracegen.h"
 
 struct tg_stream {
@@ -34,6 +35,8 @@ struct tg {
 	uint16_t major, minor;
 	uint32_t garbage_tail;
 	uint64_t records;
+	uint32_t npassive;
+	struct dlbn_passive_entry passive[DLBN_MAX_PASSIVE];
 	struct tg_stream *streams;
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
@@ -74,6 +77,14 @@ static uint64_t slot_offset(const struct tg *g, uint64_t slot)
 	return DLBN_FILE_HEADER_SIZE + slot * (uint64_t)g->extent_size;
 }
 
+void tg_passive(struct tg *g, uint32_t proc_id, uint32_t pid, int64_t t_ns, int err)
+{
+	if (g->npassive < DLBN_MAX_PASSIVE)
+		g->passive[g->npassive] = (struct dlbn_passive_entry){
+			.proc_id = proc_id, .pid = pid, .t_ns = (uint64_t)t_ns, .err = err};
+	g->npassive++;
+}
+
 void tg_blank_extent(struct tg *g)
 {
 	uint64_t slot = g->next_extent++;
@@ -98,7 +109,9 @@ static void flush_extent(struct tg_stream *s)
 		.tid = s->tid,
 		.flags = s->final ? DLBN_EXTENT_FINAL : 0,
 		.base_ns = (uint64_t)s->base_ns,
+		.commit = dlbn_commit_word(s->used, s->final, dlbn_crc32c(s->data, s->used)),
 	};
+	eh.header_crc = dlbn_extent_header_crc(&eh);
 	uint64_t off = slot_offset(g, slot);
 	uint32_t room = g->extent_size - DLBN_EXTENT_HEADER_SIZE;
 	uint32_t tail = g->garbage_tail;
@@ -231,7 +244,10 @@ int tg_close(struct tg *g)
 				     .next_extent = g->next_extent,
 				     .next_proc_id = g->max_proc,
 				     .created_realtime_ns = 1700000000000000000ull,
-				     .created_monotonic_ns = 0};
+				     .created_monotonic_ns = 0,
+				     .flags = g->npassive ? DLBN_FILE_PASSIVE : 0,
+				     .passive_count = g->npassive};
+	memcpy(h.passive, g->passive, sizeof(h.passive));
 	memcpy(h.magic, DLBN_FILE_MAGIC, 8);
 	snprintf(h.host, sizeof(h.host), "tracegen");
 	uint8_t page[DLBN_FILE_HEADER_SIZE] = {0};

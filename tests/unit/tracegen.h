@@ -1,5 +1,6 @@
 /*
- * tracegen.h - test-side writer of valid dlbn v1 trace files.
+ * tracegen.h - test-side writer of valid dlbn v1.1 trace files (CRC-32C
+ * checked extents, dlbn_trace.h).
  *
  * Tests and dlbn-gentrace describe a trace stream by stream (one stream =
  * one thread of one process instance) with absolute timestamps; tracegen
@@ -32,6 +33,9 @@ void tg_set_version(struct tg *g, uint16_t major, uint16_t minor);
 /* Write this many bytes of 0xA5 garbage after the committed bytes of every
  * extent (the uncommitted tail a killed writer leaves). */
 void tg_set_garbage_tail(struct tg *g, uint32_t bytes);
+/* A process that went passive at t_ns with errno err (file header table
+ * and DLBN_FILE_PASSIVE, as the recorder's recorder_fail leaves them). */
+void tg_passive(struct tg *g, uint32_t proc_id, uint32_t pid, int64_t t_ns, int err);
 /* Hand out one extent slot and leave it uninitialised (all zero). */
 void tg_blank_extent(struct tg *g);
 

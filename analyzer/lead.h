@@ -1,0 +1,94 @@
+/*
+ * lead.h - a step's lead: the loop period before its fetch, from the
+ * previous batch's arrival (any loader's) to this fetch's begin, from the
+ * counters the Python view's fetch marks carry (libintercept/loop_cost.c),
+ * and the window sums that outside.c turns into the loading costs outside
+ * the waits.
+ *
+ * Replay removes three costs of the lead (its batches are never freed,
+ * never fresh from a worker, and no worker holds the cores): dropping the
+ * previous batch (free_ns), the thread queued for a CPU outside that
+ * (runq_ns), and the first touch of the new batch's pages (the kernel time
+ * outside the frees, sys_ns - free_cpu_ns, bounded by the pages mapped).
+ * It keeps the loop's own work.  They count as far as the GPU sat idle in
+ * the same lead (gpu_lead_idle_ns in model.h).
+ */
+#ifndef DLBN_LEAD_H
+#define DLBN_LEAD_H
+
+#include <stdint.h>
+
+struct dlbn_lead {
+	int64_t wall_ns;     /* previous arrival .. this fetch's begin */
+	int64_t free_ns;     /* inside munmap/close: dropping the previous batch */
+	int64_t free_cpu_ns; /* CPU time inside those calls */
+	int64_t runq_ns;     /* runnable but not running, outside those calls */
+	int64_t cpu_ns;	     /* running outside those calls: the loop's own work
+			      * and the first touch of the new batch */
+	int64_t sys_ns;	     /* kernel time (tick-sampled: exact as a sum only) */
+	int64_t minflt;	     /* minor faults (first touch of worker-written pages) */
+	int64_t shm_bytes;   /* shared memory the loop mapped for the batch */
+	int64_t known;	     /* steps with counters (1 or 0 for one step) */
+};
+
+static inline void dlbn_lead_add(struct dlbn_lead *sum, const struct dlbn_lead *x)
+{
+	if (!x->known)
+		return;
+	sum->wall_ns += x->wall_ns;
+	sum->free_ns += x->free_ns;
+	sum->free_cpu_ns += x->free_cpu_ns;
+	sum->runq_ns += x->runq_ns;
+	sum->cpu_ns += x->cpu_ns;
+	sum->sys_ns += x->sys_ns;
+	sum->minflt += x->minflt;
+	sum->shm_bytes += x->shm_bytes;
+	sum->known += x->known;
+}
+
+/*
+ * Leads over a window.  Per step, free + runq count up to the GPU idle
+ * time of the same lead less the refill bubble already charged there
+ * (charged_ns); what idle time is left (room_ns) bounds the first-touch
+ * cost, which is only known as a window sum.
+ */
+struct dlbn_lead_sums {
+	struct dlbn_lead lead;	/* the steps with counters */
+	int64_t gpu_known;	/* of them, steps whose lead GPU idle is known */
+	int64_t gpu_idle_ns;	/* GPU idle in the leads (GPU rule) */
+	int64_t gpu_refill_ns;	/* of it, refill bubbles charged with the waits */
+	int64_t gpu_charged_ns; /* min(free + runq, idle - refill), per step */
+	int64_t gpu_room_ns;	/* idle - refill - charged, per step */
+};
+
+/* A step's lead with the GPU's idle time in it (-1: unknown) and the
+ * refill bubble of the step before that lies in it. */
+static inline void dlbn_lead_sums_add(struct dlbn_lead_sums *w, const struct dlbn_lead *l,
+				      int64_t gpu_idle, int64_t gpu_refill)
+{
+	if (!l->known)
+		return;
+	dlbn_lead_add(&w->lead, l);
+	if (gpu_idle < 0)
+		return;
+	int64_t room = gpu_idle > gpu_refill ? gpu_idle - gpu_refill : 0;
+	int64_t cost = l->free_ns + l->runq_ns;
+	int64_t charged = cost < room ? cost : room;
+	w->gpu_known++;
+	w->gpu_idle_ns += gpu_idle;
+	w->gpu_refill_ns += gpu_refill < gpu_idle ? gpu_refill : gpu_idle;
+	w->gpu_charged_ns += charged;
+	w->gpu_room_ns += room - charged;
+}
+
+static inline void dlbn_lead_sums_merge(struct dlbn_lead_sums *w, const struct dlbn_lead_sums *x)
+{
+	dlbn_lead_add(&w->lead, &x->lead);
+	w->gpu_known += x->gpu_known;
+	w->gpu_idle_ns += x->gpu_idle_ns;
+	w->gpu_refill_ns += x->gpu_refill_ns;
+	w->gpu_charged_ns += x->gpu_charged_ns;
+	w->gpu_room_ns += x->gpu_room_ns;
+}
+
+#endif /* DLBN_LEAD_H */

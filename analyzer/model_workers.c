@@ -1,0 +1,119 @@
+/*
+ * model_workers.c - DataLoader workers in pass 2: batch segments (an index
+ * read to its result written), idle time waiting for an index, file-read
+ * time, and the schedstat samples of training and worker threads.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_int.h"
+
+/*
+ * An index message arrived: a batch starts.  The worker may read the next
+ * index before its feeder thread has written the previous result, so
+ * starts wait in a small FIFO until their result is written.
+ */
+static void seg_queue_push(struct dlbn_proc *p, int64_t t)
+{
+	if (p->seg_n == DLBN_SEG_QUEUE) { /* results never written: drop the oldest */
+		p->seg_head = (p->seg_head + 1) % DLBN_SEG_QUEUE;
+		p->seg_n--;
+	}
+	unsigned tail = (p->seg_head + p->seg_n) % DLBN_SEG_QUEUE;
+	p->seg_q[tail] = t;
+	p->seg_file[tail] = p->file_ns_total;
+	p->seg_n++;
+}
+
+/* Blocked on the index pipe; the poll and the reads right after it are
+ * kept as one interval (one per batch), so memory follows batches. */
+static void worker_idle(struct pass2 *ps, struct dlbn_proc *p, int64_t t, int64_t end)
+{
+	const int64_t join_ns = 200000;
+	if (p->nidle && t - p->idle[p->nidle - 1].end < join_ns &&
+	    t >= p->idle[p->nidle - 1].begin) {
+		if (end > p->idle[p->nidle - 1].end)
+			p->idle[p->nidle - 1].end = end;
+		return;
+	}
+	struct dlbn_ival iv = {t, end};
+	if (PUSH(p->idle, p->nidle, p->capidle, iv))
+		ps->oom = 1;
+}
+
+void model_worker_record(struct pass2 *ps, struct dlbn_proc *p, const struct dlbn_record *r)
+{
+	struct pipe_ent *e;
+	int64_t t = r->t_ns, end = t + rec_dur(r);
+
+	switch (r->type) {
+	case DLBN_REC_POLL:
+		for (int k = 0; k < r->narr; k++) {
+			e = pipe_find(ps->m->pipes, r->arr[k]);
+			if (e && e->is_index) {
+				worker_idle(ps, p, t, end);
+				break;
+			}
+		}
+		break;
+	case DLBN_REC_READ:
+		if (fld(r, 2) == DLBN_FD_FILE) {
+			p->file_ns_total += end - t;
+			p->file_bytes += bounded(fld(r, 4), DLBN_DUR_LIMIT);
+			break;
+		}
+		if (fld(r, 2) != DLBN_FD_PIPE || !(e = pipe_find(ps->m->pipes, fld(r, 3))) ||
+		    !e->is_index)
+			break;
+		worker_idle(ps, p, t, end);
+		if (fld(r, 4) == 4)
+			p->index_msgs++;
+		else if (fld(r, 4) > 4)
+			seg_queue_push(p, end);
+		break;
+	case DLBN_REC_PREAD:
+		p->file_ns_total += end - t;
+		p->file_bytes += bounded(fld(r, 3), DLBN_DUR_LIMIT);
+		break;
+	case DLBN_REC_WRITE:
+		if (fld(r, 2) != DLBN_FD_PIPE || fld(r, 4) <= 4 ||
+		    !(e = pipe_find(ps->m->pipes, fld(r, 3))) || !e->is_result)
+			break;
+		p->result_msgs++;
+		/* The feeder thread writes when the batch is ready: its start
+		 * ends the batch (a full pipe may block the write itself). */
+		if (p->seg_n) {
+			struct dlbn_batch_seg sg = {p->seg_q[p->seg_head], t,
+						    p->file_ns_total - p->seg_file[p->seg_head]};
+			p->seg_head = (p->seg_head + 1) % DLBN_SEG_QUEUE;
+			p->seg_n--;
+			if (PUSH(p->segs, p->nsegs, p->capsegs, sg))
+				ps->oom = 1;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/* A schedstat sample of a training or worker thread (see struct dlbn_thread). */
+void model_sched_record(struct pass2 *ps, const struct dlbn_record *r)
+{
+	struct dlbn_model *m = ps->m;
+	uint32_t ti = r->stream->index;
+	struct dlbn_thread *t = &m->threads[ti];
+	if (r->kind[1] != DLBN_V_INT || r->kind[2] != DLBN_V_INT)
+		return;
+	if (!t->sched_samples) {
+		if (PUSH(m->sched_threads, m->nsched_threads, m->capsched_threads, ti)) {
+			ps->oom = 1;
+			return;
+		}
+		t->sched_base[0] = bounded(r->f[1], DLBN_TIME_LIMIT);
+		t->sched_base[1] = bounded(r->f[2], DLBN_TIME_LIMIT);
+	}
+	t->sched_samples++;
+	t->sched_cur[0] = bounded(r->f[1], DLBN_TIME_LIMIT);
+	t->sched_cur[1] = bounded(r->f[2], DLBN_TIME_LIMIT);
+}

@@ -1,0 +1,81 @@
+/*
+ * outside.c - the loading costs that land outside the loader waits, and
+ * the part of them Replay removes (rule in outside.h; the recorder's side
+ * in libintercept/loop_cost.c, the GPU's idle time per loop period in
+ * gpu.c lead_idle).
+ *
+ * A batch of real size costs the loop more than its wait: after next()
+ * returns, the previous batch is dropped (its shared-memory storages are
+ * unmapped and their fds closed, which frees the pages a worker wrote),
+ * the new batch's pages fault in at their first touch, and the loop's
+ * thread may queue for a CPU behind the busy workers.  A Replay run has
+ * none of these.  Dropping and queueing are exact per loop period
+ * (munmap/close wall time, schedstat run-queue time) and are weighed
+ * against the GPU's idle time of the same period; the first touch is the
+ * thread's kernel time outside the frees, which getrusage splits from the
+ * exact run time by tick samples: right as a window sum, not per period,
+ * so it takes the idle time the per-period charges left, summed.
+ */
+#include <string.h>
+
+#include "model.h"
+#include "outside.h"
+
+static double sec(int64_t ns)
+{
+	return (double)ns / 1e9;
+}
+
+void dlbn_outside_waits(const struct dlbn_model *m, int gpu_rule, struct dlbn_outside *o)
+{
+	memset(o, 0, sizeof(*o));
+	if (!m->steps)
+		return;
+	struct dlbn_lead_sums sum = m->steps->w.leads;
+	for (size_t i = 0; m->steps == &m->py_steps && i < m->loaders.n; i++)
+		dlbn_lead_sums_merge(&sum, &m->loaders.v[i].in_train_window.leads);
+	const struct dlbn_lead *l = &sum.lead;
+	if (!l->known)
+		return;
+	o->known = 1;
+	o->gpu_rule = gpu_rule;
+	o->steps = (size_t)l->known;
+	o->wall_s = sec(l->wall_ns);
+	o->free_s = sec(l->free_ns);
+	o->runq_s = sec(l->runq_ns);
+	int64_t kernel = l->sys_ns > l->free_cpu_ns ? l->sys_ns - l->free_cpu_ns : 0;
+	int64_t touch_max = l->shm_bytes / 4096 * DLBN_FIRST_TOUCH_NS_PER_PAGE_MAX;
+	int64_t touch = kernel < touch_max ? kernel : touch_max;
+	if (touch > l->cpu_ns)
+		touch = l->cpu_ns;
+	o->touch_s = sec(touch);
+	o->cpu_s = sec(l->cpu_ns - touch);
+	o->minflt_per_step = (double)l->minflt / (double)l->known;
+	o->shm_mib_per_step = (double)l->shm_bytes / (double)l->known / (1024.0 * 1024.0);
+	if (!gpu_rule) {
+		o->charged_free_s = o->free_s;
+		o->charged_runq_s = o->runq_s;
+		o->charged_touch_s = o->touch_s;
+		o->charged_s = o->free_s + o->runq_s + o->touch_s;
+		return;
+	}
+	o->gpu_steps = (size_t)sum.gpu_known;
+	o->gpu_idle_s = sec(sum.gpu_idle_ns);
+	o->refill_s = sec(sum.gpu_refill_ns);
+	/* Dropping and queueing were weighed per period; split the charge
+	 * between them by their totals over those periods. */
+	double cost = o->free_s + o->runq_s;
+	double charged = sec(sum.gpu_charged_ns);
+	if (cost > 0) {
+		o->charged_free_s = charged * o->free_s / cost;
+		o->charged_runq_s = charged - o->charged_free_s;
+	}
+	/* Only the periods with the GPU's idle time known carry a first-touch
+	 * share. */
+	double touch_known = o->touch_s * (double)sum.gpu_known / (double)l->known;
+	double room = sec(sum.gpu_room_ns);
+	o->charged_touch_s = touch_known < room ? touch_known : room;
+	o->charged_s = charged + o->charged_touch_s;
+	double loading = o->refill_s + o->charged_s;
+	o->other_host_s = o->gpu_idle_s > loading ? o->gpu_idle_s - loading : 0;
+}

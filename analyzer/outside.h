@@ -1,0 +1,51 @@
+/*
+ * outside.h - the loading costs that land outside the loader waits, over
+ * the training window, and the part of them Replay removes (outside.c).
+ *
+ * Replay removes three costs of the loop periods between a batch's arrival
+ * and the next fetch along with the waits: dropping the previous batch (its
+ * shared memory unmapped and released), the loop's thread queued for a CPU
+ * behind the workers, and the first touch of the new batch's pages (page
+ * faults on worker-written shared memory; a cached batch is warm).  They
+ * are charged to the stall as far as the GPU sat idle for them: under the
+ * GPU rule at most the GPU's idle time in the same loop period less the
+ * refill bubble already charged there; under the CPU-only rule whole.  The
+ * loop's own work there is kept, as Replay keeps it.
+ */
+#ifndef DLBN_OUTSIDE_H
+#define DLBN_OUTSIDE_H
+
+#include <stddef.h>
+
+struct dlbn_model;
+
+/* The kernel time charged as first touch is at most this per 4 KiB page
+ * the loop mapped (measured here: about 0.5 us per page, faulted 16 at a
+ * time): other kernel work of the loop is not charged. */
+#define DLBN_FIRST_TOUCH_NS_PER_PAGE_MAX 2000
+
+struct dlbn_outside {
+	int known;	  /* the fetch marks carried the loop's counters */
+	int gpu_rule;	  /* charged by the GPU's idle time (else whole) */
+	size_t steps;	  /* window loop periods with counters */
+	size_t gpu_steps; /* of them, with the GPU's idle time known */
+	double wall_s;	  /* arrival .. next fetch, summed */
+	double free_s;	  /* inside munmap/close */
+	double runq_s;	  /* runnable but not running, outside those calls */
+	double touch_s;	  /* kernel time outside them, bounded by the pages mapped */
+	double cpu_s;	  /* the loop's own CPU time (running, less the two above) */
+	double minflt_per_step, shm_mib_per_step;
+	double gpu_idle_s; /* GPU idle in those periods (GPU rule) */
+	double refill_s;   /* of which charged with the waits as refill bubbles */
+	double charged_s;  /* free + runq + touch as far as the GPU sat idle */
+	double charged_free_s, charged_runq_s, charged_touch_s;
+	double other_host_s; /* GPU idle in them that Replay keeps */
+};
+
+/* The figures over the training window: its own steps' leads and those of
+ * the other loaders' steps inside it (the loop body before a zipped
+ * loader's fetch is that fetch's lead).  gpu_rule: whether the GPU rule
+ * applies (else the CPU-only rule). */
+void dlbn_outside_waits(const struct dlbn_model *m, int gpu_rule, struct dlbn_outside *o);
+
+#endif /* DLBN_OUTSIDE_H */

@@ -1,0 +1,129 @@
+/*
+ * report_outside.c - the evidence lines for the loading costs outside the
+ * loader waits (outside.h), and where the GPU's idle time in the window
+ * went: terminal, markdown and JSON forms of the same figures.
+ */
+#include <stdio.h>
+
+#include "json.h"
+#include "report.h"
+
+#define OUTSIDE_LINES 6
+
+struct outside_line {
+	const char *label;
+	char text[DLBN_LINE];
+};
+
+static double share(double s, double wall)
+{
+	return wall > 0 ? s / wall * 100 : 0;
+}
+
+/* The lines both the terminal and markdown reports show; returns count. */
+static int outside_lines(const struct dlbn_analysis *a, struct outside_line *v)
+{
+	const struct dlbn_outside *o = &a->outside;
+	double w = a->wall_s;
+	int n = 0;
+	if (!o->known || !a->steps_window)
+		return 0;
+	v[n].label = "after arrival";
+	snprintf(v[n++].text, DLBN_LINE,
+		 "%zu loop periods from a batch's arrival to the next fetch, %.3f s (%.1f%% of "
+		 "the window)%s",
+		 o->steps, o->wall_s, share(o->wall_s, w),
+		 o->gpu_rule ? "; costs below count in the stall as far as the GPU sat idle"
+			     : "; costs below count in the stall whole (no GPU recorded)");
+	v[n].label = "batch drop";
+	snprintf(v[n++].text, DLBN_LINE,
+		 "%.3f s (%.1f%%) in munmap/close freeing the previous batch's shared memory; "
+		 "%.3f s in the stall",
+		 o->free_s, share(o->free_s, w), o->charged_free_s);
+	v[n].label = "cpu queueing";
+	snprintf(v[n++].text, DLBN_LINE,
+		 "%.3f s (%.1f%%) the loop's thread runnable but not running; %.3f s in the stall",
+		 o->runq_s, share(o->runq_s, w), o->charged_runq_s);
+	v[n].label = "first touch";
+	snprintf(v[n++].text, DLBN_LINE,
+		 "%.3f s (%.1f%%) kernel time faulting in the batch's pages (%.1f MiB of shared "
+		 "memory, %.0f page faults per step); %.3f s in the stall",
+		 o->touch_s, share(o->touch_s, w), o->shm_mib_per_step, o->minflt_per_step,
+		 o->charged_touch_s);
+	v[n].label = "own work";
+	snprintf(v[n++].text, DLBN_LINE,
+		 "%.3f s (%.1f%%) the loop's own CPU time: kept, as Replay keeps it", o->cpu_s,
+		 share(o->cpu_s, w));
+	if (o->gpu_rule) {
+		double in_waits = a->stall_s - o->charged_s - o->refill_s;
+		v[n].label = "gpu idle";
+		snprintf(v[n++].text, DLBN_LINE,
+			 "loading in the waits %.3f s; after the batches arrived %.3f s: loading "
+			 "%.3f s (refill bubbles %.3f s), other host work %.3f s (kept by Replay); "
+			 "%zu of %zu periods with GPU evidence",
+			 in_waits > 0 ? in_waits : 0, o->gpu_idle_s, o->refill_s + o->charged_s,
+			 o->refill_s, o->other_host_s, o->gpu_steps, o->steps);
+	}
+	return n;
+}
+
+void dlbn_outside_text(FILE *out, const struct dlbn_analysis *a)
+{
+	struct outside_line v[OUTSIDE_LINES];
+	int n = outside_lines(a, v);
+	for (int i = 0; i < n; i++)
+		fprintf(out, "  %-16s %s\n", v[i].label, v[i].text);
+}
+
+void dlbn_outside_markdown(FILE *out, const struct dlbn_analysis *a)
+{
+	struct outside_line v[OUTSIDE_LINES];
+	int n = outside_lines(a, v);
+	for (int i = 0; i < n; i++)
+		fprintf(out, "- %s: %s\n", v[i].label, v[i].text);
+}
+
+void dlbn_outside_json(FILE *out, const struct dlbn_analysis *a)
+{
+	const struct dlbn_outside *o = &a->outside;
+	if (!o->known) {
+		fputs("null", out);
+		return;
+	}
+	const char *names[] = {"wall_s",
+			       "batch_drop_s",
+			       "batch_drop_in_stall_s",
+			       "cpu_queueing_s",
+			       "cpu_queueing_in_stall_s",
+			       "first_touch_s",
+			       "first_touch_in_stall_s",
+			       "own_cpu_s",
+			       "in_stall_s",
+			       "page_faults_per_step",
+			       "shm_mib_per_step"};
+	double vals[] = {o->wall_s,	    o->free_s,		o->charged_free_s,  o->runq_s,
+			 o->charged_runq_s, o->touch_s,		o->charged_touch_s, o->cpu_s,
+			 o->charged_s,	    o->minflt_per_step, o->shm_mib_per_step};
+	fprintf(out, "{\"periods\":%zu,\"rule\":\"%s\"", o->steps, o->gpu_rule ? "gpu" : "cpu");
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		fprintf(out, ",\"%s\":", names[i]);
+		dlbn_json_number(out, vals[i]);
+	}
+	fputs(",\"gpu_idle\":", out);
+	if (!o->gpu_rule) {
+		fputs("null}", out);
+		return;
+	}
+	double in_waits = a->stall_s - o->charged_s - o->refill_s;
+	fputs("{\"loading_in_waits_s\":", out);
+	dlbn_json_number(out, in_waits > 0 ? in_waits : 0);
+	fputs(",\"after_arrival_s\":", out);
+	dlbn_json_number(out, o->gpu_idle_s);
+	fputs(",\"loading_after_arrival_s\":", out);
+	dlbn_json_number(out, o->refill_s + o->charged_s);
+	fputs(",\"refill_s\":", out);
+	dlbn_json_number(out, o->refill_s);
+	fputs(",\"other_host_s\":", out);
+	dlbn_json_number(out, o->other_host_s);
+	fprintf(out, ",\"periods_with_gpu_evidence\":%zu}}", o->gpu_steps);
+}

@@ -1,0 +1,179 @@
+/*
+ * loop_cost.c - what the training loop's thread spends outside its loader
+ * waits that is still the cost of loading: the costs Replay removes along
+ * with the waits (issue 9; DESIGN section 5).
+ *
+ * Between one batch's arrival and the next wait the loop drops the previous
+ * batch (its shared-memory storages are unmapped and their fds closed: the
+ * last close of a worker's unlinked segment frees its pages),
+ * first touches the new one (page faults on the pages a worker wrote: in
+ * the H2D copy of pageable memory or in the first op that reads it), and is
+ * runnable but queued behind the busy workers for a CPU.  A cached Replay
+ * batch is warm, never freed, and no worker holds the cores: all three go.
+ *
+ * The recorder samples the thread's cumulative counters at each fetch mark
+ * of the main thread (per step, not per call): the analyzer takes the
+ * differences over the interval between a FETCH_END and the next
+ * FETCH_BEGIN.  Counters:
+ *   run_ns, runq_ns  /proc/thread-self/schedstat (exact, scheduler clock);
+ *   sys_ns           getrusage(RUSAGE_THREAD) system time (the kernel
+ *                    splits the exact run time by its tick samples, so this
+ *                    one is statistical over a short interval);
+ *   minflt           minor faults (exact);
+ *   free_ns          wall time inside munmap() and close() of the batches'
+ *                    shared memory on this thread (the hooks: munmap of a
+ *                    range the thread mapped from a /dev/shm fd, close of
+ *                    such an fd): unmapping and releasing 32 MiB of
+ *                    worker-written shared memory takes milliseconds, much
+ *                    of it queued for a CPU;
+ *   free_cpu_ns      the CPU time inside those calls (thread CPU clock,
+ *                    exact): with run_ns it separates the CPU time outside
+ *                    them (first touch, the loop's own work).
+ * The getrusage system time is the kernel's tick-sampled split of the run
+ * time: kept for the record, too coarse per step to charge anything.
+ * Cost: one getrusage and one pread of a kept-open procfs file per mark,
+ * a few microseconds per step; a timed munmap or close gains two clock
+ * reads and two thread-CPU-clock reads (a syscall each); any other munmap
+ * scans the small range table, any other close reads one fdtable word.
+ *
+ * Main thread only: the DataLoader's consumer.  The schedstat fd names the
+ * thread that opened it, so a forked child drops it (loop_cost_fork_child).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loop_cost.h"
+#include "real.h"
+
+static int schedstat_fd = -1;
+static pid_t schedstat_pid;
+/* Main thread only: no atomics needed. */
+static uint64_t free_ns, free_cpu_ns;
+
+/* The /dev/shm ranges the main thread has mapped and not unmapped yet
+ * (batches in flight: a few tensors each).  Full: later ones go untimed.
+ * Only the main thread writes them; other threads' munmap reads the count
+ * (relaxed: a stale value only sends them to the main-thread check). */
+#define SHM_RANGES 256
+static struct {
+	uintptr_t addr;
+	size_t len;
+} shm_ranges[SHM_RANGES];
+static unsigned shm_nranges;
+
+void loop_cost_mapped(void *p, size_t len)
+{
+	if (!recorder_on() || !on_main_thread() || shm_nranges == SHM_RANGES)
+		return;
+	shm_ranges[shm_nranges].addr = (uintptr_t)p;
+	shm_ranges[shm_nranges].len = len;
+	__atomic_store_n(&shm_nranges, shm_nranges + 1, __ATOMIC_RELAXED);
+}
+
+/* munmap(addr, len) on the main thread ends one of its ranges. */
+static int shm_range_unmapped(void *addr, size_t len)
+{
+	for (unsigned i = shm_nranges; i-- > 0;) {
+		if (shm_ranges[i].addr == (uintptr_t)addr && shm_ranges[i].len == len) {
+			shm_ranges[i] = shm_ranges[shm_nranges - 1];
+			__atomic_store_n(&shm_nranges, shm_nranges - 1, __ATOMIC_RELAXED);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	if (syscall(SYS_clock_gettime, CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int munmap_real(void *addr, size_t len)
+{
+	if (DLBN_LIKELY(real_munmap != NULL))
+		return real_munmap(addr, len);
+	return (int)syscall(SYS_munmap, addr, len);
+}
+
+int loop_cost_free_begin(struct loop_cost_free *f)
+{
+	if (!recorder_on() || !on_main_thread())
+		return 0;
+	f->t0 = clock_now_ns();
+	f->c0 = thread_cpu_ns();
+	return 1;
+}
+
+void loop_cost_free_end(const struct loop_cost_free *f)
+{
+	int err = errno;
+	uint64_t c1 = thread_cpu_ns();
+	free_ns += clock_now_ns() - f->t0;
+	free_cpu_ns += c1 > f->c0 && f->c0 ? c1 - f->c0 : 0;
+	errno = err;
+}
+
+DLBN_EXPORT int munmap(void *addr, size_t len)
+{
+	struct loop_cost_free f;
+	if (DLBN_LIKELY(__atomic_load_n(&shm_nranges, __ATOMIC_RELAXED) == 0) ||
+	    !on_main_thread() || !shm_range_unmapped(addr, len) || !loop_cost_free_begin(&f))
+		return munmap_real(addr, len);
+	int rc = munmap_real(addr, len);
+	loop_cost_free_end(&f);
+	return rc;
+}
+
+static void read_schedstat(int64_t *run_ns, int64_t *runq_ns)
+{
+	pid_t pid = (pid_t)syscall(SYS_getpid);
+	if (schedstat_fd < 0 || schedstat_pid != pid) {
+		schedstat_fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/schedstat",
+					    O_RDONLY | O_CLOEXEC, 0);
+		schedstat_pid = pid;
+	}
+	char buf[96];
+	ssize_t n = schedstat_fd >= 0 ? syscall(SYS_pread64, schedstat_fd, buf, sizeof(buf) - 1, 0)
+				      : -1;
+	if (n <= 0) {
+		*run_ns = *runq_ns = -1;
+		return;
+	}
+	buf[n] = '\0';
+	char *end;
+	*run_ns = (int64_t)strtoull(buf, &end, 10);
+	*runq_ns = (int64_t)strtoull(end, NULL, 10);
+}
+
+void loop_cost_sample(int64_t out[DLBN_LOOP_COST_FIELDS])
+{
+	struct rusage ru;
+	read_schedstat(&out[0], &out[1]);
+	if (syscall(SYS_getrusage, RUSAGE_THREAD, &ru) == 0) {
+		out[2] = (int64_t)ru.ru_stime.tv_sec * 1000000000 + ru.ru_stime.tv_usec * 1000;
+		out[3] = ru.ru_minflt;
+	} else {
+		out[2] = out[3] = -1;
+	}
+	out[4] = (int64_t)free_ns;
+	out[5] = (int64_t)free_cpu_ns;
+}
+
+void loop_cost_fork_child(void)
+{
+	/* The inherited fd reads the parent's thread; the child opens its own. */
+	if (schedstat_fd >= 0)
+		syscall(SYS_close, schedstat_fd);
+	schedstat_fd = -1;
+	free_ns = free_cpu_ns = 0;
+	shm_nranges = 0; /* the parent's main thread mapped them */
+}

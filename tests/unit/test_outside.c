@@ -1,0 +1,213 @@
+/*
+ * test_outside.c - loading costs outside the loader waits (outside.h):
+ * after each batch's arrival the loop drops the previous batch, queues for
+ * a CPU and faults the new batch's pages in, all before the step's GPU
+ * work.  Replay removes them; dlbn charges them to the stall whole on a
+ * CPU-only run, as far as the GPU sat idle in the same loop period on a
+ * GPU run (all of them when the GPU drained in the wait, none when the
+ * GPU's own step outlasts the loop), and the first touch only up to what
+ * the pages the loop mapped can cost.  Figures follow from tgsim's
+ * parameters (tests/unit/tgsim.h).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "model.h"
+#include "reader.h"
+#include "tgsim.h"
+#include "verdict.h"
+
+static char path[] = "/tmp/dlbn-test-outside-XXXXXX";
+
+static void run(const struct tgsim_params *p, struct dlbn_analysis *a)
+{
+	char err[256];
+	struct dlbn_model_opts mo;
+	struct dlbn_verdict_opts vo;
+	struct dlbn_model m;
+	if (tgsim_write(path, p, NULL) != 0)
+		exit(2);
+	struct dlbn_reader *r = dlbn_reader_open(path, err, sizeof(err));
+	if (!r)
+		exit(2);
+	dlbn_model_default_opts(&mo);
+	dlbn_verdict_default_opts(&vo);
+	if (dlbn_model_build(&m, r, &mo) != 0)
+		exit(2);
+	struct dlbn_gpu g = m.gpu;
+	if (dlbn_analyze_gpu(&m, dlbn_reader_stats(r), &vo, &g, a) != 0)
+		exit(2);
+	const struct dlbn_outside *o = &a->outside;
+	printf("# %s %.3f stall %.3f exposed %.3f wall %.3f | known %d rule %s periods %zu "
+	       "free %.4f runq %.4f touch %.4f cpu %.4f charged %.4f (%.4f %.4f %.4f) "
+	       "gpu idle %.4f refill %.4f other %.4f\n",
+	       dlbn_verdict_name(a->verdict), a->predicted_speedup, a->stall_s, a->exposed_s,
+	       a->wall_s, o->known, o->gpu_rule ? "gpu" : "cpu", o->steps, o->free_s, o->runq_s,
+	       o->touch_s, o->cpu_s, o->charged_s, o->charged_free_s, o->charged_runq_s,
+	       o->charged_touch_s, o->gpu_idle_s, o->refill_s, o->other_host_s);
+	dlbn_analysis_free(a); /* the scalar figures stay readable */
+	dlbn_model_free(&m);
+	dlbn_reader_close(r);
+}
+
+/* Workers that keep up (20 ms a batch, 4 of them, loop 10 ms): the waits
+ * are short and the costs after the arrival are most of the loss. */
+static void base(struct tgsim_params *p)
+{
+	tgsim_default(p);
+	p->workers = 4;
+	p->batch_ms = 20;
+	p->loop_ms = 10;
+	p->lead_free_ms = 3;
+	p->lead_runq_ms = 2;
+	p->lead_touch_ms = 1;
+	p->shm_kib = 4096; /* 2 x 4 MiB: first touch at most 4.2 ms a step */
+}
+
+static int near(double got, double want, double rel)
+{
+	return fabs(got - want) <= rel * fabs(want) + 1e-6;
+}
+
+static void test_cpu_only_whole(void)
+{
+	struct tgsim_params p;
+	struct dlbn_analysis a;
+	base(&p);
+	run(&p, &a);
+	const struct dlbn_outside *o = &a.outside;
+	double n = (double)a.steps_window;
+	CHECK(o->known && !o->gpu_rule, "cpu-only: counters known, CPU rule");
+	CHECK(o->steps == a.steps_window, "cpu-only: one lead per window step (%zu, %zu)", o->steps,
+	      a.steps_window);
+	CHECK(near(o->free_s, n * 0.003, 0.01), "cpu-only: batch drop %.4f, want %.4f", o->free_s,
+	      n * 0.003);
+	CHECK(near(o->runq_s, n * 0.002, 0.01), "cpu-only: queueing %.4f, want %.4f", o->runq_s,
+	      n * 0.002);
+	CHECK(near(o->touch_s, n * 0.001, 0.01), "cpu-only: first touch %.4f, want %.4f",
+	      o->touch_s, n * 0.001);
+	CHECK(near(o->cpu_s, n * 0.010, 0.01), "cpu-only: own work %.4f, want %.4f (kept)",
+	      o->cpu_s, n * 0.010);
+	CHECK(near(o->charged_s, n * 0.006, 0.01), "cpu-only: all 6 ms a step charged (%.4f)",
+	      o->charged_s);
+	CHECK(near(a.stall_s, a.exposed_s + o->charged_s, 1e-6),
+	      "cpu-only: stall = exposed wait + charged (%.4f, %.4f + %.4f)", a.stall_s,
+	      a.exposed_s, o->charged_s);
+	CHECK(near(a.predicted_speedup, a.wall_s / (a.wall_s - a.stall_s), 1e-6),
+	      "cpu-only: the prediction includes the charge");
+}
+
+static void test_first_touch_bounded_by_pages(void)
+{
+	struct tgsim_params p;
+	struct dlbn_analysis a;
+	base(&p);
+	p.shm_kib = 128; /* 2 x 32 pages: at most 128 us a step */
+	run(&p, &a);
+	double n = (double)a.steps_window;
+	double cap = n * 2 * 32 * DLBN_FIRST_TOUCH_NS_PER_PAGE_MAX / 1e9;
+	CHECK(near(a.outside.touch_s, cap, 0.01),
+	      "small batches: first touch capped by the pages mapped (%.5f, cap %.5f)",
+	      a.outside.touch_s, cap);
+	CHECK(near(a.outside.cpu_s, n * 0.011 - cap, 0.01),
+	      "small batches: the rest of the kernel time is the loop's own (%.4f)",
+	      a.outside.cpu_s);
+}
+
+static void test_gpu_drained_all_charged(void)
+{
+	struct tgsim_params p;
+	struct dlbn_analysis a;
+	base(&p);
+	p.gpu_ms = 4; /* done well before the next wait: idle in every wait */
+	run(&p, &a);
+	const struct dlbn_outside *o = &a.outside;
+	double n = (double)a.steps_window;
+	CHECK(o->known && o->gpu_rule, "gpu drained: GPU rule");
+	CHECK(o->gpu_steps == o->steps, "gpu drained: GPU idle known in every lead (%zu/%zu)",
+	      o->gpu_steps, o->steps);
+	/* The GPU is idle from the arrival to the launch after the costs. */
+	CHECK(o->gpu_idle_s >= n * 0.006, "gpu drained: idle after arrival %.4f >= %.4f",
+	      o->gpu_idle_s, n * 0.006);
+	CHECK(near(o->charged_s, n * 0.006, 0.01),
+	      "gpu drained: all costs charged (%.4f, want %.4f)", o->charged_s, n * 0.006);
+	CHECK(near(o->charged_free_s, n * 0.003, 0.01) &&
+		      near(o->charged_runq_s, n * 0.002, 0.01) &&
+		      near(o->charged_touch_s, n * 0.001, 0.02),
+	      "gpu drained: split by cost (%.4f %.4f %.4f)", o->charged_free_s, o->charged_runq_s,
+	      o->charged_touch_s);
+}
+
+/* loss.item() right after the kernel: the sync shows the GPU drained
+ * 4 ms into the loop's 10 ms of own work, which the probe at the next
+ * wait (the GPU idle by then) cannot show.  That idle time is other host
+ * work, kept by Replay: not charged. */
+static void test_sync_shows_drain(void)
+{
+	struct tgsim_params p;
+	struct dlbn_analysis a, plain;
+	base(&p);
+	p.gpu_ms = 4;
+	run(&p, &plain);
+	p.drain_sync = 1;
+	run(&p, &a);
+	const struct dlbn_outside *o = &a.outside;
+	double n = (double)a.steps_window;
+	CHECK(plain.outside.other_host_s < 0.01 * n * 0.001,
+	      "no sync: the drain before the wait is not seen (other host %.4f)",
+	      plain.outside.other_host_s);
+	CHECK(o->other_host_s > n * 0.0055, "sync: other host work after the drain %.4f (>= %.4f)",
+	      o->other_host_s, n * 0.0055);
+	CHECK(near(o->charged_s, n * 0.006, 0.01),
+	      "sync: the loading costs are charged as before (%.4f)", o->charged_s);
+	CHECK(near(a.predicted_speedup, plain.predicted_speedup, 0.001),
+	      "sync: the prediction does not change (%.3f, %.3f)", a.predicted_speedup,
+	      plain.predicted_speedup);
+}
+
+static void test_gpu_busy_nothing_charged(void)
+{
+	struct tgsim_params p;
+	struct dlbn_analysis a;
+	base(&p);
+	p.gpu_ms = 40; /* the GPU's step outlasts wait and loop: never idle */
+	run(&p, &a);
+	const struct dlbn_outside *o = &a.outside;
+	CHECK(o->known && o->gpu_rule, "gpu bound: GPU rule");
+	CHECK(o->gpu_idle_s < 0.001, "gpu bound: no GPU idle after arrivals (%.4f)", o->gpu_idle_s);
+	CHECK(o->charged_s < 0.001, "gpu bound: nothing charged (%.4f)", o->charged_s);
+	CHECK(a.verdict == DLBN_VERDICT_NOT_DETECTED, "gpu bound: NOT_DETECTED (%s %.3f)",
+	      dlbn_verdict_name(a.verdict), a.predicted_speedup);
+}
+
+static void test_without_counters(void)
+{
+	struct tgsim_params p;
+	struct dlbn_analysis a;
+	base(&p);
+	p.lead_free_ms = p.lead_runq_ms = p.lead_touch_ms = 0;
+	run(&p, &a);
+	CHECK(!a.outside.known && a.outside.charged_s == 0,
+	      "marks without counters (older recorder): nothing known, nothing charged");
+	CHECK(near(a.stall_s, a.exposed_s, 1e-6), "without counters: stall = exposed wait");
+}
+
+int main(void)
+{
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return 2;
+	close(fd);
+	test_cpu_only_whole();
+	test_first_touch_bounded_by_pages();
+	test_gpu_drained_all_charged();
+	test_sync_shows_drain();
+	test_gpu_busy_nothing_charged();
+	test_without_counters();
+	unlink(path);
+	CHECK_EXIT();
+}
