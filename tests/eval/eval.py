@@ -702,6 +702,9 @@ def run_generation(snap, gen, scenarios, args, out_dir):
         print("eval %s: runs without dlbn that crashed and were run again: %s" % (
             label, "; ".join(runner.plain_reruns)))
     print("%s (%.0f s)" % (line, elapsed))
+    what_if = run_whatif_checks(snap, python, args, out_dir) if args.whatif else None
+    if what_if and what_if.get("rc") == 2:
+        broken.append("what-if checks")
 
     doc = {"when": stamp, "generation": label, "interpreter": python,
            "machine": dict(machine_info(), **gen["info"]), "binaries": snap.info,
@@ -713,11 +716,36 @@ def run_generation(snap, gen, scenarios, args, out_dir):
            "thresholds": {"detected_above": DETECTED_ABOVE,
                           "potential_above": POTENTIAL_ABOVE, "near": NEAR,
                           "agree": AGREE},
-           "scenarios": results}
+           "scenarios": results, "what_if": what_if}
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump(doc, f, indent=1)
     with open(os.path.join(out_dir, "results.md"), "w") as f:
         f.write(results_markdown(doc))
+    return doc
+
+
+WHATIF_CHECK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "whatif_check.py")
+
+
+def run_whatif_checks(snap, python, args, out_dir):
+    """tests/eval/whatif_check.py on this generation: --what-if's
+    predictions checked by rerunning with the setting they predict for.
+    Returns its whatif.json with its summary line and exit status."""
+    wdir = os.path.join(out_dir, "whatif")
+    cmd = [sys.executable, WHATIF_CHECK, "--python", python, "--build", snap.build,
+           "--rounds", str(min(args.rounds, 3)), "--out", wdir]
+    print("eval: what-if checks: %s" % " ".join(
+        shown(c) if os.path.isabs(c) else c for c in cmd), flush=True)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    print(proc.stdout, end="", flush=True)
+    lines = [x for x in proc.stdout.splitlines() if x.startswith("what-if:")]
+    try:
+        with open(os.path.join(wdir, "whatif.json")) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        doc = {}
+    doc["summary"] = lines[-1] if lines else "what-if: no result (exit %d)" % proc.returncode
+    doc["rc"] = proc.returncode
     return doc
 
 
@@ -765,6 +793,9 @@ def main(argv=None):
                     help="comma-separated scenario names, or the groups synthetic "
                     "(eval_workload.py) and pipelines (tests/pipelines/)")
     ap.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    ap.add_argument("--no-whatif", dest="whatif", action="store_false",
+                    help="skip the what-if checks (tests/eval/whatif_check.py; they run "
+                    "unless --only is given)")
     ap.add_argument("--build", default=os.environ.get("BUILD", "build"))
     ap.add_argument("--out", default=None, help="output directory (default BUILD/eval)")
     args = ap.parse_args(argv)
@@ -789,6 +820,7 @@ def main(argv=None):
         if unknown:
             ap.error("unknown scenario(s): %s (see --list)" % ", ".join(unknown))
         scenarios = [s for s in SCENARIOS if s["name"] in wanted]
+        args.whatif = False
     snap = Snapshot(build, out_dir)
     snap.check_built()
     snap.take()
@@ -817,6 +849,8 @@ def main(argv=None):
 
     for doc in docs:
         print(doc["summary"])
+        if doc.get("what_if"):
+            print("eval %s: %s" % (doc["generation"], doc["what_if"]["summary"]))
     for line in missing:
         print("eval: not run: %s" % line)
     index = {"elapsed_s": elapsed, "binaries": snap.info, "not_run": missing,
