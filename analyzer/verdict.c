@@ -526,8 +526,16 @@ static void basis_reason(struct dlbn_analysis *a)
 		REASON("predicted speedup %.2f = window %.3f s / (%.3f s - stall %.3f s) over "
 		       "%zu steps%s",
 		       a->predicted_speedup, a->wall_s, a->wall_s, a->stall_s, a->steps_window,
-		       a->gpu ? " (stall: the GPU-idle part of the loop's waits)"
-			      : " (no GPU activity recorded: the exposed wait is the stall)");
+		       a->gpu ? (a->outside.charged_s > 0
+					 ? " (stall: the GPU-idle part of the loop's waits and of "
+					   "the "
+					   "loading after them)"
+					 : " (stall: the GPU-idle part of the loop's waits)")
+		       : a->outside.charged_s > 0
+			       ? " (no GPU activity recorded: the exposed wait and the loading "
+				 "after "
+				 "it are the stall)"
+			       : " (no GPU activity recorded: the exposed wait is the stall)");
 }
 
 /* ---- GPU evidence (gpu.c figures over the same window) ----------------- */
