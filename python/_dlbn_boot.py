@@ -581,19 +581,37 @@ def _new_iter_id():
 # without dlbn: the wrapper removes its own frames (and those of the replay
 # code it called) from the head of the traceback, then re-raises with a bare
 # `raise`, which - unlike `raise exc` - adds no entry for the re-raising frame.
-# Python 3.11 and later re-raise exc.__traceback__ as set here; 3.10 and
-# earlier re-raise the traceback saved when the handler was entered, so there
-# the wrapper's frame stays in the traceback (one extra entry).
+# Python 3.11 and later re-raise exc.__traceback__ as set here.  3.10 and
+# earlier re-raise the traceback saved when the handler was entered, so
+# there the handler's saved exception is replaced too (PyErr_SetExcInfo,
+# which steals one reference of each argument).
 def _drop_own_frames(exc):
     try:
         tb = exc.__traceback__
         while tb is not None and tb.tb_frame.f_code.co_filename == _OWN_FILE:
             tb = tb.tb_next
         exc.__traceback__ = tb
+        if _OLD_RERAISE:
+            _set_handled_exception(exc, tb)
     except Exception:
         pass
 
 
+def _set_handled_exception(exc, tb):
+    import ctypes
+    api = ctypes.pythonapi
+    args = (type(exc), exc, tb)
+    for obj in args:
+        api.Py_IncRef(ctypes.py_object(obj))
+    api.PyErr_SetExcInfo(*(ctypes.py_object(obj) for obj in args))
+
+
+def _old_reraise():
+    import sys
+    return sys.version_info < (3, 11) and sys.implementation.name == "cpython"
+
+
+_OLD_RERAISE = _old_reraise()
 _OWN_FILE = _drop_own_frames.__code__.co_filename
 
 
@@ -1021,9 +1039,10 @@ def _clone_tensor(tensor):
 #   where there were none get prefetch_factor 2 when it was None (torch 2.x).
 #   pin_memory without an accelerator is dropped by torch, as without dlbn
 #   (CONFIG's pin_memory_requested says so).
-#   CONFIG of each iterator: set=KEY=VALUE,... (what dlbn changed, the forced
-#   consequences included), set_from=KEY=VALUE,... (the loader's own values
-#   it replaced), set_ignored=KEY,...; the process note: set=<DLBN_SET>.
+#   CONFIG of each iterator: set=KEY=VALUE,... (the values dlbn-run asked
+#   for that apply to it, equal to its own or not, and the forced
+#   consequences), set_from=KEY=VALUE,... (the loader's own values that
+#   changed), set_ignored=KEY,...; the process note: set=[SEL:]KEY=VALUE,...
 #
 # DLBN_MAX_STEPS=N: the run ends after N training steps past warm-up.  The
 #   training loader, as far as the bootstrap can tell while the run goes:
@@ -1175,7 +1194,11 @@ def _make_init_wrapper(orig_init):
     defaults = getattr(orig_init, "__kwdefaults__", None) or {}
 
     def __init__(self, *args, **kwargs):
-        orig_init(self, *args, **kwargs)
+        try:
+            orig_init(self, *args, **kwargs)
+        except BaseException as exc:
+            _drop_own_frames(exc)
+            raise
         try:
             _settings_init(self, defaults)
         except Exception:
@@ -1224,12 +1247,16 @@ def _settings_init(loader, defaults):
     if lost:  # a property in the way: put everything back
         for key in changed:
             d[key] = own[key]
-        ignored, changed = [key for key in wanted], []
+        ignored, changed, wanted = [key for key in wanted], [], {}
         _say_ignored(ignored, "this DataLoader class does not keep them as attributes")
     elif ignored:
         _say_ignored(ignored, "num_workers is 0")
+    # set=: every value dlbn-run asked for that applies (equal to the
+    # loader's own or not) and the forced ones; set_from=: what changed.
+    shown = [key for key in _SETTING_KEYS
+             if key in changed or (key in wanted and key not in ignored)]
     d["_dlbn_set"] = (
-        ",".join("%s=%s" % (key, _config_value(new[key])) for key in changed),
+        ",".join("%s=%s" % (key, _config_value(new[key])) for key in shown),
         ",".join("%s=%s" % (key, _config_value(own[key])) for key in changed),
         ",".join(ignored))
 
