@@ -32,8 +32,10 @@ Mark arguments (the kinds are DLBN_MARK_* of libintercept/dlbn_trace.h):
               num_workers, batch_size, prefetch_factor, pin_memory,
               persistent_workers, start_method, dataset_kind, drop_last,
               timeout, loader (its id()), loader_class, sampler (class name
-              of what orders the samples), replay (with DLBN_REPLAY), workers
-              (pids of a multiprocess iterator's workers, up to 64)
+              of what orders the samples), replay (with DLBN_REPLAY), set,
+              set_from, set_ignored, max_steps (dlbn-run --set/--max-steps,
+              see "Settings and bounded runs" at the end), workers (pids of a
+              multiprocess iterator's workers, up to 64)
   FETCH_BEGIN iter_id, arg = batch index within the epoch
   FETCH_END   iter_id, arg = the same batch index
   FETCH_STOP  iter_id, arg = batches yielded in the epoch (StopIteration),
