@@ -195,3 +195,27 @@ def test_tracebacks_are_the_same_as_without_dlbn(rundir, script, plain, workers,
     assert out == ref_out
     assert err == ref_err
     assert rc == ref_rc
+
+
+def test_import_error_of_the_dataloader_module_keeps_its_traceback(tmp_path):
+    """sitecustomize's import hook executes torch.utils.data.dataloader: an
+    error there (a broken dependency) shows no frame of the hook.  A stand-in
+    torch package (on PYTHONPATH) whose dataloader module fails to import."""
+    require_binaries()
+    package = tmp_path / "fake" / "torch" / "utils" / "data"
+    package.mkdir(parents=True)
+    for d in (package, package.parent, package.parent.parent):
+        (d / "__init__.py").write_text("")
+    (package / "dataloader.py").write_text(
+        "import os\n\ndef load():\n    raise ImportError('numpy is broken')\n\nload()\n")
+    script = tmp_path / "imp.py"
+    script.write_text("import torch.utils.data.dataloader\n")
+    results = []
+    for extra in ({}, {"LD_PRELOAD": str(LIB), "DLBN_OUTPUT": str(tmp_path / "t.bin")}):
+        proc = subprocess.run([PYTHON, str(script)], cwd=str(tmp_path), timeout=RUN_TIMEOUT_S,
+                              env=clean_env(dict(extra, PYTHONPATH=str(tmp_path / "fake"))),
+                              capture_output=True, text=True)
+        results.append((proc.returncode,
+                        [ln for ln in proc.stderr.splitlines() if not ln.startswith("dlbn: ")]))
+    assert results[0][0] == 1 and results[0][1][-1] == "ImportError: numpy is broken", results
+    assert results[1] == results[0]

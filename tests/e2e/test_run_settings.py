@@ -347,3 +347,73 @@ def test_sweep_without_what_if_prints_dashes(rundir, script, tmp_path):
     value, measured, predicted, status = table[2].split()
     assert value == "2" and float(measured) > 0 and predicted == "-" and status == "ok"
     assert list(tmp_path.glob("dlbn-sweep-train-prefetch_factor-2-*.bin"))
+
+
+LIGHTNING = r'''
+import os, sys, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+try:
+    import lightning as L
+except Exception:
+    sys.exit(77)
+
+
+class Items(Dataset):
+    def __len__(self):
+        return 48
+
+    def __getitem__(self, i):
+        time.sleep(0.001)
+        return torch.tensor([float(i)])
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(1))
+
+    def training_step(self, batch, batch_idx):
+        return (self.w * batch).sum()
+
+    def validation_step(self, batch, batch_idx):
+        pass
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+print("pid=%d" % os.getpid())
+train = DataLoader(Items(), batch_size=2, shuffle=True, num_workers=1)
+val = DataLoader(Items(), batch_size=4, num_workers=1)
+trainer = L.Trainer(accelerator="cpu", devices=1, max_epochs=3, logger=False,
+                    enable_checkpointing=False, enable_progress_bar=False,
+                    enable_model_summary=False)
+try:
+    trainer.fit(Model(), train, val)
+    print("fit returned")
+finally:
+    print("workers seen %d %d" % (train.num_workers, val.num_workers))
+'''
+
+
+def test_max_steps_and_set_under_lightning(rundir):
+    """Lightning's sanity check iterates the val loader first; the shuffled
+    train loader is the one counted.  Trainer.fit re-raises the SystemExit
+    after its teardown: exit status 0, the trace complete."""
+    script = rundir / "lightning_fit.py"
+    script.write_text(LIGHTNING)
+    trace = rundir / "lightning.bin"
+    r = dlbn_run(["--set", "train:num_workers=2", "--max-steps", "15", "-o", str(trace),
+                  "--", PYTHON, str(script)], rundir, timeout=300)
+    if r.returncode == 77:
+        pytest.skip("lightning not importable with this torch")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "workers seen 2 1" in r.stdout and "fit returned" not in r.stdout, r.stdout
+    # 2 workers x prefetch 2 + 1 warm-up steps, then 15
+    assert "--max-steps 15: 20 steps done (5 of warm-up)" in r.stderr, r.stderr[-3000:]
+    a = json.loads(subprocess.run([str(ANALYZE), "--format", "json", str(trace)],
+                                  capture_output=True, text=True, timeout=60).stdout)
+    assert a["steps"]["window"] == 15, a["steps"]
+    assert a["config"]["sampler"] == "RandomSampler" and a["config"]["set"] == "num_workers=2"
+    assert a["config"]["max_steps"] == "15"
