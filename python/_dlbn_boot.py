@@ -1020,7 +1020,7 @@ def _clone_tensor(tensor):
 # Settings and bounded runs (dlbn-run --set / --max-steps; DLBN_SET,
 # DLBN_MAX_STEPS).  Everything of issue 11 item 2 lives in this block; the
 # wrappers above call _settings_init (DataLoader.__init__), _max_steps_iter
-# (__iter__), _max_steps_stop / _max_steps_count (__next__) and
+# (__iter__), _max_steps_due / _max_steps_count (__next__) and
 # _settings_config (the CONFIG text), each only when a setting is on.
 #
 # DLBN_SET: items separated by ";", each [SELECTOR:]KEY=VALUE.
