@@ -32,8 +32,10 @@ Mark arguments (the kinds are DLBN_MARK_* of libintercept/dlbn_trace.h):
               num_workers, batch_size, prefetch_factor, pin_memory,
               persistent_workers, start_method, dataset_kind, drop_last,
               timeout, loader (its id()), loader_class, sampler (class name
-              of what orders the samples), replay (with DLBN_REPLAY), workers
-              (pids of a multiprocess iterator's workers, up to 64)
+              of what orders the samples), replay (with DLBN_REPLAY), set,
+              set_from, set_ignored, max_steps (dlbn-run --set/--max-steps,
+              see "Settings and bounded runs" at the end), workers (pids of a
+              multiprocess iterator's workers, up to 64)
   FETCH_BEGIN iter_id, arg = batch index within the epoch
   FETCH_END   iter_id, arg = the same batch index
   FETCH_STOP  iter_id, arg = batches yielded in the epoch (StopIteration),
@@ -417,8 +419,9 @@ def patch_dataloader_module(module, api=None, environ=None):
             environ = os.environ
         _environ = environ
         _replay, _replay_copy = _replay_setting(environ)
+        _settings_setup(environ)
         _api = api if api is not None else _load_marker_api()
-        if _api is None and _replay:
+        if _api is None and (_replay or _settings_on()):
             _api = _NullApi()
         if _api is None:
             _status = "off"
@@ -449,7 +452,25 @@ def patch_dataloader_module(module, api=None, environ=None):
         _status, _replay = "off", 0
         return
     _status, _torch_module = "ok", module
-    _note("bootstrap=ok;torch=%s" % _module_version("torch"))
+    if _settings:  # dlbn-run --set
+        _wrap_init(module.DataLoader, "DataLoader")
+    _note("bootstrap=ok;torch=%s%s" % (_module_version("torch"), _settings_note()))
+
+
+def _wrap_init(loader_cls, name):
+    """DataLoader.__init__ (or StatefulDataLoader's) wrapped for --set; a
+    class whose __init__ is not a plain function gets no settings."""
+    global _settings
+    orig_init, reason = _own_function(loader_cls, "__init__")
+    if reason is None:
+        try:
+            loader_cls.__init__ = _make_init_wrapper(orig_init)
+            return
+        except Exception as exc:
+            reason = "cannot wrap %s.__init__: %s" % (name, type(exc).__name__)
+    _settings = ()
+    if not _in_child_process():
+        _warn("DLBN_SET not applied: %s" % reason)
 
 
 def _refuse(reason):
@@ -472,6 +493,8 @@ def _refuse(reason):
         if replay:
             # Not informational: the run does not do what DLBN_REPLAY asked.
             _warn(message + "; DLBN_REPLAY is off: this run loads its data")
+        elif _settings_on():  # nor what dlbn-run --set / --max-steps asked
+            _warn(message + "; DLBN_SET and DLBN_MAX_STEPS are not applied")
         elif not _quiet(_environ):
             _warn(message)
     except Exception:
@@ -544,6 +567,8 @@ def patch_stateful_module(module):
     except Exception:
         _unpatch(*saved)
         return
+    if _settings and "__init__" in loader_cls.__dict__:  # dlbn-run --set
+        _wrap_init(loader_cls, "StatefulDataLoader")
     _note("stateful_dataloader=ok;torchdata=%s" % version)
 
 
@@ -558,19 +583,37 @@ def _new_iter_id():
 # without dlbn: the wrapper removes its own frames (and those of the replay
 # code it called) from the head of the traceback, then re-raises with a bare
 # `raise`, which - unlike `raise exc` - adds no entry for the re-raising frame.
-# Python 3.11 and later re-raise exc.__traceback__ as set here; 3.10 and
-# earlier re-raise the traceback saved when the handler was entered, so there
-# the wrapper's frame stays in the traceback (one extra entry).
+# Python 3.11 and later re-raise exc.__traceback__ as set here.  3.10 and
+# earlier re-raise the traceback saved when the handler was entered, so
+# there the handler's saved exception is replaced too (PyErr_SetExcInfo,
+# which steals one reference of each argument).
 def _drop_own_frames(exc):
     try:
         tb = exc.__traceback__
         while tb is not None and tb.tb_frame.f_code.co_filename == _OWN_FILE:
             tb = tb.tb_next
         exc.__traceback__ = tb
+        if _OLD_RERAISE:
+            _set_handled_exception(exc, tb)
     except Exception:
         pass
 
 
+def _set_handled_exception(exc, tb):
+    import ctypes
+    api = ctypes.pythonapi
+    args = (type(exc), exc, tb)
+    for obj in args:
+        api.Py_IncRef(ctypes.py_object(obj))
+    api.PyErr_SetExcInfo(*(ctypes.py_object(obj) for obj in args))
+
+
+def _old_reraise():
+    import sys
+    return sys.version_info < (3, 11) and sys.implementation.name == "cpython"
+
+
+_OLD_RERAISE = _old_reraise()
 _OWN_FILE = _drop_own_frames.__code__.co_filename
 
 
@@ -582,6 +625,8 @@ def _make_iter_wrapper(orig_iter):
             epoch = self.__dict__.get("_dlbn_epochs", 0)
             self.__dict__["_dlbn_epochs"] = epoch + 1
             _emit(MARK_ITER_BEGIN, iter_id, epoch)
+            if _max_steps:  # dlbn-run --max-steps
+                _max_steps_iter(self, iter_id)
         except Exception:
             iter_id = 0
         try:
@@ -612,10 +657,13 @@ def _make_next_wrapper(orig_next):
             if iter_id is None:
                 iter_id = _adopt_iterator(self)
             index = self.__dict__.get("_num_yielded", -1)
-            if iter_id:
+            stop = _max_steps_due(iter_id, index) if _max_steps and iter_id else None
+            if iter_id and stop is None:
                 _emit(MARK_FETCH_BEGIN, iter_id, index)
         except Exception:
-            iter_id = 0
+            iter_id, stop = 0, None
+        if stop is not None:  # dlbn-run --max-steps: the bounded run ends
+            raise stop
         try:
             data = orig_next(self)
         except StopIteration as exc:
@@ -630,6 +678,8 @@ def _make_next_wrapper(orig_next):
             raise
         if iter_id:
             _emit(MARK_FETCH_END, iter_id, index)
+            if _max_steps:
+                _max_steps_count(iter_id)
         return data
 
     _copy_names(__next__, orig_next)
@@ -666,12 +716,12 @@ _WORKERS_MAX = 64
 
 def _emit_config(iter_id, loader, it, replay=None):
     try:
-        _api.config(iter_id, _config_text(loader, it, replay))
+        _api.config(iter_id, _config_text(loader, it, replay, iter_id))
     except Exception:
         pass
 
 
-def _config_text(loader, it, replay=None):
+def _config_text(loader, it, replay=None, iter_id=0):
     """ "key=value;..." (bytes) from the loader (when known) and its iterator."""
     def pick(loader_attr, iter_attr, default=None):
         if loader is not None and hasattr(loader, loader_attr):
@@ -715,6 +765,9 @@ def _config_text(loader, it, replay=None):
         items.append(("replay", replay))
     text = ";".join("%s=%s" % (key, _config_value(value))
                     for key, value in items if value is not None)
+    if _settings or _max_steps:  # dlbn-run --set / --max-steps
+        for key, value in _settings_config(loader, iter_id):
+            text += ";%s=%s" % (key, value)
     return _add_workers(text.encode("utf-8", "replace"), it)
 
 
@@ -870,6 +923,9 @@ class _ReplayIterator:
     def __next__(self):
         iter_id = self._dlbn_iter_id
         index = self._num_yielded
+        stop = _max_steps_due(iter_id, index) if _max_steps else None
+        if stop is not None:  # dlbn-run --max-steps: the bounded run ends
+            raise stop
         _emit(MARK_FETCH_BEGIN, iter_id, index)
         try:
             if index >= self._steps:
@@ -885,6 +941,8 @@ class _ReplayIterator:
             raise
         self._num_yielded = index + 1
         _emit(MARK_FETCH_END, iter_id, index)
+        if _max_steps:
+            _max_steps_count(iter_id)
         return data
 
 
@@ -967,3 +1025,321 @@ def _clone_tensor(tensor):
         except Exception:
             pass
     return copied
+
+
+# ---------------------------------------------------------------------------
+# Settings and bounded runs (dlbn-run --set / --max-steps; DLBN_SET,
+# DLBN_MAX_STEPS).  Everything of issue 11 item 2 lives in this block; the
+# wrappers above call _settings_init (DataLoader.__init__), _max_steps_iter
+# (__iter__), _max_steps_due / _max_steps_count (__next__) and
+# _settings_config (the CONFIG text), each only when a setting is on.
+#
+# DLBN_SET: items separated by ";", each [SELECTOR:]KEY=VALUE.
+#   KEY       num_workers (int >= 0), prefetch_factor (int >= 1),
+#             persistent_workers, pin_memory (0/1/true/false)
+#   SELECTOR  none: every DataLoader; "train": loaders whose sampler is not
+#             sequential (shuffled, a user's or batch sampler, an
+#             IterableDataset); "eval" (or "val"): loaders with torch's
+#             SequentialSampler, or a DistributedSampler with shuffle=False;
+#             an integer N: the N-th DataLoader the process creates,
+#             counting from 0 (re-creations, e.g. by Lightning, count too).
+#   Later items win.  Applied when DataLoader.__init__ returns (the loader's
+#   own arguments were validated by torch), by writing the attributes torch
+#   reads when it makes the iterator; then kept consistent the way torch's
+#   __init__ would: num_workers=0 puts prefetch_factor back to torch's
+#   default for 0 workers and persistent_workers to 0 (a --set of either is
+#   then ignored, said once on stderr, and noted as set_ignored); workers
+#   where there were none get prefetch_factor 2 when it was None (torch 2.x).
+#   pin_memory without an accelerator is dropped by torch, as without dlbn
+#   (CONFIG's pin_memory_requested says so).
+#   CONFIG of each iterator: set=KEY=VALUE,... (the values dlbn-run asked
+#   for that apply to it, equal to its own or not, and the forced
+#   consequences), set_from=KEY=VALUE,... (the loader's own values that
+#   changed), set_ignored=KEY,...; the process note: set=[SEL:]KEY=VALUE,...
+#
+# DLBN_MAX_STEPS=N: the run ends after N training steps past warm-up.  The
+#   training loader, as far as the bootstrap can tell while the run goes:
+#   the first loader iterated whose sampler is not sequential, else the first
+#   loader iterated (a later non-sequential one takes over: Lightning's
+#   sanity check iterates the val loader first).  Warm-up is the analyzer's
+#   default, prefetch depth + 1 steps (num_workers x prefetch_factor + 1),
+#   so the analysis window holds N steps.  At the fetch after warm-up + N
+#   batches (counted over all its epochs) the fetch is closed as an end of
+#   epoch (FETCH_STOP) and SystemExit(0) is raised from it: finally blocks
+#   and context managers run, workers shut down, the trace is completed at
+#   exit and the status is 0 (Lightning re-raises it after its teardown).
+#   Code after the training loop does not run.  Fetched from another thread
+#   than the main one, StopIteration is raised instead (a SystemExit there
+#   would end that thread only), at that fetch and every later one.
+#   CONFIG: max_steps=N on that loader's iterators and in the process note.
+
+_SETTING_KEYS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
+_settings = ()        # parsed DLBN_SET: (selector, key, value), in order
+_max_steps = 0        # DLBN_MAX_STEPS, 0 = off
+_loaders_made = 0     # DataLoaders whose __init__ returned (creation order)
+_ignored_said = set()  # (key, reason) already said on stderr
+_stop_key = None      # the loader --max-steps counts (its _dlbn_stop_key)
+_stop_sequential = True  # ... and whether its sampler is sequential
+_stop_iters = set()   # iter_ids of its iterators
+_stop_count = 0       # batches it yielded, all epochs
+_stop_at = 0          # warm-up + _max_steps
+_stop_keys_made = 0
+_stop_said = []       # the end of the run was said on stderr
+
+
+def setting_value(key, text):
+    """The value of KEY=text, or raise ValueError with the reason (also
+    used by tests; dlbn-run validates the same way before the run)."""
+    text = text.strip()
+    if key in ("num_workers", "prefetch_factor"):
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise ValueError("%s takes an integer, not %r" % (key, text))
+        least = 0 if key == "num_workers" else 1
+        if value < least:
+            raise ValueError("%s must be >= %d, not %d" % (key, least, value))
+        return value
+    if key in ("persistent_workers", "pin_memory"):
+        lowered = text.lower()
+        if lowered in ("1", "true"):
+            return True
+        if lowered in ("0", "false"):
+            return False
+        raise ValueError("%s takes 0, 1, true or false, not %r" % (key, text))
+    raise ValueError("unknown setting %r (known: %s)" % (key, ", ".join(_SETTING_KEYS)))
+
+
+def parse_settings(text):
+    """[(selector, key, value)] from DLBN_SET; selector None, "train",
+    "eval" or an int.  Raises ValueError naming the bad item."""
+    items = []
+    for item in text.replace("\n", ";").split(";"):
+        item = item.strip()
+        if not item:
+            continue
+        head, eq, value = item.partition("=")
+        if not eq:
+            raise ValueError("%r is not [SELECTOR:]KEY=VALUE" % item)
+        selector, colon, key = head.rpartition(":")
+        selector, key = selector.strip(), key.strip()
+        if not colon:
+            selector = None
+        elif selector in ("train", "eval", "val"):
+            selector = "eval" if selector == "val" else selector
+        elif selector.isdigit():
+            selector = int(selector)
+        else:
+            raise ValueError("%r: selector %r is not train, eval or a loader number"
+                             % (item, selector))
+        try:
+            items.append((selector, key, setting_value(key, value)))
+        except ValueError as exc:
+            raise ValueError("%r: %s" % (item, exc))
+    return items
+
+
+def _settings_setup(environ):
+    """Read DLBN_SET and DLBN_MAX_STEPS; a bad value is said on stderr and
+    switches that setting off (dlbn-run refuses it before the run)."""
+    global _settings, _max_steps
+    _settings, _max_steps = (), 0
+    text = environ.get("DLBN_SET", "").strip()
+    if text:
+        try:
+            _settings = tuple(parse_settings(text))
+        except ValueError as exc:
+            _warn("DLBN_SET: %s; no setting applied" % exc)
+    steps = environ.get("DLBN_MAX_STEPS", "").strip()
+    if steps and steps != "0":
+        try:
+            _max_steps = int(steps, 10)
+        except ValueError:
+            _max_steps = -1
+        if _max_steps < 1:
+            _warn("DLBN_MAX_STEPS=%r is not a positive step count; the run is not bounded"
+                  % steps)
+            _max_steps = 0
+
+
+def _settings_on():
+    return bool(_settings) or _max_steps > 0
+
+
+def _settings_note():
+    """The process note's part: ";set=...;max_steps=N" (or "")."""
+    text = ""
+    if _settings:
+        text += ";set=" + ",".join(
+            "%s%s=%s" % ("" if sel is None else "%s:" % sel, key, _config_value(value))
+            for sel, key, value in _settings)
+    if _max_steps:
+        text += ";max_steps=%d" % _max_steps
+    return text
+
+
+def _sequential(loader):
+    """Whether the loader's samples come in order (torch's SequentialSampler,
+    or a DistributedSampler that does not shuffle): an evaluation loader."""
+    sampler = getattr(loader, "sampler", None)
+    batch_sampler = getattr(loader, "batch_sampler", None)
+    if batch_sampler is not None and type(batch_sampler).__name__ != "BatchSampler":
+        return False
+    name = type(sampler).__name__
+    if name == "SequentialSampler":
+        return True
+    if name == "DistributedSampler":
+        return getattr(sampler, "shuffle", True) is False
+    return False
+
+
+def _selected(selector, index, sequential):
+    if selector is None:
+        return True
+    if selector == "train":
+        return not sequential
+    if selector == "eval":
+        return sequential
+    return selector == index
+
+
+def _make_init_wrapper(orig_init):
+    defaults = getattr(orig_init, "__kwdefaults__", None) or {}
+
+    def __init__(self, *args, **kwargs):
+        try:
+            orig_init(self, *args, **kwargs)
+        except BaseException as exc:
+            _drop_own_frames(exc)
+            raise
+        try:
+            _settings_init(self, defaults)
+        except Exception:
+            pass
+
+    _copy_names(__init__, orig_init)
+    return __init__
+
+
+def _settings_init(loader, defaults):
+    """At the end of DataLoader.__init__: count the loader, apply the
+    settings that select it."""
+    global _loaders_made
+    d = loader.__dict__
+    if "_dlbn_index" in d:  # a subclass's __init__ wrapped as well
+        return
+    index = _loaders_made
+    _loaders_made += 1
+    d["_dlbn_index"] = index
+    if not _settings:
+        return
+    sequential = _sequential(loader)
+    wanted = {}
+    for selector, key, value in _settings:
+        if _selected(selector, index, sequential):
+            wanted[key] = value
+    if not wanted:
+        return
+    own = {key: getattr(loader, key, None) for key in _SETTING_KEYS}
+    new = dict(own, **wanted)
+    ignored = []
+    if new["num_workers"] == 0:
+        zero_default = defaults.get("prefetch_factor", own["prefetch_factor"])
+        if "prefetch_factor" in wanted and wanted["prefetch_factor"] != zero_default:
+            ignored.append("prefetch_factor")
+        new["prefetch_factor"] = zero_default
+        if wanted.get("persistent_workers"):
+            ignored.append("persistent_workers")
+        new["persistent_workers"] = False
+    elif new["prefetch_factor"] is None:
+        new["prefetch_factor"] = 2  # what torch 2.x's __init__ makes of None
+    changed = [key for key in _SETTING_KEYS if new[key] != own[key]]
+    for key in changed:
+        d[key] = new[key]
+    lost = [key for key in changed if getattr(loader, key, None) != new[key]]
+    if lost:  # a property in the way: put everything back
+        for key in changed:
+            d[key] = own[key]
+        ignored, changed, wanted = [key for key in wanted], [], {}
+        _say_ignored(ignored, "this DataLoader class does not keep them as attributes")
+    elif ignored:
+        _say_ignored(ignored, "num_workers is 0")
+    # set=: every value dlbn-run asked for that applies (equal to the
+    # loader's own or not) and the forced ones; set_from=: what changed.
+    shown = [key for key in _SETTING_KEYS
+             if key in changed or (key in wanted and key not in ignored)]
+    d["_dlbn_set"] = (
+        ",".join("%s=%s" % (key, _config_value(new[key])) for key in shown),
+        ",".join("%s=%s" % (key, _config_value(own[key])) for key in changed),
+        ",".join(ignored))
+
+
+def _say_ignored(keys, reason):
+    for key in keys:
+        if (key, reason) in _ignored_said:
+            continue
+        _ignored_said.add((key, reason))
+        if not _in_child_process():
+            _warn("DLBN_SET %s not applied to a DataLoader: %s" % (key, reason))
+
+
+def _settings_config(loader, iter_id):
+    """CONFIG items of the settings for this iterator: [(key, text)]."""
+    items = []
+    applied = loader.__dict__.get("_dlbn_set") if loader is not None else None
+    if applied:
+        for key, text in zip(("set", "set_from", "set_ignored"), applied):
+            if text:
+                items.append((key, text))
+    if _max_steps and iter_id in _stop_iters:
+        items.append(("max_steps", "%d" % _max_steps))
+    return items
+
+
+def _max_steps_iter(loader, iter_id):
+    """At each iter(loader): is this the loader --max-steps counts?"""
+    global _stop_key, _stop_sequential, _stop_count, _stop_at, _stop_keys_made
+    d = loader.__dict__
+    key = d.get("_dlbn_stop_key")
+    if key is None:
+        _stop_keys_made += 1
+        key = d["_dlbn_stop_key"] = _stop_keys_made
+    if key != _stop_key:
+        sequential = _sequential(loader)
+        if _stop_key is not None and (sequential or not _stop_sequential):
+            return
+        # the first loader, or the first shuffled one after sequential ones
+        _stop_key, _stop_sequential = key, sequential
+        _stop_iters.clear()
+        _stop_count = 0
+        workers = int(getattr(loader, "num_workers", 0) or 0)
+        prefetch = getattr(loader, "prefetch_factor", None) or 2
+        _stop_at = (workers * prefetch if workers > 0 else 0) + 1 + _max_steps
+    _stop_iters.add(iter_id)
+
+
+def _max_steps_due(iter_id, index):
+    """Before a fetch: None, or the exception that ends the bounded run (the
+    caller raises it) once the counted loader yielded warm-up + N batches.
+    Emits the marks that close the fetch as an end of epoch."""
+    try:
+        if iter_id not in _stop_iters or _stop_count < _stop_at:
+            return None
+        _emit(MARK_FETCH_BEGIN, iter_id, index)
+        _emit(MARK_FETCH_STOP, iter_id, index)
+        import threading
+        if threading.current_thread() is not threading.main_thread():
+            return StopIteration
+        if not (_quiet(_environ) or _stop_said):
+            _warn("--max-steps %d: %d steps done (%d of warm-up), ending the run"
+                  % (_max_steps, _stop_count, _stop_at - _max_steps))
+        _stop_said.append(True)
+        return SystemExit(0)
+    except Exception:
+        return None
+
+
+def _max_steps_count(iter_id):
+    global _stop_count
+    if iter_id in _stop_iters:
+        _stop_count += 1

@@ -16,7 +16,8 @@ measurable there, so it only
      once, under the name "sitecustomize".
 dlbn's own failures are swallowed here; exceptions raised by the shadowed
 sitecustomize propagate to `site`, which reports them as it would without
-dlbn.
+dlbn; an error executing one of the two modules (torch failing to import)
+propagates with the traceback it has without dlbn (the hook's frame cut).
 """
 import os
 import sys
@@ -108,7 +109,13 @@ class _DlbnPatchingLoader:
         return self._loader.create_module(spec)
 
     def exec_module(self, module):
-        self._loader.exec_module(module)
+        try:
+            self._loader.exec_module(module)
+        except BaseException as exc:
+            # The module's own error (torch failing to import): the
+            # traceback it has without dlbn, without this frame.
+            _dlbn_drop_own_frames(exc)
+            raise
         try:
             module.__loader__ = self._loader
             if getattr(module, "__spec__", None) is not None:
@@ -123,6 +130,26 @@ class _DlbnPatchingLoader:
 
     def __getattr__(self, name):
         return getattr(self._loader, name)
+
+
+def _dlbn_drop_own_frames(exc):
+    """Take this file's frames off the head of exc's traceback, for the bare
+    `raise` that follows (the same as _dlbn_boot._drop_own_frames: from
+    Python 3.11 on it re-raises exc.__traceback__; before, the handler's
+    saved exception, replaced through PyErr_SetExcInfo)."""
+    try:
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+            tb = tb.tb_next
+        exc.__traceback__ = tb
+        if sys.version_info < (3, 11) and sys.implementation.name == "cpython":
+            import ctypes
+            args = (type(exc), exc, tb)
+            for obj in args:
+                ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+            ctypes.pythonapi.PyErr_SetExcInfo(*(ctypes.py_object(obj) for obj in args))
+    except Exception:
+        pass
 
 
 def _dlbn_load_boot():

@@ -419,10 +419,10 @@ def test_no_note_and_no_message_when_the_recorder_is_off(capsys):
     assert boot._status == "off"
 
 
-@pytest.mark.skipif(sys.version_info < (3, 11), reason="before 3.11 a bare raise "
-                    "re-raises the traceback saved when the handler was entered")
 def test_wrappers_keep_the_traceback():
-    """An exception through the wrappers has no _dlbn_boot frame."""
+    """An exception through the wrappers has no _dlbn_boot frame (before
+    Python 3.11 through PyErr_SetExcInfo: a bare raise there re-raises the
+    traceback saved when the handler was entered)."""
     import traceback
     boot, api, m = fresh_boot(), Recorder(), fake_dataloader_module()
     boot.patch_dataloader_module(m, api=api, environ={})

@@ -77,3 +77,42 @@ def test_preflight_fails_on_an_unwritable_output_dir(tmp_path):
     r = run([str(PREFLIGHT), "--python", PYTHON, "--output-dir", target], tmp_path)
     assert r.returncode == 1
     assert "disk" in r.stdout and "fail" in r.stdout
+
+
+LAUNCHER = """
+import os, subprocess, sys
+# two ranks, as torchrun would start them
+procs = [subprocess.Popen([sys.executable, "loop.py"],
+                          env=dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2"))
+         for r in (0, 1)]
+sys.exit(max(p.wait() for p in procs))
+"""
+
+
+def test_dlbn_run_analyze_prints_the_job_table_over_all_ranks(tmp_path):
+    (tmp_path / "loop.py").write_text(LOOP)
+    (tmp_path / "launch.py").write_text(LAUNCHER)
+    r = run([str(RUN), "-a", "-o", "t-r%r-%p.bin", "--", PYTHON, "launch.py"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    ranks = sorted(p.name.split("-")[1] for p in tmp_path.glob("t-r*.bin"))
+    assert ranks.count("r0") == 1 and ranks.count("r1") == 1, ranks
+    # one report: the per-rank table of the job, not one report per trace
+    assert "2 traces (one per rank)" in r.stdout, r.stdout
+    assert r.stdout.count("JOB VERDICT:") == 1, r.stdout
+    assert r.stdout.count("Trace: format") == 1, r.stdout  # the worst rank's sections
+    assert r.stdout.count("<- worst") == 1, r.stdout
+    for trace in tmp_path.glob("t-r*.bin"):
+        assert str(trace) in r.stdout
+
+
+def test_dlbn_run_analyze_says_when_recording_was_disabled(tmp_path):
+    (tmp_path / "loop.py").write_text(LOOP)
+    env_extra = dict(os.environ, DLBN_DISABLE="1")
+    env_extra.pop("LD_PRELOAD", None)
+    r = subprocess.run([str(RUN), "-a", "-o", "t-%p.bin", "--", PYTHON, "loop.py"],
+                       cwd=tmp_path, env=env_extra, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "recording was disabled (DLBN_DISABLE=1)" in r.stderr
+    assert "no trace was written" not in r.stderr
+    assert not list(tmp_path.glob("t-*.bin"))

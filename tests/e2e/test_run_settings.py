@@ -1,0 +1,419 @@
+"""dlbn-run --set, --max-steps and --sweep (issue 11 items 2 and 3).
+
+The settings are checked where they act: the DataLoader attributes the
+script sees, the iterators' CONFIG in the trace (set=, set_from=,
+set_ignored=, max_steps=), and torch accepting the result (num_workers=0
+with a prefetch_factor or persistent_workers it would refuse in __init__).
+--max-steps is checked on the analysis: its window holds exactly N steps,
+the program exits 0 and its finally blocks ran.  --sweep runs each value,
+reports a failed one and goes on; the what-if predictions it prints come
+from the JSON of an analyzer that has --what-if (a wrapper of the real one
+adds a what_if list here, as issue 11 item 1 specifies it).
+"""
+
+import importlib.util
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from e2e_common import ANALYZE, BOOT_DIR, LIB, PYTHON, ROOT, clean_env, require_binaries
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from dlbntrace import Trace  # noqa: E402
+
+RUN = ROOT / "scripts" / "dlbn-run"
+
+SCRIPT = r'''
+import json, os, sys, threading, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Items(Dataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        time.sleep(0.001)
+        return torch.tensor([i])
+
+
+def describe(loader):
+    return {k: getattr(loader, k) for k in
+            ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")}
+
+
+mode = sys.argv[1]
+print("pid=%d" % os.getpid())
+if mode == "two":
+    # a shuffled train loader and a sequential val loader
+    train = DataLoader(Items(32), batch_size=2, shuffle=True, num_workers=1)
+    val = DataLoader(Items(8), batch_size=2, num_workers=2, persistent_workers=True)
+    print(json.dumps({"train": describe(train), "val": describe(val)}))
+    for epoch in range(2):
+        print("epoch", epoch, sum(int(b.sum()) for b in train), sum(int(b.sum()) for b in val))
+elif mode == "bounded":
+    val = DataLoader(Items(8), batch_size=2)                   # iterated first
+    train = DataLoader(Items(40), batch_size=2, shuffle=True, num_workers=1)
+    steps = 0
+    try:
+        for b in val:
+            pass
+        for epoch in range(4):                                 # 80 batches
+            for b in train:
+                steps += 1
+        print("after the loop")
+    finally:
+        print("finally steps=%d" % steps)
+elif mode == "thread":
+    train = DataLoader(Items(40), batch_size=2, shuffle=True)
+    seen = []
+
+    def consume():
+        for epoch in range(3):
+            for b in train:
+                seen.append(1)
+
+    t = threading.Thread(target=consume)
+    t.start()
+    t.join()
+    print("thread steps=%d" % len(seen))
+elif mode == "sweep":
+    loader = DataLoader(Items(400), batch_size=2, shuffle=True, num_workers=1)
+    if loader.num_workers == 2:
+        sys.exit(3)                                            # a run that fails
+    for epoch in range(3):
+        for b in loader:
+            time.sleep(0.001)
+'''
+
+
+@pytest.fixture(scope="module")
+def script(rundir):
+    path = rundir / "settings_script.py"
+    path.write_text(SCRIPT)
+    return path
+
+
+def dlbn_run(args, cwd, env=None, timeout=180):
+    require_binaries(analyzer=True)
+    return subprocess.run([str(RUN)] + args, cwd=str(cwd), env=clean_env(env),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def fields(text):
+    return dict(kv.split("=", 1) for kv in text.split(";"))
+
+
+def configs(trace, pid):
+    """(iter_id, fields) of the main process's CONFIG records."""
+    return [(c["iter_id"], fields(c["text"]))
+            for c in Trace(trace).records_of_pid(pid, "CONFIG")]
+
+
+def pid_of(stdout):
+    return int(stdout.splitlines()[0].split("=")[1])
+
+
+# ---------------------------------------------------------------------------
+# Parsing and validation
+
+def boot_module():
+    spec = importlib.util.spec_from_file_location("_dlbn_boot_settings", BOOT_DIR / "_dlbn_boot.py")
+    boot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(boot)
+    return boot
+
+
+def test_parse_settings():
+    boot = boot_module()
+    assert boot.parse_settings("num_workers=8; train:prefetch_factor=4;1:pin_memory=true;"
+                               "val:persistent_workers=0") == [
+        (None, "num_workers", 8), ("train", "prefetch_factor", 4), (1, "pin_memory", True),
+        ("eval", "persistent_workers", False)]
+    for bad, why in [("num_workers", "not [SELECTOR:]KEY=VALUE"),
+                     ("batch_size=4", "unknown setting"),
+                     ("num_workers=-1", ">= 0"), ("num_workers=two", "integer"),
+                     ("prefetch_factor=0", ">= 1"), ("pin_memory=yes", "0, 1, true or false"),
+                     ("test:num_workers=1", "selector")]:
+        with pytest.raises(ValueError, match=re.escape(why)):
+            boot.parse_settings(bad)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--set", "bogus=1"], "unknown setting 'bogus'"),
+    (["--set", "num_workers=x"], "num_workers takes an integer"),
+    (["--set", "prefetch_factor=0"], "prefetch_factor must be >= 1"),
+    (["--set", "pin_memory=maybe"], "pin_memory takes 0, 1, true or false"),
+    (["--set", "first:num_workers=1"], "selector 'first'"),
+    (["--max-steps", "0"], "--max-steps takes a step count >= 1"),
+    (["--max-steps", "x"], "--max-steps takes a step count >= 1"),
+    (["--sweep", "num_workers=1,x"], "--sweep num_workers=x"),
+    (["--sweep", "num_workers=1", "-o", "fixed.bin"], "put %v"),
+    (["--sweep-out", "x.json"], "--sweep-out goes with --sweep"),
+    (["--no-python", "--set", "num_workers=1"], "need the Python bootstrap"),
+])
+def test_bad_settings_exit_2_before_the_program_starts(tmp_path, args, message):
+    marker = tmp_path / "started"
+    r = dlbn_run(args + ["--", "touch", str(marker)], tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr, r.stderr
+    assert not marker.exists()
+
+
+def test_settings_need_the_recorder(tmp_path):
+    r = dlbn_run(["--max-steps", "3", "--", "true"], tmp_path, {"DLBN_DISABLE": "1"})
+    assert r.returncode == 2 and "DLBN_DISABLE=1" in r.stderr, r.stderr
+
+
+# ---------------------------------------------------------------------------
+# --set under the preload
+
+def run_two(rundir, script, name, settings):
+    args = ["-o", str(rundir / (name + ".bin"))]
+    for item in settings:
+        args += ["--set", item]
+    r = dlbn_run(args + ["--", PYTHON, str(script), "two"], rundir)
+    assert r.returncode == 0, r.stderr[-3000:]
+    seen = json.loads(r.stdout.splitlines()[1])
+    return r, seen, configs(rundir / (name + ".bin"), pid_of(r.stdout))
+
+
+def test_set_every_loader(rundir, script):
+    r, seen, cfgs = run_two(rundir, script, "all", ["num_workers=3"])
+    assert seen["train"]["num_workers"] == 3 and seen["val"]["num_workers"] == 3
+    note = cfgs[0][1]
+    assert note["bootstrap"] == "ok" and note["set"] == "num_workers=3", note
+    iters = [c for i, c in cfgs if i]
+    assert len(iters) == 4  # 2 loaders x 2 epochs
+    for c in iters:
+        assert c["num_workers"] == "3" and c["set"] == "num_workers=3", c
+        assert len(c["workers"].split(",")) == 3
+    assert {c["set_from"] for c in iters} == {"num_workers=1", "num_workers=2"}
+    # the loop saw the same batches as without dlbn
+    assert [ln for ln in r.stdout.splitlines() if ln.startswith("epoch")] == [
+        "epoch 0 496 28", "epoch 1 496 28"]
+
+
+def test_set_by_role_and_by_order(rundir, script):
+    # train: the shuffled loader; eval: the sequential one, made to load in
+    # the main process - so its persistent_workers goes, as torch requires.
+    r, seen, cfgs = run_two(rundir, script, "roles",
+                            ["train:prefetch_factor=4", "eval:num_workers=0",
+                             "1:prefetch_factor=3"])
+    assert seen["train"] == {"num_workers": 1, "prefetch_factor": 4,
+                             "persistent_workers": False, "pin_memory": False}
+    assert seen["val"]["num_workers"] == 0 and seen["val"]["persistent_workers"] is False
+    default_prefetch = 2 if seen["val"]["prefetch_factor"] == 2 else None  # torch 1.x / 2.x
+    assert seen["val"]["prefetch_factor"] == default_prefetch
+    train = [c for i, c in cfgs if i and c["sampler"] == "RandomSampler"]
+    val = [c for i, c in cfgs if i and c["sampler"] == "SequentialSampler"]
+    assert train[0]["set"] == "prefetch_factor=4" and train[0]["set_from"] == "prefetch_factor=2"
+    assert val[0]["num_workers"] == "0" and val[0]["persistent_workers"] == "0"
+    assert val[0]["set"].startswith("num_workers=0"), val[0]
+    assert "persistent_workers=0" in val[0]["set"]
+    # loader 1's prefetch_factor=3 cannot apply with 0 workers: said, noted
+    assert val[0]["set_ignored"] == "prefetch_factor", val[0]
+    assert "prefetch_factor not applied to a DataLoader: num_workers is 0" in r.stderr
+    assert [ln for ln in r.stdout.splitlines() if ln.startswith("epoch")] == [
+        "epoch 0 496 28", "epoch 1 496 28"]
+
+
+def test_set_zero_workers_with_prefetch_and_persistent(rundir, script):
+    """The combinations torch's __init__ refuses are resolved, not raised."""
+    r, seen, cfgs = run_two(rundir, script, "zero",
+                            ["num_workers=0", "prefetch_factor=4", "persistent_workers=1",
+                             "pin_memory=1"])
+    for name in ("train", "val"):
+        assert seen[name]["num_workers"] == 0 and seen[name]["persistent_workers"] is False
+        assert seen[name]["pin_memory"] is True
+    iters = [c for i, c in cfgs if i]
+    assert all(c["set_ignored"] == "prefetch_factor,persistent_workers" for c in iters), iters
+    assert all("pin_memory=1" in c["set"] for c in iters)
+    assert "workers" not in iters[0]
+
+
+# ---------------------------------------------------------------------------
+# --max-steps
+
+def test_max_steps_ends_the_run_cleanly(rundir, script):
+    trace = rundir / "bounded.bin"
+    r = dlbn_run(["--max-steps", "20", "-o", str(trace), "--", PYTHON, str(script), "bounded"],
+                 rundir)
+    assert r.returncode == 0, r.stderr[-3000:]
+    # 1 worker x prefetch 2 + 1 = 3 warm-up steps, then 20: the loop's finally ran
+    assert "finally steps=23" in r.stdout and "after the loop" not in r.stdout, r.stdout
+    assert "--max-steps 20: 23 steps done (3 of warm-up), ending the run" in r.stderr
+    a = json.loads(subprocess.run([str(ANALYZE), "--format", "json", str(trace)],
+                                  capture_output=True, text=True, timeout=60).stdout)
+    assert a["steps"]["window"] == 20 and a["steps"]["warmup"] == 3, a["steps"]
+    assert a["config"]["max_steps"] == "20" and a["config"]["sampler"] == "RandomSampler"
+    cfgs = configs(trace, pid_of(r.stdout))
+    assert cfgs[0][1]["max_steps"] == "20"
+    # the val loader's iterator was the counted one until the shuffled
+    # loader's first iter(): each carries it
+    assert [c.get("max_steps") for i, c in cfgs if i] == ["20", "20", "20"]
+    assert Trace(trace).records_of_pid(pid_of(r.stdout), "MARK")[-1]["kind"] == 3  # FETCH_STOP
+
+
+def test_max_steps_in_another_thread_stops_its_epochs(rundir, script):
+    r = dlbn_run(["--max-steps", "5", "-o", str(rundir / "thread.bin"), "--", PYTHON,
+                  str(script), "thread"], rundir)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "thread steps=6" in r.stdout, r.stdout  # 0 workers: 1 warm-up step + 5
+
+
+# ---------------------------------------------------------------------------
+# --sweep
+
+FAKE_ANALYZER = r'''#!%(python)s
+"""The real dlbn-analyze, plus --what-if's JSON key (issue 11 item 1)."""
+import json, subprocess, sys
+real = %(real)r
+args = sys.argv[1:]
+if "--help" in args:
+    out = subprocess.run([real, "--help"], capture_output=True, text=True)
+    sys.stdout.write(out.stdout + "      --what-if  (test stand-in)\n")
+    sys.exit(0)
+what_if = "--what-if" in args
+out = subprocess.run([real] + [a for a in args if a != "--what-if"],
+                     capture_output=True, text=True)
+if out.returncode or not what_if:
+    sys.stdout.write(out.stdout); sys.stderr.write(out.stderr); sys.exit(out.returncode)
+doc = json.loads(out.stdout)
+nw = int(doc["config"]["num_workers"])
+doc["what_if"] = [{"setting": "num_workers", "value": v, "predicted_step_ms": 100.0 + v + nw,
+                   "predicted_speedup": 1.5, "limited_by": "cores"} for v in range(5)]
+json.dump(doc, sys.stdout)
+'''
+
+
+def test_sweep_measures_each_value_and_goes_on_after_a_failure(rundir, script, tmp_path):
+    require_binaries(analyzer=True)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    run = bindir / "dlbn-run"
+    run.write_text(RUN.read_text())
+    fake = bindir / "dlbn-analyze"
+    fake.write_text(FAKE_ANALYZER % {"python": sys.executable, "real": str(ANALYZE)})
+    for p in (run, fake):
+        p.chmod(p.stat().st_mode | stat.S_IXUSR)
+    out = tmp_path / "sweep.json"
+    r = subprocess.run([str(run), "--lib", str(LIB), "--sweep", "num_workers=0,2,1",
+                        "--max-steps", "30", "--sweep-out", str(out), "--",
+                        PYTHON, str(script), "sweep"],
+                       cwd=str(tmp_path), env=clean_env(), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 1, r.stderr[-3000:]  # one run failed
+    rows = json.loads(out.read_text())
+    assert [row["value"] for row in rows] == [0, 2, 1]
+    assert [row["status"] for row in rows] == ["ok", "exit 3", "ok"]
+    ok = [rows[0], rows[2]]
+    for row in ok:
+        assert row["setting"] == "num_workers" and row["window_steps"] == 30
+        assert row["measured_step_ms"] > 0
+        assert os.path.exists(row["trace"]) and "num_workers-%d" % row["value"] in row["trace"]
+        # predictions: the first analysed run's (num_workers 0) what-if list
+        assert row["predicted_step_ms"] == 100.0 + row["value"] + 0
+        assert row["limited_by"] == "cores"
+    assert rows[1]["measured_step_ms"] is None and rows[1]["predicted_step_ms"] == 102.0
+    table = r.stdout[r.stdout.index("sweep of num_workers"):].splitlines()
+    assert "the what-if of the run with num_workers=0" in table[0]
+    assert table[1].split()[:1] == ["num_workers"]
+    cells = [line.split() for line in table[2:5]]
+    assert [c[0] for c in cells] == ["0", "2", "1"]
+    assert cells[1][1:] == ["-", "102.00", "exit", "3"]
+    assert float(cells[0][1]) == pytest.approx(rows[0]["measured_step_ms"], abs=0.006)
+    # each run's CONFIG says what it was run with
+    a = json.loads(subprocess.run([str(ANALYZE), "--format", "json", rows[2]["trace"]],
+                                  capture_output=True, text=True, timeout=60).stdout)
+    assert a["config"]["set"] == "num_workers=1" and a["config"]["max_steps"] == "30"
+
+
+def test_sweep_without_what_if_prints_dashes(rundir, script, tmp_path):
+    r = dlbn_run(["--sweep", "train:prefetch_factor=2", "--max-steps", "5", "--", PYTHON,
+                  str(script), "sweep"], tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    table = r.stdout[r.stdout.index("sweep of train:prefetch_factor"):].splitlines()
+    assert "no what-if in the analyses" in table[0]
+    value, measured, predicted, status = table[2].split()
+    assert value == "2" and float(measured) > 0 and predicted == "-" and status == "ok"
+    assert list(tmp_path.glob("dlbn-sweep-train-prefetch_factor-2-*.bin"))
+
+
+LIGHTNING = r'''
+import os, sys, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+try:
+    import lightning as L
+except Exception:
+    sys.exit(77)
+
+
+class Items(Dataset):
+    def __len__(self):
+        return 48
+
+    def __getitem__(self, i):
+        time.sleep(0.001)
+        return torch.tensor([float(i)])
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(1))
+
+    def training_step(self, batch, batch_idx):
+        return (self.w * batch).sum()
+
+    def validation_step(self, batch, batch_idx):
+        pass
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+print("pid=%d" % os.getpid())
+train = DataLoader(Items(), batch_size=2, shuffle=True, num_workers=1)
+val = DataLoader(Items(), batch_size=4, num_workers=1)
+trainer = L.Trainer(accelerator="cpu", devices=1, max_epochs=3, logger=False,
+                    enable_checkpointing=False, enable_progress_bar=False,
+                    enable_model_summary=False)
+try:
+    trainer.fit(Model(), train, val)
+    print("fit returned")
+finally:
+    print("workers seen %d %d" % (train.num_workers, val.num_workers))
+'''
+
+
+def test_max_steps_and_set_under_lightning(rundir):
+    """Lightning's sanity check iterates the val loader first; the shuffled
+    train loader is the one counted.  Trainer.fit re-raises the SystemExit
+    after its teardown: exit status 0, the trace complete."""
+    script = rundir / "lightning_fit.py"
+    script.write_text(LIGHTNING)
+    trace = rundir / "lightning.bin"
+    r = dlbn_run(["--set", "train:num_workers=2", "--max-steps", "15", "-o", str(trace),
+                  "--", PYTHON, str(script)], rundir, timeout=300)
+    if r.returncode == 77:
+        pytest.skip("lightning not importable with this torch")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "workers seen 2 1" in r.stdout and "fit returned" not in r.stdout, r.stdout
+    # 2 workers x prefetch 2 + 1 warm-up steps, then 15
+    assert "--max-steps 15: 20 steps done (5 of warm-up)" in r.stderr, r.stderr[-3000:]
+    a = json.loads(subprocess.run([str(ANALYZE), "--format", "json", str(trace)],
+                                  capture_output=True, text=True, timeout=60).stdout)
+    assert a["steps"]["window"] == 15, a["steps"]
+    assert a["config"]["sampler"] == "RandomSampler" and a["config"]["set"] == "num_workers=2"
+    assert a["config"]["max_steps"] == "15"
