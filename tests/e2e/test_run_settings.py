@@ -298,14 +298,7 @@ json.dump(doc, sys.stdout)
 
 def test_sweep_measures_each_value_and_goes_on_after_a_failure(rundir, script, tmp_path):
     require_binaries(analyzer=True)
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    run = bindir / "dlbn-run"
-    run.write_text(RUN.read_text())
-    fake = bindir / "dlbn-analyze"
-    fake.write_text(FAKE_ANALYZER % {"python": sys.executable, "real": str(ANALYZE)})
-    for p in (run, fake):
-        p.chmod(p.stat().st_mode | stat.S_IXUSR)
+    run = with_analyzer(tmp_path, FAKE_ANALYZER)
     out = tmp_path / "sweep.json"
     r = subprocess.run([str(run), "--lib", str(LIB), "--sweep", "num_workers=0,2,1",
                         "--max-steps", "30", "--sweep-out", str(out), "--",
@@ -338,15 +331,71 @@ def test_sweep_measures_each_value_and_goes_on_after_a_failure(rundir, script, t
     assert a["config"]["set"] == "num_workers=1" and a["config"]["max_steps"] == "30"
 
 
+OLD_ANALYZER = r'''#!%(python)s
+"""The real dlbn-analyze as one without --what-if would answer."""
+import subprocess, sys
+real = %(real)r
+args = sys.argv[1:]
+out = subprocess.run([real] + [a for a in args if a != "--what-if"], capture_output=True,
+                     text=True)
+text = out.stdout
+if "--help" in args:
+    text = "".join(l for l in text.splitlines(True) if "what-if" not in l)
+sys.stdout.write(text); sys.stderr.write(out.stderr); sys.exit(out.returncode)
+'''
+
+
+def with_analyzer(tmp_path, source):
+    """A copy of dlbn-run next to a stand-in dlbn-analyze (source)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    run = bindir / "dlbn-run"
+    run.write_text(RUN.read_text())
+    fake = bindir / "dlbn-analyze"
+    fake.write_text(source % {"python": sys.executable, "real": str(ANALYZE)})
+    for p in (run, fake):
+        p.chmod(p.stat().st_mode | stat.S_IXUSR)
+    return run
+
+
 def test_sweep_without_what_if_prints_dashes(rundir, script, tmp_path):
-    r = dlbn_run(["--sweep", "train:prefetch_factor=2", "--max-steps", "5", "--", PYTHON,
-                  str(script), "sweep"], tmp_path)
+    require_binaries(analyzer=True)
+    run = with_analyzer(tmp_path, OLD_ANALYZER)
+    r = subprocess.run([str(run), "--lib", str(LIB), "--sweep", "train:prefetch_factor=2",
+                        "--max-steps", "5", "--", PYTHON, str(script), "sweep"],
+                       cwd=str(tmp_path), env=clean_env(), capture_output=True, text=True,
+                       timeout=180)
     assert r.returncode == 0, r.stderr[-3000:]
     table = r.stdout[r.stdout.index("sweep of train:prefetch_factor"):].splitlines()
     assert "no what-if in the analyses" in table[0]
     value, measured, predicted, status = table[2].split()
     assert value == "2" and float(measured) > 0 and predicted == "-" and status == "ok"
     assert list(tmp_path.glob("dlbn-sweep-train-prefetch_factor-2-*.bin"))
+
+
+def test_sweep_with_the_real_what_if_and_its_picture(rundir, script, tmp_path):
+    """The sweep reads dlbn-analyze --what-if's predictions, and --html
+    plots its measured points beside the curve (issue 11 items 1, 3, 4)."""
+    out = tmp_path / "sweep.json"
+    r = dlbn_run(["--sweep", "num_workers=1,3", "--max-steps", "20", "--sweep-out", str(out),
+                  "--", PYTHON, str(script), "sweep"], tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = json.loads(out.read_text())
+    assert [row["value"] for row in rows] == [1, 3]
+    for row in rows:
+        assert row["status"] == "ok" and row["measured_step_ms"] > 0, row
+        assert row["predicted_step_ms"] and row["predicted_step_ms"] > 0, row
+        assert row["limited_by"], row
+    page = tmp_path / "report.html"
+    a = subprocess.run([str(ANALYZE), rows[0]["trace"], "--what-if", "--html", str(page),
+                        "--sweep-results", str(out)], capture_output=True, text=True,
+                       timeout=60)
+    assert a.returncode == 0, a.stderr
+    html = page.read_text()
+    assert "<svg" in html and "http://" not in html.replace("http://www.w3.org", "")
+    for row in rows:
+        assert ("%.2f" % row["measured_step_ms"]) in html or \
+            ("%.1f" % row["measured_step_ms"]) in html, row
 
 
 LIGHTNING = r'''
