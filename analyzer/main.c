@@ -17,6 +17,7 @@
 #include "baseline.h"
 #include "export.h"
 #include "gpu.h"
+#include "hotspots.h"
 #include "model.h"
 #include "reader.h"
 #include "report.h"
@@ -51,6 +52,8 @@ static const char usage_text[] =
 	"      --detected-above X    DETECTED threshold on the speedup (1.50)\n"
 	"      --potential-above X   POTENTIAL threshold on the speedup (1.10)\n"
 	"      --handoff-gap-ms X    max gap between hand-off ops of a batch (2)\n"
+	"      --native-stacks       show native frames at the longest waits too (by\n"
+	"                            default only Python frames, native where none)\n"
 	"  -h, --help                this text\n"
 	"  -V, --version             version and trace format\n"
 	"\n"
@@ -65,6 +68,7 @@ struct cli {
 	size_t ntraces;
 	const char *output, *sqlite, *perfetto, *baseline;
 	int format, dump, fail_on;
+	int native_stacks;
 	struct dlbn_model_opts mo;
 	struct dlbn_verdict_opts vo;
 };
@@ -97,7 +101,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		O_GAP,
 		O_SQLITE,
 		O_PERFETTO,
-		O_BASELINE
+		O_BASELINE,
+		O_NATIVE
 	};
 	static const struct option opts[] = {
 		{"format", required_argument, NULL, 'f'},
@@ -112,6 +117,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{"detected-above", required_argument, NULL, O_DET},
 		{"potential-above", required_argument, NULL, O_POT},
 		{"handoff-gap-ms", required_argument, NULL, O_GAP},
+		{"native-stacks", no_argument, NULL, O_NATIVE},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -192,6 +198,9 @@ static int parse_args(int argc, char **argv, struct cli *c)
 						   optarg);
 			c->mo.handoff_gap_ns = (int64_t)(d * 1e6);
 			break;
+		case O_NATIVE:
+			c->native_stacks = 1;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return EXIT_DONE;
@@ -263,6 +272,7 @@ struct run {
 	int built;
 	struct dlbn_baseline baseline; /* --baseline: valid iff has_baseline */
 	int has_baseline;
+	struct dlbn_hotspots hot; /* where the workers' time goes (hotspots.h) */
 };
 
 /* 0 done, else an exit status (message printed). */
@@ -288,6 +298,10 @@ static int run_analyze(const struct cli *c, struct run *x)
 		return EXIT_INPUT;
 	}
 	x->built = 1;
+	if (dlbn_hotspots_build(&x->hot, x->r, &x->m) != 0) {
+		fprintf(stderr, "dlbn-analyze: out of memory\n");
+		return EXIT_INPUT;
+	}
 	/* --baseline (analyzer/baseline.h): the Replay trace through the same
 	 * path, compared once x->a is final. */
 	if (c->baseline) {
@@ -306,6 +320,7 @@ static int run_analyze(const struct cli *c, struct run *x)
 static void run_free(struct run *x)
 {
 	if (x->built) {
+		dlbn_hotspots_free(&x->hot);
 		dlbn_analysis_free(&x->a);
 		dlbn_model_free(&x->m);
 	}
@@ -357,6 +372,8 @@ static int analyze(const struct cli *c, FILE *out)
 			.nranks = n,
 			.job = &job,
 			.baseline = w->has_baseline ? &w->baseline : NULL,
+			.hot = &w->hot,
+			.native_stacks = c->native_stacks,
 		};
 		report(c, out, &in);
 		if (n == 1)

@@ -1,0 +1,53 @@
+/*
+ * marker_profile.c - the exported entry points of the Python-level
+ * localization (python/_dlbn_profile.py): per-stage times, sampled Python
+ * stacks and the training loop's next() call site, as PROF_STAGE,
+ * PROF_SAMPLE and CALLSITE records (dlbn_trace.h, man/dlbn-trace.5).
+ *
+ * The bootstrap calls these through ctypes.PyDLL(None) (the GIL stays
+ * held), once per summary entry and second of fetching, never per sample:
+ * the aggregation happens in Python, these only put records in the
+ * calling thread's stream.  Like marker.c they return 0 when the record
+ * was taken and -1 when this process is not recording.  Texts are cut at
+ * 1 KiB.
+ */
+#include <string.h>
+
+#include "recorder.h"
+
+DLBN_EXPORT int dlbn_profile_stage(int kind, long long scope, long long count, long long wall_ns,
+				   long long cpu_ns, long long line, const char *text);
+DLBN_EXPORT int dlbn_profile_sample(long long scope, long long weight_ns, long long samples,
+				    long long in_stage, long long line, const char *text);
+DLBN_EXPORT int dlbn_callsite(long long iter_id, const char *text);
+
+#define PROFILE_TEXT_MAX 1024
+
+static int emit_text(uint8_t type, const int64_t *f, unsigned n, const char *text)
+{
+	if (!recorder_on() || !text || !hook_enter())
+		return -1;
+	rec_emit_str(type, clock_now_ns(), f, n, text, strnlen(text, PROFILE_TEXT_MAX));
+	hook_leave();
+	return recorder_on() ? 0 : -1;
+}
+
+int dlbn_profile_stage(int kind, long long scope, long long count, long long wall_ns,
+		       long long cpu_ns, long long line, const char *text)
+{
+	int64_t f[6] = {kind, scope, count, wall_ns, cpu_ns, line};
+	return emit_text(DLBN_REC_PROF_STAGE, f, 6, text);
+}
+
+int dlbn_profile_sample(long long scope, long long weight_ns, long long samples, long long in_stage,
+			long long line, const char *text)
+{
+	int64_t f[5] = {scope, weight_ns, samples, in_stage, line};
+	return emit_text(DLBN_REC_PROF_SAMPLE, f, 5, text);
+}
+
+int dlbn_callsite(long long iter_id, const char *text)
+{
+	int64_t f[1] = {iter_id};
+	return emit_text(DLBN_REC_CALLSITE, f, 1, text);
+}
