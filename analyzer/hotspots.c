@@ -141,9 +141,9 @@ static int categorize(const char *name, const char *file, const char *callers)
 	snprintf(all, sizeof(all), "%s|%s|%s", name, file, callers);
 	if (has(name, "token") || has(file, "tokeniz") || has(callers, "tokeniz"))
 		return DLBN_HOT_TOKENIZE;
-	if (has(all, "decode") || has(file, "PIL/ImageFile.py") || has(file, "JpegImagePlugin") ||
+	if (has(all, "decode") || has(all, "PIL/ImageFile.py") || has(all, "JpegImagePlugin") ||
 	    has(all, "imread") || has(all, "read_image") || has(all, "decode_jpeg") ||
-	    has(name, "loader") || has(file, "PngImagePlugin"))
+	    has(name, "loader") || has(all, "PngImagePlugin"))
 		return DLBN_HOT_DECODE;
 	if (has(name, "resize") || has(name, "crop") || has(name, "interpolat") ||
 	    has(name, "scale"))
@@ -154,7 +154,7 @@ static int categorize(const char *name, const char *file, const char *callers)
 	    has(name, "mixup") || has(name, "autoaug") || has(file, "torchvision/transforms") ||
 	    has(file, "timm/data"))
 		return DLBN_HOT_AUGMENT;
-	if (has(file, "/numpy/"))
+	if (has(file, "/numpy/") || has(callers, "/numpy/"))
 		return DLBN_HOT_NUMPY;
 	return DLBN_HOT_OTHER;
 }
@@ -258,7 +258,7 @@ static struct dlbn_hotspot *entry_add(struct dlbn_hotspots *h, size_t *cap, int 
 	for (size_t i = 0; i < h->n; i++) {
 		struct dlbn_hotspot *e = &h->v[i];
 		if (e->loader == loader && e->kind == kind && !strcmp(e->file, file) &&
-		    (kind == 0 || !strcmp(e->name, name)) && (merge_lines || e->line == line))
+		    !strcmp(e->name, name) && (merge_lines || e->line == line))
 			return e;
 	}
 	if (h->n == *cap) {
@@ -310,22 +310,24 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 		if (!l)
 			continue;
 		size_t li = (size_t)(l - h->loaders);
-		char name[96], file[200], callers[120];
+		char name[96], file[200], callers[320];
 		split_text(k->text, name, sizeof(name), file, sizeof(file), callers,
 			   sizeof(callers));
 		if (k->type == DLBN_REC_PROF_SAMPLE) {
 			if (k->in_stage)
 				continue; /* inside a stage that has its exact time */
-			/* One entry per file (module): with a low sample rate the
-			 * leaves of one module (PIL's load, load_prepare ...) are
-			 * one cost; its heaviest leaf names it. */
-			struct dlbn_hotspot *e = entry_add(h, &cap, loader, 0, "", file, 0, 1);
+			/* One entry per (function, file) the dataset's code called;
+			 * its heaviest line names it.  callers = "chain<TAB>leaf". */
+			struct dlbn_hotspot *e = entry_add(h, &cap, loader, 0, name, file, 0, 1);
 			if (!e)
 				goto oom;
+			char *leaf = strchr(callers, '\t');
+			if (leaf)
+				*leaf++ = 0;
 			if (k->b > e->cpu_ns) {
 				e->cpu_ns = k->b, e->line = k->line;
-				snprintf(e->name, sizeof(e->name), "%s", name);
 				snprintf(e->callers, sizeof(e->callers), "%s", callers);
+				snprintf(e->leaf, sizeof(e->leaf), "%s", leaf ? leaf : "");
 			}
 			e->ns += k->b; /* sampled CPU weight until scaled below */
 			sampled_w[li] += k->b;
@@ -348,7 +350,12 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 			}
 			break;
 		case DLBN_PROF_SEND:
-			l->send_ns += k->b;
+			/* CPU time: the feeder thread's write blocks while the pipe is
+			 * full (the loop is slow to read), which is no worker cost */
+			l->send_ns += k->c >= 0 ? k->c : k->b;
+			break;
+		case DLBN_PROF_RUNQ:
+			l->runq_ns += k->b;
 			break;
 		case DLBN_PROF_SAMPLER:
 			if (k->a)
@@ -402,7 +409,11 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 	for (size_t i = 0; i < nstaged; i++) {
 		struct dlbn_hotspot *e = &h->v[i];
 		if (e->exact) {
-			e->io = e->ns > 0 && e->cpu_ns * 2 < e->ns;
+			const struct dlbn_hot_loader *l = loader_slot(h, e->loader);
+			double ready = l && l->fetch_ns > 0 ? (double)l->runq_ns * (double)e->ns /
+								      (double)l->fetch_ns
+							    : 0;
+			e->io = e->ns > 0 && 2 * ((double)e->cpu_ns + ready) < (double)e->ns;
 			e->category = e->kind == DLBN_PROF_COLLATE
 					      ? DLBN_HOT_COLLATE
 					      : categorize(e->name, e->file, "");
@@ -417,6 +428,12 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 			rest = 0;
 		if (rest_cpu < 0)
 			rest_cpu = 0;
+		/* Runnable but not running (a busy machine) is CPU work
+		 * delayed, not waiting on I/O: its share of the rest joins the
+		 * CPU part that the samples share out. */
+		if (l->fetch_ns > 0)
+			rest_cpu +=
+				(int64_t)((double)l->runq_ns * (double)rest / (double)l->fetch_ns);
 		if (rest_cpu > rest)
 			rest_cpu = rest;
 		const struct getitem_name *g = NULL;
@@ -433,11 +450,11 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 							  (double)rest_cpu)
 					      : 0;
 			e->cpu_ns = e->ns;
-			e->category = categorize(e->name, e->file, e->callers);
+			e->category = categorize(e->name, e->file, e->leaf);
 		}
 		if (!sampled_w[li] && rest_cpu > 0) {
 			char nm[200];
-			snprintf(nm, sizeof(nm), "%s outside the timed stages (CPU)", outside);
+			snprintf(nm, sizeof(nm), "%s outside the timed stages", outside);
 			struct dlbn_hotspot *e =
 				entry_add(h, &cap, l->loader, DLBN_PROF_GETITEM, nm,
 					  g ? g->file : "", g ? g->line : 0, 0);
@@ -450,8 +467,8 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 		if (waiting > 0) {
 			int storage = l->file_ns * 2 >= waiting;
 			char nm[200];
-			snprintf(nm, sizeof(nm), "%s off the CPU (%s)", outside,
-				 storage ? "file reads" : "I/O, sleeps, locks or a busy CPU");
+			snprintf(nm, sizeof(nm), "%s waiting off the CPU (%s)", outside,
+				 storage ? "file reads" : "I/O, sleeps, locks");
 			struct dlbn_hotspot *e = entry_add(h, &cap, l->loader, -1, nm,
 							   g ? g->file : "", g ? g->line : 0, 0);
 			if (!e)

@@ -51,7 +51,9 @@ struct dlbn_hotspot {
 	int exact;	   /* 1 timed, 0 sampled */
 	int io;		   /* 1: mostly off the CPU (waiting on I/O ...) */
 	int category;	   /* DLBN_HOT_* */
-	char callers[120]; /* sampled: "function:line<..." of the leaf's callers */
+	char callers[120]; /* sampled: "function:line<..." of its callers */
+	char leaf[240];	   /* sampled: "function file:line" of the innermost frame
+			    * when it is not the entry itself */
 };
 
 #define DLBN_HOT_LOADERS 8
@@ -62,6 +64,7 @@ struct dlbn_hot_loader {
 	int main_process; /* fetched in the main process (num_workers=0) */
 	uint64_t batches;
 	int64_t busy_ns, fetch_ns, fetch_cpu_ns, send_ns, collate_ns, file_ns;
+	int64_t runq_ns; /* fetching threads runnable, not running */
 	uint64_t samples;
 	int sampler_on, sampler_off; /* processes that sampled / did not */
 	char sampler_note[96];	     /* why not (the first process's reason) */

@@ -174,12 +174,15 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *              text (str) "name<TAB>file": exactly timed stages (cpu_ns:
  *              the thread's CPU time inside them, -1 unknown)
  *  PROF_SAMPLE scope, weight_ns, samples, in_stage, line,
- *              text (str) "function<TAB>file<TAB>callers": a sampled
- *              leaf (file, line, function) of the fetching thread's Python
- *              stack; weight_ns = the thread's CPU time the samples stand
- *              for; in_stage 1 = taken inside an exactly timed stage;
- *              callers = up to 3 "function:line" entries, outermost last,
- *              separated by "<"
+ *              text (str) "function<TAB>file<TAB>callers<TAB>leaf": samples
+ *              of the fetching thread's Python stack, keyed by the library
+ *              function the dataset's code called (or the user's own
+ *              function when the innermost frame is there) at file:line;
+ *              weight_ns = the thread's CPU time the samples stand for;
+ *              in_stage 1 = taken inside an exactly timed stage; callers =
+ *              up to 3 "function:line" entries, outermost last, separated
+ *              by "<"; leaf = "function file:line" of the innermost frame
+ *              ("" when it is the function itself)
  *  CALLSITE    iter_id, text (str): where the training loop called next()
  *              on the iterator, "file:function:line" frames innermost
  *              first, separated by newlines (at most 4); once per iterator
@@ -241,7 +244,9 @@ enum dlbn_prof_kind {
 	DLBN_PROF_COLLATE = 4,	 /* the loader's collate_fn */
 	DLBN_PROF_SEND = 5,	 /* pickling the batch for the hand-off (worker) */
 	DLBN_PROF_GETITEM = 6,	 /* names the dataset's __getitem__ (count/times 0) */
-	DLBN_PROF_SAMPLER = 7,	 /* sampler state: count = 1 on, 0 off; line = reason */
+	DLBN_PROF_SAMPLER = 7,	 /* sampler state: count = 1 on, 0 off; text = why */
+	DLBN_PROF_RUNQ = 8,	 /* wall_ns = the fetching thread's run-queue wait
+				  * inside the fetches (schedstat), count = fetches */
 };
 
 enum dlbn_start_kind {

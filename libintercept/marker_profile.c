@@ -11,7 +11,12 @@
  * was taken and -1 when this process is not recording.  Texts are cut at
  * 1 KiB.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "recorder.h"
 
@@ -20,6 +25,7 @@ DLBN_EXPORT int dlbn_profile_stage(int kind, long long scope, long long count, l
 DLBN_EXPORT int dlbn_profile_sample(long long scope, long long weight_ns, long long samples,
 				    long long in_stage, long long line, const char *text);
 DLBN_EXPORT int dlbn_callsite(long long iter_id, const char *text);
+DLBN_EXPORT long long dlbn_thread_runq_ns(void);
 
 #define PROFILE_TEXT_MAX 1024
 
@@ -50,4 +56,33 @@ int dlbn_callsite(long long iter_id, const char *text)
 {
 	int64_t f[1] = {iter_id};
 	return emit_text(DLBN_REC_CALLSITE, f, 1, text);
+}
+
+/*
+ * The calling thread's time spent runnable but not running (the second
+ * field of /proc/thread-self/schedstat), -1 unknown.  The bootstrap reads
+ * it around each fetch to tell a worker waiting for a CPU (a busy machine)
+ * from one waiting on I/O.  Raw system calls: the file hooks must not
+ * count this read as the dataset's file reading.
+ */
+long long dlbn_thread_runq_ns(void)
+{
+	int saved = errno;
+	char buf[96];
+	long long wait = -1;
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/schedstat",
+			      O_RDONLY | O_CLOEXEC, 0);
+	if (fd >= 0) {
+		ssize_t n = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+		syscall(SYS_close, fd);
+		if (n > 0) {
+			buf[n] = 0;
+			char *end;
+			strtoull(buf, &end, 10);
+			if (end != buf)
+				wait = (long long)strtoull(end, NULL, 10);
+		}
+	}
+	errno = saved;
+	return wait;
 }

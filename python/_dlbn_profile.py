@@ -65,6 +65,7 @@ PROF_COLLATE = 4
 PROF_SEND = 5
 PROF_GETITEM = 6
 PROF_SAMPLER = 7
+PROF_RUNQ = 8
 
 FLUSH_NS = 1000000000   # summaries at most once a second while fetching
 SAMPLES_KEPT = 40       # sampled leaves written per summary (the heaviest)
@@ -86,23 +87,27 @@ def _emit_noop(*args):
 
 
 class _Api:
-    def __init__(self, stage, sample, callsite):
+    def __init__(self, stage, sample, callsite, runq=None):
         self.stage = stage
         self.sample = sample
         self.callsite = callsite
+        self.runq = runq or (lambda: -1)
 
 
 def _load_api():
     import ctypes
     lib = ctypes.PyDLL(None)
     stage, sample, callsite = lib.dlbn_profile_stage, lib.dlbn_profile_sample, lib.dlbn_callsite
+    runq = lib.dlbn_thread_runq_ns
+    runq.argtypes = ()
+    runq.restype = ctypes.c_longlong
     ll = ctypes.c_longlong
     stage.argtypes = (ctypes.c_int, ll, ll, ll, ll, ll, ctypes.c_char_p)
     sample.argtypes = (ll, ll, ll, ll, ll, ctypes.c_char_p)
     callsite.argtypes = (ll, ctypes.c_char_p)
     for f in (stage, sample, callsite):
         f.restype = ctypes.c_int
-    return _Api(stage, sample, callsite)
+    return _Api(stage, sample, callsite, runq)
 
 
 def install(fetch_module=None, api=None, environ=None):
@@ -209,6 +214,7 @@ class _Profile:
         self.remaining = 0.0   # of the interval, at the last disarm
         self.sampler_note = None
         self.send = [0, 0, 0]  # ForkingPickler.dumps: count, wall, cpu
+        self.runq = _api.runq
         self.scope = 0
         if self.worker:
             self._wrap_pickler()
@@ -276,15 +282,30 @@ class _Profile:
             frame = frame.f_back
         if frame is None or weight <= 0:
             return
-        code = frame.f_code
+        # The entry is the library function the dataset's own code called
+        # (numpy's fft2, PIL's convert), found by walking out from the leaf
+        # to the first frame outside the libraries; a leaf in the user's code
+        # is its own entry.  The leaf stays in the key for the category.
+        leaf = frame
+        entry = frame
+        up = frame
+        while up is not None and _is_library(up.f_code.co_filename):
+            entry = up
+            up = up.f_back
+        if up is None:      # all library (the fetch machinery): the leaf
+            entry = leaf
+        code = entry.f_code
         callers = []
-        up = frame.f_back
+        up = entry.f_back
         while up is not None and len(callers) < 3:
             if up.f_code.co_filename != _OWN_FILE:
                 callers.append("%s:%d" % (up.f_code.co_name, up.f_lineno))
             up = up.f_back
-        key = (self.scope, code.co_filename, frame.f_lineno, code.co_name,
-               1 if self.in_stage else 0, "<".join(callers))
+        where = ""
+        if leaf is not entry:
+            where = "%s %s:%d" % (leaf.f_code.co_name, leaf.f_code.co_filename, leaf.f_lineno)
+        key = (self.scope, code.co_filename, entry.f_lineno, code.co_name,
+               1 if self.in_stage else 0, "<".join(callers) + "\t" + where)
         agg = self.samples.get(key)
         if agg is None:
             self.samples[key] = [1, weight]
@@ -295,15 +316,16 @@ class _Profile:
     # -- fetches -------------------------------------------------------------
 
     def fetch(self, orig, fetcher, index):
+        self.scope = 0 if self.worker else _scope
         if id(fetcher) not in self.prepared:
             self._prepare(fetcher)
-        self.scope = 0 if self.worker else _scope
         if self.sampler is None:
             try:
                 self.sampler = self._start_sampler()
             except Exception:
                 self.sampler = "off (could not install)"
         sampling = self.sampler == "on"
+        q0 = self.runq()
         t0, c0 = self.clock(), self.cpu()
         self.last_cpu = c0
         self.busy = True
@@ -322,7 +344,10 @@ class _Profile:
                 except Exception:
                     self.sampler = "off (timer failed)"
             t1, c1 = self.clock(), self.cpu()
+            q1 = self.runq()
             self.add(PROF_FETCH, "fetch", "", 0, t1 - t0, c1 - c0)
+            if q0 >= 0 and q1 >= q0:
+                self.add(PROF_RUNQ, "run queue", "", 0, q1 - q0, 0)
             if t1 - self.last_flush >= FLUSH_NS:
                 self.flush()
 
@@ -497,6 +522,32 @@ def _make_fetch_wrapper(orig):
             pass
     fetch.__wrapped__ = orig
     return fetch
+
+
+_library_cache = {}
+
+
+def _is_library(filename):
+    """A file of an installed package or of the standard library (or an
+    interpreter-made one such as "<__array_function__ internals>")."""
+    known = _library_cache.get(filename)
+    if known is None:
+        known = (filename.startswith("<") or "/site-packages/" in filename or
+                 "/dist-packages/" in filename or filename.startswith(_STDLIB))
+        if len(_library_cache) < 4096:
+            _library_cache[filename] = known
+    return known
+
+
+def _stdlib_prefix():
+    try:
+        import sysconfig
+        return sysconfig.get_paths()["stdlib"] + "/"
+    except Exception:
+        return "\0"
+
+
+_STDLIB = _stdlib_prefix()
 
 
 def _on_sigprof(signum, frame):
