@@ -295,11 +295,12 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 	size_t cap = 0;
 	struct getitem_name gi[DLBN_HOT_LOADERS];
 	int64_t stage_cpu[DLBN_HOT_LOADERS], stage_wall[DLBN_HOT_LOADERS];
-	int64_t sampled_w[DLBN_HOT_LOADERS];
+	int64_t sampled_w[DLBN_HOT_LOADERS], sampled_in[DLBN_HOT_LOADERS];
 	size_t ngi = 0;
 	memset(stage_cpu, 0, sizeof(stage_cpu));
 	memset(stage_wall, 0, sizeof(stage_wall));
 	memset(sampled_w, 0, sizeof(sampled_w));
+	memset(sampled_in, 0, sizeof(sampled_in));
 	char *proc_seen = calloc(m->nprocs ? m->nprocs : 1, 1);
 	if (!proc_seen)
 		return -1;
@@ -314,8 +315,10 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 		split_text(k->text, name, sizeof(name), file, sizeof(file), callers,
 			   sizeof(callers));
 		if (k->type == DLBN_REC_PROF_SAMPLE) {
-			if (k->in_stage)
-				continue; /* inside a stage that has its exact time */
+			if (k->in_stage) { /* inside a stage that has its exact time */
+				sampled_in[li] += k->b;
+				continue;
+			}
 			/* One entry per (function, file) the dataset's code called;
 			 * its heaviest line names it.  callers = "chain<TAB>leaf". */
 			struct dlbn_hotspot *e = entry_add(h, &cap, loader, 0, name, file, 0, 1);
@@ -358,6 +361,7 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 			l->runq_ns += k->b;
 			break;
 		case DLBN_PROF_SAMPLER:
+			l->sampler_cost_ns += k->b;
 			if (k->a)
 				l->sampler_on++;
 			else {
@@ -409,11 +413,23 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 	for (size_t i = 0; i < nstaged; i++) {
 		struct dlbn_hotspot *e = &h->v[i];
 		if (e->exact) {
-			const struct dlbn_hot_loader *l = loader_slot(h, e->loader);
-			double ready = l && l->fetch_ns > 0 ? (double)l->runq_ns * (double)e->ns /
-								      (double)l->fetch_ns
-							    : 0;
-			e->io = e->ns > 0 && 2 * ((double)e->cpu_ns + ready) < (double)e->ns;
+			/* The stages' CPU time: the samples taken inside them when
+			 * there are any (the recorder times stages by wall clock
+			 * only), else the fetches' CPU share; plus their share of the
+			 * run-queue time (runnable is not waiting on I/O). */
+			struct dlbn_hot_loader *l = loader_slot(h, e->loader);
+			size_t li = l ? (size_t)(l - h->loaders) : 0;
+			double wall = l ? (double)stage_wall[li] : 0;
+			double frac = 0;
+			if (l && sampled_in[li] > 0 && wall > 0)
+				frac = (double)sampled_in[li] / wall;
+			else if (l && l->fetch_ns > 0)
+				frac = (double)l->fetch_cpu_ns / (double)l->fetch_ns;
+			if (l && l->fetch_ns > 0)
+				frac += (double)l->runq_ns / (double)l->fetch_ns;
+			if (e->cpu_ns <= 0)
+				e->cpu_ns = (int64_t)((double)e->ns * (frac < 1 ? frac : 1));
+			e->io = e->ns > 0 && 2 * (double)e->cpu_ns < (double)e->ns;
 			e->category = e->kind == DLBN_PROF_COLLATE
 					      ? DLBN_HOT_COLLATE
 					      : categorize(e->name, e->file, "");
@@ -423,7 +439,13 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 		struct dlbn_hot_loader *l = &h->loaders[li];
 		l->busy_ns = l->fetch_ns + l->send_ns;
 		int64_t rest = l->fetch_ns - stage_wall[li];
-		int64_t rest_cpu = l->fetch_cpu_ns - stage_cpu[li];
+		int64_t in_stages = sampled_in[li] ? sampled_in[li] : stage_cpu[li];
+		if (!in_stages && l->fetch_ns > 0) /* no samples: the fetches' CPU share */
+			in_stages = (int64_t)((double)stage_wall[li] * (double)l->fetch_cpu_ns /
+					      (double)l->fetch_ns);
+		if (in_stages > stage_wall[li])
+			in_stages = stage_wall[li];
+		int64_t rest_cpu = l->fetch_cpu_ns - in_stages;
 		if (rest < 0)
 			rest = 0;
 		if (rest_cpu < 0)

@@ -64,7 +64,8 @@ struct dlbn_hot_loader {
 	int main_process; /* fetched in the main process (num_workers=0) */
 	uint64_t batches;
 	int64_t busy_ns, fetch_ns, fetch_cpu_ns, send_ns, collate_ns, file_ns;
-	int64_t runq_ns; /* fetching threads runnable, not running */
+	int64_t runq_ns;	 /* fetching threads runnable, not running */
+	int64_t sampler_cost_ns; /* in the sampler's handler and timer calls */
 	uint64_t samples;
 	int sampler_on, sampler_off; /* processes that sampled / did not */
 	char sampler_note[96];	     /* why not (the first process's reason) */

@@ -193,7 +193,13 @@ void dlbn_hotspots_json(FILE *out, const struct dlbn_report_input *in)
 		dlbn_json_number(out, share_of(l, l->collate_ns + l->send_ns) / 100);
 		dlbn_json_key(out, "file_read_share", &first);
 		dlbn_json_number(out, share_of(l, l->file_ns) / 100);
+		dlbn_json_key(out, "runq_share", &first);
+		dlbn_json_number(out, share_of(l, l->runq_ns) / 100);
 		json_int(out, "samples", (long long)l->samples, &first);
+		dlbn_json_key(out, "sampler_cost_share", &first);
+		dlbn_json_number(out, l->fetch_cpu_ns > 0
+					      ? (double)l->sampler_cost_ns / (double)l->fetch_cpu_ns
+					      : 0);
 		dlbn_json_key(out, "sampler", &first);
 		dlbn_json_str(out, l->sampler_on ? "on" : l->sampler_note);
 		fputc('}', out);

@@ -16,15 +16,17 @@ process (no per-sample or per-batch records):
             run by the queue's feeder thread): count, wall ns and the
             thread's CPU ns of each;
   sampled   the Python stack of the fetching thread, SIGPROF at a low rate
-            (DLBN_PROFILE_INTERVAL_MS of process CPU time, default 10), only
-            while it fetches: the timer is disarmed between fetches (so a
-            worker waiting for its next index is never interrupted) and
-            re-armed with what was left of the interval.  Each sample is
-            weighted by the thread CPU time since the previous one, so a
-            long C call (a JPEG decode holding the GIL, which delays the
-            Python handler and merges expirations) counts in full.  The
-            aggregate: (file, line, function, in a timed stage or not, the
-            leaf's three callers) -> samples, CPU ns.
+            (DLBN_PROFILE_INTERVAL_MS of process CPU time, default 10),
+            taken only while it fetches: ITIMER_PROF counts CPU time, so a
+            worker blocked waiting for its next index gets no signal, and
+            one that comes between fetches is dropped at once.  Each sample
+            is weighted by the thread CPU time since the previous one
+            (intervals are cut at fetch and stage edges), so a long C call
+            (a JPEG decode holding the GIL, which delays the Python handler
+            and merges expirations) counts in full.  The aggregate: (the
+            library function the dataset's code called, its file and line,
+            in a timed stage or not, three callers, the innermost frame) ->
+            samples, CPU ns.
 
 Why SIGPROF and ITIMER_PROF: it is the conventional profiling signal (few
 programs use it; a program that does keeps it - see below), it fires only
@@ -38,10 +40,14 @@ analyzer splits it with the recorder's file-read hooks.
 Staying out of the way: the sampler starts only if SIGPROF has the default
 disposition and no ITIMER_PROF timer runs when the process first fetches,
 and only on the main thread (Python runs signal handlers there only).
-Before every re-arm it checks that SIGPROF still has its handler; a program
-that installed its own later gets the signal back (the sampler stops for
-good, the exact times go on) and the trace says so (PROF_STAGE kind
-SAMPLER).  DLBN_PROFILE=0 turns this module off; DLBN_PROFILE=exact keeps
+At every fetch it checks that SIGPROF still has its handler; a program
+that installed its own later keeps it (the sampler stops for good, its
+timer is stopped unless the program set another interval, the exact times
+go on) and the trace says so (PROF_STAGE kind SAMPLER).  A signal that
+lands while a thread blocks in a system call interrupts it (CPython's
+handlers are installed without SA_RESTART); Python's own calls retry
+(PEP 475), and the CPU-time timer makes that rare, since it fires while
+the process runs, not while it waits.  DLBN_PROFILE=0 turns this module off; DLBN_PROFILE=exact keeps
 the exact times without sampling.
 
 Output: cumulative summaries (PROF_STAGE, PROF_SAMPLE, libintercept/
@@ -205,14 +211,14 @@ class _Profile:
         self.stages = {}     # (kind, scope, name, file, line) -> [count, wall, cpu]
         self.samples = {}    # (scope, file, line, func, in_stage, callers) -> [n, cpu]
         self.in_stage = 0
+        self.stage_wall = 0    # wall ns in timed stages since the last sample
         self.busy = False
         self.last_cpu = 0
         self.last_flush = self.clock()
         self.prepared = set()  # ids of fetchers seen (kept alive by the loop)
         self.worker = self._in_worker()
         self.sampler = None    # "on", or why not
-        self.remaining = 0.0   # of the interval, at the last disarm
-        self.sampler_note = None
+        self.sampler_cost = [0, 0]  # samples, ns spent in the handler
         self.send = [0, 0, 0]  # ForkingPickler.dumps: count, wall, cpu
         self.runq = _api.runq
         self.scope = 0
@@ -232,12 +238,16 @@ class _Profile:
         try:
             if self.worker:
                 from multiprocessing import util
-                util.Finalize(None, self.flush, exitpriority=100)
+                util.Finalize(None, self.at_exit, exitpriority=100)
             else:
                 import atexit
-                atexit.register(self.flush)
+                atexit.register(self.at_exit)
         except Exception:
             pass
+
+    def at_exit(self):
+        self.stop_timer()
+        self.flush()
 
     # -- sampler ------------------------------------------------------------
 
@@ -257,27 +267,68 @@ class _Profile:
         if signal.getitimer(signal.ITIMER_PROF) != (0.0, 0.0):
             return "off (the program runs an ITIMER_PROF timer)"
         signal.signal(signal.SIGPROF, _on_sigprof)
+        if self.worker:
+            # A worker: one timer for its life, never re-armed.  Linux keeps
+            # CPU timers in scheduler ticks (4 ms at HZ=250) and rounds a
+            # re-armed value up, so arming per fetch would lose the elapsed
+            # part each time and never fire for fetches shorter than the
+            # interval.  It counts CPU time only, so a worker blocked waiting
+            # for its next index gets no signal; one that arrives between
+            # fetches finds busy False and returns at once.
+            signal.setitimer(signal.ITIMER_PROF, _interval_s, _interval_s)
         return "on"
 
-    def _arm(self):
+    def _arm_fetch(self):
+        """The main process (num_workers=0): the timer runs only while it
+        fetches (its training step, and any exec() it makes, stay
+        untouched), started at a random phase so that fetches shorter than
+        the interval are still sampled in proportion to their CPU time."""
+        import random
         import signal
-        if signal.getsignal(signal.SIGPROF) is not _on_sigprof:
-            self.sampler = "stopped (the program installed its own SIGPROF handler)"
-            return
-        signal.setitimer(signal.ITIMER_PROF, self.remaining or _interval_s, _interval_s)
+        signal.setitimer(signal.ITIMER_PROF, random.uniform(0.0005, _interval_s), _interval_s)
 
-    def _disarm(self):
+    def stop_timer(self):
+        """At exit: CPython restores SIGPROF's default action (terminate)
+        when it finalizes, so a timer left running could kill the process."""
+        try:
+            import signal
+            if self.sampler == "on" and signal.getsignal(signal.SIGPROF) is _on_sigprof:
+                signal.setitimer(signal.ITIMER_PROF, 0.0, 0.0)
+        except Exception:
+            pass
+
+    def _still_ours(self):
+        """False (and the sampler stopped for good) once the program put its
+        own SIGPROF handler in place; its timer, when it set one (another
+        interval than ours), is left alone."""
         import signal
-        if signal.getsignal(signal.SIGPROF) is not _on_sigprof:
-            self.sampler = "stopped (the program installed its own SIGPROF handler)"
-            return
-        left = signal.setitimer(signal.ITIMER_PROF, 0.0, 0.0)[0]
-        self.remaining = left if 0 < left <= _interval_s else 0.0
+        if signal.getsignal(signal.SIGPROF) is _on_sigprof:
+            return True
+        self.sampler = "stopped (the program installed its own SIGPROF handler)"
+        try:
+            if abs(signal.getitimer(signal.ITIMER_PROF)[1] - _interval_s) < 1e-6:
+                signal.setitimer(signal.ITIMER_PROF, 0.0, 0.0)
+        except Exception:
+            pass
+        return False
 
     def sample(self, frame):
         cpu = self.cpu()
         weight = cpu - self.last_cpu
         self.last_cpu = cpu
+        if not self.in_stage:
+            # CPU time spent in timed stages since the previous sample is
+            # theirs, not this sample's (bounded by their wall time)
+            weight -= self.stage_wall
+        self.stage_wall = 0
+        if frame is not None and frame.f_code.co_filename == _OWN_FILE and not self.in_stage:
+            # Python runs a handler at its next check point, so a signal
+            # that came during a long C call (a decode holding the GIL) is
+            # often handled at the entry of the next Python function called,
+            # here one of this module's wrappers: the frame says nothing
+            # about where that CPU time went, so the sample is dropped (the
+            # others are scaled to the measured CPU time).
+            return
         while frame is not None and frame.f_code.co_filename == _OWN_FILE:
             frame = frame.f_back
         if frame is None or weight <= 0:
@@ -328,21 +379,24 @@ class _Profile:
         q0 = self.runq()
         t0, c0 = self.clock(), self.cpu()
         self.last_cpu = c0
+        self.stage_wall = 0
         self.busy = True
         if sampling:
             try:
-                self._arm()
+                if self._still_ours() and not self.worker:
+                    self._arm_fetch()
             except Exception:
-                self.sampler = "off (timer failed)"
+                self.sampler = "off (signal check failed)"
         try:
             return orig(fetcher, index)
         finally:
             self.busy = False
-            if sampling and self.sampler == "on":
+            if sampling and not self.worker and self.sampler == "on":
                 try:
-                    self._disarm()
+                    import signal
+                    signal.setitimer(signal.ITIMER_PROF, 0.0, 0.0)
                 except Exception:
-                    self.sampler = "off (timer failed)"
+                    pass
             t1, c1 = self.clock(), self.cpu()
             q1 = self.runq()
             self.add(PROF_FETCH, "fetch", "", 0, t1 - t0, c1 - c0)
@@ -362,15 +416,22 @@ class _Profile:
             agg[2] += cpu
 
     def timed(self, kind, name, filename, line, func, args):
-        """func(*args), timed as one stage (nested stages are not timed)."""
+        """func(*args), timed as one stage (nested stages are not timed).
+
+        Wall time only (perf_counter_ns, no system call): the thread's CPU
+        clock is a system call, and on a loaded machine each one can cost
+        the caller its CPU for milliseconds (measured: a 60 us crop took
+        2-9 ms with two CPU-clock reads around it, 40-170 us without).
+        The stage's CPU share comes from the samples taken inside it."""
         self.in_stage += 1
-        t0, c0 = self.clock(), self.cpu()
+        t0 = self.clock()
         try:
             return func(*args)
         finally:
-            t1, c1 = self.clock(), self.cpu()
+            t1 = self.clock()
             self.in_stage -= 1
-            self.add(kind, name, filename, line, t1 - t0, c1 - c0)
+            self.stage_wall += t1 - t0
+            self.add(kind, name, filename, line, t1 - t0, 0)
 
     def _prepare(self, fetcher):
         """First fetch through this fetcher: time its collate_fn, name the
@@ -443,13 +504,15 @@ class _Profile:
             stage = _api.stage
             for (kind, scope, name, filename, line), agg in list(self.stages.items()):
                 text = ("%s\t%s" % (name, filename)).encode("utf-8", "replace")
-                stage(kind, scope, agg[0], agg[1], agg[2], line, text)
+                cpu = agg[2] if kind == PROF_FETCH else -1   # stages: wall only
+                stage(kind, scope, agg[0], agg[1], cpu, line, text)
             if self.send[0]:
                 stage(PROF_SEND, 0, self.send[0], self.send[1], self.send[2], 0,
                       b"send (pickle the batch for the hand-off)\t")
             if self.sampler is not None:
                 stage(PROF_SAMPLER, self.scope, 1 if self.sampler == "on" else 0,
-                      0, 0, 0, ("sampler %s\t" % self.sampler).encode())
+                      self.sampler_cost[1], self.sampler_cost[0], 0,
+                      ("sampler %s\t" % self.sampler).encode())
             heavy = sorted(self.samples.items(), key=lambda kv: -kv[1][1])[:SAMPLES_KEPT]
             sample = _api.sample
             for (scope, filename, line, func, in_stage, callers), agg in heavy:
@@ -553,8 +616,13 @@ _STDLIB = _stdlib_prefix()
 def _on_sigprof(signum, frame):
     try:
         state = _state
-        if state is not None and state.busy:
+        if state is None:
+            return
+        t0 = state.clock()
+        if state.busy:
             state.sample(frame)
+            state.sampler_cost[0] += 1
+        state.sampler_cost[1] += state.clock() - t0
     except Exception:
         pass
 
