@@ -340,11 +340,15 @@ class _Profile:
         leaf = frame
         entry = frame
         up = frame
-        while up is not None and _is_library(up.f_code.co_filename):
+        while up is not None and _is_library(up.f_code.co_filename) and \
+                not _is_machinery(up.f_code.co_filename):
             entry = up
             up = up.f_back
-        if up is None:      # all library (the fetch machinery): the leaf
+        if up is None:      # no user or DataLoader frame above: the leaf
             entry = leaf
+        # else up is the dataset's code, or torch's fetcher calling a
+        # library dataset directly (a Hugging Face __getitems__): entry is
+        # the library function it called
         code = entry.f_code
         callers = []
         up = entry.f_back
@@ -588,6 +592,16 @@ def _make_fetch_wrapper(orig):
 
 
 _library_cache = {}
+_machinery_cache = {}
+
+
+def _is_machinery(filename):
+    known = _machinery_cache.get(filename)
+    if known is None:
+        known = any(m in filename for m in _MACHINERY)
+        if len(_machinery_cache) < 4096:
+            _machinery_cache[filename] = known
+    return known
 
 
 def _is_library(filename):

@@ -143,3 +143,41 @@ def test_profile_off_leaves_no_records(tmp):
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = analyze_ok(trace)
     assert report["hotspots"] == [] and report["hotspot_loaders"] == [], report["hotspots"]
+
+
+CONTAINERS = {
+    # kind -> (modules it needs, stage names that must come out exact)
+    "v1": (("torchvision",), {"RandomHorizontalFlip", "Resize", "ToTensor"}),
+    "v2": (("torchvision.transforms.v2",), {"PILToTensor", "Resize", "ToDtype"}),
+    "timm": (("timm",), {"RandomResizedCropAndInterpolation", "RandomHorizontalFlip",
+                         "MaybeToTensor", "Normalize"}),
+    "hf": (("datasets",), {"to_batch"}),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CONTAINERS))
+def test_stage_containers_are_timed_exactly(tmp, kind):
+    """torchvision Compose v1 and v2, timm's transforms and a Hugging Face
+    set_transform function: each stage an exact entry, with the worker's
+    collate and hand-off."""
+    modules, stages = CONTAINERS[kind]
+    for module in modules:
+        pytest.importorskip(module)
+    require_binaries(analyzer=True)
+    trace = tmp / ("containers-%s.bin" % kind)
+    if trace.exists():
+        trace.unlink()
+    env = clean_env({"LD_PRELOAD": str(LIB), "DLBN_OUTPUT": str(trace)})
+    proc = subprocess.run([sys.executable, str(HERE / "stage_containers.py"), kind],
+                          env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = analyze_ok(trace)
+    exact = {h["stage"] for h in report["hotspots"] if h["measure"] == "exact"}
+    found = {h["stage"] for h in report["hotspots"] if h.get("stage") in stages}
+    # every stage is timed (some may fall under the 0.5% cut of the list:
+    # at least all but one must show)
+    assert len(found) >= len(stages) - 1, (kind, sorted(exact), report["hotspots"])
+    assert any(s.startswith("send") for s in exact), sorted(exact)
+    if kind == "hf":
+        assert any(h.get("stage") == "to_batch" and h["file"].endswith("stage_containers.py")
+                   for h in report["hotspots"]), report["hotspots"]
