@@ -9,8 +9,9 @@ Every run is preloaded with libdlbn.so; only DLBN_PROFILE changes:
   off      DLBN_PROFILE=0: no profile (the reference)
   exact    DLBN_PROFILE=exact: the per-stage timing, no sampling
   sampled  the default: per-stage timing plus the SIGPROF sampler
-Two figures: the sampler's own time, measured in the workers (its handler
-and its timer calls, against their fetch CPU time; the PROF_SAMPLER
+Two figures: the sampler's own time, measured in the workers (its Python
+handler, against their fetch CPU time - the kernel's signal delivery, a few
+microseconds per sample, is not in it; the PROF_SAMPLER
 summary, read back with dlbn-analyze) - the figure the budget is checked
 on, as it does not drown in the machine's noise - and, as a cross-check,
 the workers' CPU time per mode.  The workers' CPU time is the children's rusage of a loop that runs one
@@ -127,12 +128,13 @@ def main(argv):
     print("  %-8s %12s %10s" % ("mode", "worker CPU", "vs off"))
     for mode, _ in MODES:
         print("  %-8s %10.3f s %+9.2f%%" % (mode, med[mode], (med[mode] / off - 1) * 100))
-    print("  sampling alone: %+.2f%% of worker CPU (budget < 1%%); per-stage timing "
-          "%+.2f%%; spread of the off runs %.1f%% (what a difference can resolve)"
+    print("  cross-check by the workers' CPU time: sampling %+.2f%%, per-stage timing "
+          "%+.2f%%; the off runs spread %.1f%%, which is what such a difference can "
+          "resolve on this machine"
           % (res["sampling_overhead"] * 100, res["stage_timing_overhead"] * 100,
              spread * 100))
     if inside:
-        print("  measured in the workers: the sampler (handler + timer calls) took "
+        print("  measured in the workers: the sampler's handler took "
               "%.3f%% of their fetch CPU time, %d samples per run (budget < 1%%)"
               % (res["sampler_cost_share"] * 100, res["samples"]))
     if opts.json:
