@@ -181,3 +181,55 @@ def test_stage_containers_are_timed_exactly(tmp, kind):
     if kind == "hf":
         assert any(h.get("stage") == "to_batch" and h["file"].endswith("stage_containers.py")
                    for h in report["hotspots"]), report["hotspots"]
+
+
+def run_faults(tmp, mode):
+    require_binaries(analyzer=True)
+    trace, result = tmp / ("faults-%s.bin" % mode), tmp / ("faults-%s.json" % mode)
+    for old in (trace, result):
+        if old.exists():
+            old.unlink()
+    env = clean_env({"LD_PRELOAD": str(LIB), "DLBN_OUTPUT": str(trace)})
+    proc = subprocess.run([sys.executable, str(HERE / "profile_faults.py"), mode, str(result)],
+                          env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(result.read_text()), analyze_ok(trace), trace
+
+
+def prof_records(trace):
+    """(pid, kind, count, text) of every PROF_STAGE record."""
+    out = analyze(trace, "--dump").stdout
+    rows = []
+    for line in out.splitlines():
+        if " PROF_STAGE " not in line:
+            continue
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f and not
+                      f.startswith("text="))
+        rows.append((int(fields["pid"]), int(fields["kind"]), int(fields["count"]),
+                     line.split("text=", 1)[1]))
+    return rows
+
+
+def test_killed_worker_leaves_partial_summaries(tmp):
+    result, report, trace = run_faults(tmp, "kill")
+    assert result["error"], result   # the loop saw its worker die
+    rows = prof_records(trace)
+    pids = {pid for pid, kind, count, _ in rows if kind == 1 and count > 0}
+    # both workers, the killed one included, left fetch summaries
+    assert len(pids) == 2 and pids <= set(result["pids"]), (pids, result["pids"])
+    loader = report["hotspot_loaders"][0]
+    assert loader["processes"] == 2 and loader["batches"] > 0.5 * len(result["ticks"]), loader
+
+
+def test_program_with_its_own_sigprof_keeps_it(tmp):
+    result, report, trace = run_faults(tmp, "own-sigprof")
+    assert result["error"] is None, result["error"]
+    # each worker's own handler kept counting its own timer's signals to the end
+    last = {}
+    for n, ticks in enumerate(result["ticks"]):
+        last[n % 2] = ticks
+    assert all(t > 10 for t in last.values()), result["ticks"][-8:]
+    notes = {text for pid, kind, count, text in prof_records(trace) if kind == 7}
+    assert notes and all("stopped (the program installed its own SIGPROF handler)" in t
+                         for t in notes), notes
+    assert report["hotspots"], report["hotspot_loaders"]   # exact times go on
