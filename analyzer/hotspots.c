@@ -228,8 +228,8 @@ static struct dlbn_hot_loader *loader_slot(struct dlbn_hotspots *h, int loader)
 static int key_loader(struct dlbn_model *m, const struct dlbn_hot_key *k)
 {
 	const struct dlbn_proc *p = &m->procs[k->proc];
-	if (p->role == DLBN_ROLE_WORKER)
-		return p->loader;
+	if (p->role == DLBN_ROLE_WORKER) /* unknown: a single loader's own */
+		return p->loader >= 0 ? p->loader : m->loaders.n == 1 ? 0 : -1;
 	if (p->role == DLBN_ROLE_TRAINING && k->scope > 0)
 		return dlbn_loaders_of_iter(m, k->scope);
 	return -1;

@@ -32,6 +32,11 @@ struct tgsim_params {
 	uint32_t extent_size; /* 0: the format's default */
 	double gpu_ms;	      /* > 0: the loop launches a kernel this long per step, with the
 				 recorder's drain probe at each fetch (CUDA records) */
+	int profile;	      /* worker profile summaries (PROF_*) and the loop's CALLSITE:
+			       * of each batch's CPU time (batch_ms - file_ms) 50% in a timed
+			       * Resize stage, 10% in collate, 30% sampled in PIL's convert
+			       * and 10% in the dataset's __getitem__; the file time is off
+			       * the CPU; pickling the batch adds 5% of batch_ms */
 	unsigned seed;
 };
 
