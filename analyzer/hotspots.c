@@ -366,9 +366,10 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 				l->sampler_on++;
 			else {
 				l->sampler_off++;
+				const char *why = strncmp(name, "sampler ", 8) ? name : name + 8;
 				if (!l->sampler_note[0])
 					snprintf(l->sampler_note, sizeof(l->sampler_note), "%s",
-						 name);
+						 why);
 			}
 			break;
 		case DLBN_PROF_GETITEM:

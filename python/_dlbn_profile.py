@@ -547,6 +547,8 @@ class _TimedCall:
             raise
 
     def __getattr__(self, name):  # collate_fn attributes the loader may read
+        if name.startswith("__") or name in ("_profile", "_what"):
+            raise AttributeError(name)   # (a copy being made has no __wrapped__ yet)
         return getattr(self.__wrapped__, name)
 
 
@@ -710,17 +712,19 @@ def _stage_of(transform):
     return name, code.co_filename, code.co_firstlineno
 
 
-_stage_names = {}
+_stage_names = {}   # id(transform) -> (transform, (name, file, line))
 
 
 def _stage_key(transform):
-    cls = type(transform)
-    if getattr(transform, "lambd", None) is None and not hasattr(transform, "__code__"):
-        key = _stage_names.get(cls)
-        if key is None:
-            key = _stage_names[cls] = _stage_of(transform)
-        return key
-    return _stage_of(transform)
+    """(name, file, line) of a transform, worked out once per object (the
+    entry keeps the object alive, so its id is not reused)."""
+    known = _stage_names.get(id(transform))
+    if known is not None and known[0] is transform:
+        return known[1]
+    key = _stage_of(transform)
+    if len(_stage_names) < 4096:
+        _stage_names[id(transform)] = (transform, key)
+    return key
 
 
 def _make_v1_call(orig):
