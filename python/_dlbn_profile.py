@@ -454,8 +454,9 @@ class _Profile:
             if below is None or below is inner:
                 break
             inner = below
-        getitem = getattr(type(dataset), "__getitem__", None) or \
-            getattr(type(dataset), "__iter__", None)
+        # an IterableDataset's fetcher pulls from its iterator (__iter__)
+        which = "__iter__" if hasattr(fetcher, "dataset_iter") else "__getitem__"
+        getitem = getattr(type(dataset), which, None)
         code = getattr(getitem, "__code__", None)
         if code is not None:
             self.stages.setdefault(
