@@ -445,7 +445,7 @@ class _Profile:
         collate = getattr(fetcher, "collate_fn", None)
         if callable(collate) and not isinstance(collate, _TimedCall):
             name, filename, line = _describe(collate)
-            fetcher.collate_fn = _TimedCall(self, PROF_COLLATE, "collate " + name,
+            fetcher.collate_fn = _TimedCall(self, PROF_COLLATE, "collate_fn " + name,
                                             filename, line, collate)
         dataset = getattr(fetcher, "dataset", None)
         inner = dataset

@@ -143,7 +143,7 @@ static void profile_summaries(struct worker *w, int64_t t)
 	prof_stage(w->main, t, DLBN_PROF_TRANSFORM, w->batches * 4, cpu / 2, -1, 338,
 		   "Resize\t/usr/lib/python3/dist-packages/torchvision/transforms/transforms.py");
 	prof_stage(w->main, t, DLBN_PROF_COLLATE, w->batches, cpu / 10, -1, 120,
-		   "collate default_collate\t/torch/collate.py");
+		   "collate_fn default_collate\t/torch/collate.py");
 	prof_stage(w->main, t, DLBN_PROF_SEND, w->batches, w->work_ns / 20, w->work_ns / 20, 0,
 		   "send (pickle the batch for the hand-off)\t");
 	prof_stage(w->main, t, DLBN_PROF_SAMPLER, 1, cpu / 1000, cpu / 10000000, 0, "sampler on\t");
