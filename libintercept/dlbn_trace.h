@@ -245,7 +245,7 @@ enum dlbn_prof_kind {
 	DLBN_PROF_SEND = 5,	 /* pickling the batch for the hand-off (worker) */
 	DLBN_PROF_GETITEM = 6,	 /* names the dataset's __getitem__ (count/times 0) */
 	DLBN_PROF_SAMPLER = 7,	 /* sampler: count = 1 on, 0 off (text = why);
-				  * wall_ns = time in its handler and timer calls,
+				  * wall_ns = CPU time in its handler,
 				  * cpu_ns = samples taken */
 	DLBN_PROF_RUNQ = 8,	 /* wall_ns = the fetching thread's run-queue wait
 				  * inside the fetches (schedstat), count = fetches */

@@ -218,7 +218,7 @@ class _Profile:
         self.prepared = set()  # ids of fetchers seen (kept alive by the loop)
         self.worker = self._in_worker()
         self.sampler = None    # "on", or why not
-        self.sampler_cost = [0, 0]  # samples, ns spent in the handler
+        self.sampler_cost = [0, 0]  # samples, CPU ns spent in the handler
         self.send = [0, 0, 0]  # ForkingPickler.dumps: count, wall, cpu
         self.runq = _api.runq
         self.scope = 0
@@ -312,10 +312,8 @@ class _Profile:
             pass
         return False
 
-    def sample(self, frame):
-        cpu = self.cpu()
+    def sample(self, frame, cpu):
         weight = cpu - self.last_cpu
-        self.last_cpu = cpu
         if not self.in_stage:
             # CPU time spent in timed stages since the previous sample is
             # theirs, not this sample's (bounded by their wall time)
@@ -349,18 +347,18 @@ class _Profile:
         # else up is the dataset's code, or torch's fetcher calling a
         # library dataset directly (a Hugging Face __getitems__): entry is
         # the library function it called
-        code = entry.f_code
+        # The key holds code objects and line numbers only; the text is
+        # made when the summary is written (the handler stays cheap).
         callers = []
         up = entry.f_back
-        while up is not None and len(callers) < 3:
+        while up is not None and len(callers) < 6:
             if up.f_code.co_filename != _OWN_FILE:
-                callers.append("%s:%d" % (up.f_code.co_name, up.f_lineno))
+                callers.append(up.f_code)
+                callers.append(up.f_lineno)
             up = up.f_back
-        where = ""
-        if leaf is not entry:
-            where = "%s %s:%d" % (leaf.f_code.co_name, leaf.f_code.co_filename, leaf.f_lineno)
-        key = (self.scope, code.co_filename, entry.f_lineno, code.co_name,
-               1 if self.in_stage else 0, "<".join(callers) + "\t" + where)
+        key = (self.scope, entry.f_code, entry.f_lineno, 1 if self.in_stage else 0,
+               tuple(callers), None if leaf is entry else leaf.f_code,
+               None if leaf is entry else leaf.f_lineno)
         agg = self.samples.get(key)
         if agg is None:
             self.samples[key] = [1, weight]
@@ -520,9 +518,13 @@ class _Profile:
                       ("sampler %s\t" % self.sampler).encode())
             heavy = sorted(self.samples.items(), key=lambda kv: -kv[1][1])[:SAMPLES_KEPT]
             sample = _api.sample
-            for (scope, filename, line, func, in_stage, callers), agg in heavy:
-                text = ("%s\t%s\t%s" % (func, filename, callers)).encode("utf-8", "replace")
-                sample(scope, agg[1], agg[0], in_stage, line, text)
+            for (scope, code, line, in_stage, callers, leaf, leaf_line), agg in heavy:
+                chain = "<".join("%s:%d" % (callers[i].co_name, callers[i + 1])
+                                 for i in range(0, len(callers), 2))
+                where = "" if leaf is None else "%s %s:%d" % (leaf.co_name, leaf.co_filename,
+                                                              leaf_line)
+                text = "%s\t%s\t%s\t%s" % (code.co_name, code.co_filename, chain, where)
+                sample(scope, agg[1], agg[0], in_stage, line, text.encode("utf-8", "replace"))
         except Exception:
             pass
 
@@ -633,13 +635,16 @@ _STDLIB = _stdlib_prefix()
 def _on_sigprof(signum, frame):
     try:
         state = _state
-        if state is None:
+        if state is None or not state.busy:
             return
-        t0 = state.clock()
-        if state.busy:
-            state.sample(frame)
-            state.sampler_cost[0] += 1
-        state.sampler_cost[1] += state.clock() - t0
+        c0 = state.cpu()
+        state.sample(frame, c0)
+        c1 = state.cpu()
+        # the handler's own CPU time: the sampler's cost, and no sample's
+        state.last_cpu = c1
+        cost = state.sampler_cost
+        cost[0] += 1
+        cost[1] += c1 - c0
     except Exception:
         pass
 

@@ -10,7 +10,7 @@ Every run is preloaded with libdlbn.so; only DLBN_PROFILE changes:
   exact    DLBN_PROFILE=exact: the per-stage timing, no sampling
   sampled  the default: per-stage timing plus the SIGPROF sampler
 Two figures: the sampler's own time, measured in the workers (its Python
-handler, against their fetch CPU time - the kernel's signal delivery, a few
+handler's CPU time, against their fetch CPU time - the kernel's signal delivery, a few
 microseconds per sample, is not in it; the PROF_SAMPLER
 summary, read back with dlbn-analyze) - the figure the budget is checked
 on, as it does not drown in the machine's noise - and, as a cross-check,
