@@ -18,6 +18,7 @@
 #include "baseline.h"
 #include "export.h"
 #include "gpu.h"
+#include "hotspots.h"
 #include "model.h"
 #include "reader.h"
 #include "report.h"
@@ -63,6 +64,8 @@ static const char usage_text[] =
 	"      --detected-above X    DETECTED threshold on the speedup (1.50)\n"
 	"      --potential-above X   POTENTIAL threshold on the speedup (1.10)\n"
 	"      --handoff-gap-ms X    max gap between hand-off ops of a batch (2)\n"
+	"      --native-stacks       show native frames at the longest waits too (by\n"
+	"                            default only Python frames, native where none)\n"
 	"  -h, --help                this text\n"
 	"  -V, --version             version and trace format\n"
 	"\n"
@@ -80,6 +83,7 @@ struct cli {
 	const char *html, *sweep_results; /* --html FILE, --sweep-results FILE */
 	int format, dump, fail_on;
 	int what_if; /* --what-if */
+	int native_stacks;
 	struct dlbn_model_opts mo;
 	struct dlbn_verdict_opts vo;
 };
@@ -115,7 +119,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		O_BASELINE,
 		O_WHATIF,
 		O_HTML,
-		O_SWEEP
+		O_SWEEP,
+		O_NATIVE
 	};
 	static const struct option opts[] = {
 		{"format", required_argument, NULL, 'f'},
@@ -133,6 +138,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{"detected-above", required_argument, NULL, O_DET},
 		{"potential-above", required_argument, NULL, O_POT},
 		{"handoff-gap-ms", required_argument, NULL, O_GAP},
+		{"native-stacks", no_argument, NULL, O_NATIVE},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -221,6 +227,9 @@ static int parse_args(int argc, char **argv, struct cli *c)
 				return usage_error("--handoff-gap-ms takes a positive number",
 						   optarg);
 			c->mo.handoff_gap_ns = (int64_t)(d * 1e6);
+			break;
+		case O_NATIVE:
+			c->native_stacks = 1;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -334,6 +343,7 @@ struct run {
 	struct dlbn_baseline baseline; /* --baseline: valid iff has_baseline */
 	int has_baseline;
 	struct dlbn_whatif whatif; /* --what-if / --html */
+	struct dlbn_hotspots hot; /* where the workers' time goes (hotspots.h) */
 };
 
 /* 0 done, else an exit status (message printed). */
@@ -359,6 +369,10 @@ static int run_analyze(const struct cli *c, struct run *x)
 		return EXIT_INPUT;
 	}
 	x->built = 1;
+	if (dlbn_hotspots_build(&x->hot, x->r, &x->m) != 0) {
+		fprintf(stderr, "dlbn-analyze: out of memory\n");
+		return EXIT_INPUT;
+	}
 	/* --baseline (analyzer/baseline.h): the Replay trace through the same
 	 * path, compared once x->a is final. */
 	if (c->baseline) {
@@ -381,6 +395,7 @@ static int run_analyze(const struct cli *c, struct run *x)
 static void run_free(struct run *x)
 {
 	if (x->built) {
+		dlbn_hotspots_free(&x->hot);
 		dlbn_analysis_free(&x->a);
 		dlbn_model_free(&x->m);
 	}
@@ -433,6 +448,8 @@ static int analyze(const struct cli *c, FILE *out)
 			.job = &job,
 			.baseline = w->has_baseline ? &w->baseline : NULL,
 			.whatif = c->what_if ? &w->whatif : NULL,
+			.hot = &w->hot,
+			.native_stacks = c->native_stacks,
 		};
 		report(c, out, &in);
 		if (c->html) {

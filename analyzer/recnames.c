@@ -54,6 +54,13 @@ static const struct rec_desc rec_descs[] = {
 	{DLBN_REC_DOMAIN, "DOMAIN", {"domain_id", "name"}},
 	{DLBN_REC_MODULE, "MODULE", {"module_id", "base", "path"}},
 	{DLBN_REC_STACK, "STACK", {"wait_type", "wait_ts_delta", "frames"}},
+	{DLBN_REC_PROF_STAGE,
+	 "PROF_STAGE",
+	 {"kind", "scope", "count", "wall_ns", "cpu_ns", "line", "text"}},
+	{DLBN_REC_PROF_SAMPLE,
+	 "PROF_SAMPLE",
+	 {"scope", "weight_ns", "samples", "in_stage", "line", "text"}},
+	{DLBN_REC_CALLSITE, "CALLSITE", {"iter_id", "text"}},
 };
 
 static const struct rec_desc *find_desc(int type)

@@ -9,6 +9,7 @@
 
 #include "baseline.h"
 #include "gpu.h"
+#include "hotspots.h"
 #include "model.h"
 #include "ranks.h"
 #include "reader.h"
@@ -29,7 +30,21 @@ struct dlbn_report_input {
 	const struct dlbn_baseline *baseline; /* NULL: no --baseline ("baseline": null) */
 	/* --what-if (whatif.h): NULL when not asked ("what_if": null). */
 	const struct dlbn_whatif *whatif;
+	/* report_hotspots.c: where the workers' time goes, the loop's call
+	 * sites; NULL: none.  native_stacks: --native-stacks. */
+	const struct dlbn_hotspots *hot;
+	int native_stacks;
 };
+
+/* report_hotspots.c: the table per loader, the loop's next() call sites,
+ * and the "hotspots" / "callsites" JSON values. */
+void dlbn_hotspots_text(FILE *out, const struct dlbn_report_input *in);
+void dlbn_hotspots_markdown(FILE *out, const struct dlbn_report_input *in);
+void dlbn_hotspots_json(FILE *out, const struct dlbn_report_input *in);
+void dlbn_callsites_text(FILE *out, const struct dlbn_report_input *in);
+/* The longest waits: Python frames, native ones where none or --native-stacks. */
+void dlbn_waits_text(FILE *out, const struct dlbn_report_input *in);
+void dlbn_waits_markdown(FILE *out, const struct dlbn_report_input *in);
 
 /* report_ranks.c: the job section (text / Markdown) and the "ranks" / "job" JSON values. */
 void dlbn_ranks_text(FILE *out, const struct dlbn_report_input *in);

@@ -377,6 +377,7 @@ void dlbn_report_json(FILE *out, const struct dlbn_report_input *in)
 	json_nvtx(out, in->m);
 	fputs(",\"stacks\":", out);
 	json_stacks(out, in->m);
+	dlbn_hotspots_json(out, in);
 	fputs(",\"trace\":", out);
 	json_trace(out, in);
 	fputs(",\"baseline\":", out);

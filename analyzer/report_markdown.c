@@ -63,27 +63,6 @@ static void md_list(FILE *out, const char (*lines)[DLBN_LINE], size_t n)
 	}
 }
 
-/* The longest waits with their native stacks, as code blocks. */
-static void md_stacks(FILE *out, const struct dlbn_model *m)
-{
-	const struct dlbn_wait_stacks *ws = &m->stacks;
-	if (!ws->nkept)
-		return;
-	fputs("\n### Where the loop waits (native stacks of the longest waits)\n\n", out);
-	for (size_t k = 0; k < ws->nkept && k < 3; k++) {
-		const struct dlbn_wait_stack *s = &ws->kept[k];
-		fprintf(out, "%.2f ms at t = %.3f s:\n\n```\n", (double)s->wait_ns / 1e6,
-			(double)(s->wait_begin - m->t0) / 1e9);
-		for (int i = 0; i < s->nframes && i < 12; i++) {
-			fprintf(out, "#%-2d ", i);
-			for (const char *c = s->frame[i]; *c; c++)
-				fputc(*c == '`' ? '\'' : *c, out);
-			fputc('\n', out);
-		}
-		fputs("```\n\n", out);
-	}
-}
-
 /* Every DataLoader of the training process when there are several. */
 static void md_loaders(FILE *out, const struct dlbn_model *m)
 {
@@ -175,7 +154,8 @@ void dlbn_report_markdown(FILE *out, const struct dlbn_report_input *in)
 	if (in->whatif)
 		dlbn_whatif_markdown(out, in->whatif);
 
-	md_stacks(out, m);
+	dlbn_hotspots_markdown(out, in);
+	dlbn_waits_markdown(out, in);
 
 	fputs("\n## Confidence and scope\n\n", out);
 	fprintf(out, "- view: %s (%s)\n", dlbn_view_name(a->view),

@@ -130,35 +130,6 @@ static void text_loaders(FILE *out, const struct dlbn_model *m)
 	}
 }
 
-#define TEXT_STACKS 3  /* longest waits shown with their stacks */
-#define TEXT_FRAMES 12 /* innermost frames shown per stack */
-
-static int in_window(const struct dlbn_model *m, const struct dlbn_wait_stack *s)
-{
-	const struct dlbn_window *w = m->steps ? &m->steps->w : NULL;
-	return w && w->window && s->wait_begin >= w->ws && s->wait_begin < w->we;
-}
-
-static void text_stacks(FILE *out, const struct dlbn_model *m)
-{
-	const struct dlbn_wait_stacks *ws = &m->stacks;
-	if (!ws->nkept)
-		return;
-	fprintf(out, "\nLongest waits (native stacks, innermost first; %llu captured)\n",
-		(unsigned long long)ws->stacks_seen);
-	for (size_t k = 0; k < ws->nkept && k < TEXT_STACKS; k++) {
-		const struct dlbn_wait_stack *s = &ws->kept[k];
-		fprintf(out, "  %.2f ms at t=%.3f s in %s (tid %d)%s\n", (double)s->wait_ns / 1e6,
-			(double)(s->wait_begin - m->t0) / 1e9, dlbn_wait_call_name(s->wait_type),
-			s->tid, in_window(m, s) ? "" : " (outside the window: warm-up or drain)");
-		for (int i = 0; i < s->nframes && i < TEXT_FRAMES; i++)
-			fprintf(out, "      #%-2d %s\n", i, s->frame[i]);
-		if (s->nframes > TEXT_FRAMES)
-			fprintf(out, "      ... %d more frame(s) (--format json has them all)\n",
-				s->nframes - TEXT_FRAMES);
-	}
-}
-
 void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
 {
 	const struct dlbn_analysis *a = in->a;
@@ -217,6 +188,7 @@ void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
 	text_config(out, m, a);
 	text_workers(out, a);
 	text_loaders(out, m);
+	dlbn_callsites_text(out, in);
 	/* The GPU section lists its evidence lines; the cause list then
 	 * leaves out their "GPU: " copies. */
 	int gpu_shown = in->gpu && in->gpu->present;
@@ -237,7 +209,8 @@ void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
 	/* --what-if (report_whatif.c) */
 	if (in->whatif)
 		dlbn_whatif_text(out, in->whatif);
-	text_stacks(out, m);
+	dlbn_hotspots_text(out, in);
+	dlbn_waits_text(out, in);
 
 	const struct dlbn_reader_stats *rs = in->rs;
 	fprintf(out, "\nTrace: format %u.%u, %zu process(es), %llu records%s\n", rs->version_major,

@@ -228,6 +228,31 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *  STACK    wait_type, wait_ts_delta, [module_id, offset, module_id, offset...]
  *           native stack of the wait that began wait_ts_delta ns before
  *           this record's time
+ *
+ * Python-level localization (python/_dlbn_profile.py through
+ * libintercept/marker_profile.c).  PROF_* are cumulative summaries since
+ * the process started fetching, written every second while it fetches
+ * and when it exits: a reader keeps the last record per (process, key),
+ * so a worker killed with SIGKILL leaves its last partial summary.
+ * scope is the iterator id of the fetching loop in the main process
+ * (num_workers=0), 0 in a DataLoader worker (its loader is the one whose
+ * CONFIG lists its pid).
+ *  PROF_STAGE  kind (DLBN_PROF_*), scope, count, wall_ns, cpu_ns, line,
+ *              text (str) "name<TAB>file": exactly timed stages (cpu_ns:
+ *              the thread's CPU time inside them, -1 unknown)
+ *  PROF_SAMPLE scope, weight_ns, samples, in_stage, line,
+ *              text (str) "function<TAB>file<TAB>callers<TAB>leaf": samples
+ *              of the fetching thread's Python stack, keyed by the library
+ *              function the dataset's code called (or the user's own
+ *              function when the innermost frame is there) at file:line;
+ *              weight_ns = the thread's CPU time the samples stand for;
+ *              in_stage 1 = taken inside an exactly timed stage; callers =
+ *              up to 3 "function:line" entries, outermost last, separated
+ *              by "<"; leaf = "function file:line" of the innermost frame
+ *              ("" when it is the function itself)
+ *  CALLSITE    iter_id, text (str): where the training loop called next()
+ *              on the iterator, "file:function:line" frames innermost
+ *              first, separated by newlines (at most 4); once per iterator
  */
 enum dlbn_record_type {
 	DLBN_REC_PROCESS = 1,
@@ -271,6 +296,26 @@ enum dlbn_record_type {
 
 	DLBN_REC_MODULE = 60,
 	DLBN_REC_STACK = 61,
+
+	/* Python-level localization (appended block; never renumber). */
+	DLBN_REC_PROF_STAGE = 70,
+	DLBN_REC_PROF_SAMPLE = 71,
+	DLBN_REC_CALLSITE = 72,
+};
+
+/* PROF_STAGE kinds: what was timed. */
+enum dlbn_prof_kind {
+	DLBN_PROF_FETCH = 1,	 /* the whole fetch of one batch (samples + collate) */
+	DLBN_PROF_TRANSFORM = 2, /* one stage of a Compose (torchvision v1/v2, timm) */
+	DLBN_PROF_HF = 3,	 /* a Hugging Face set_transform function */
+	DLBN_PROF_COLLATE = 4,	 /* the loader's collate_fn */
+	DLBN_PROF_SEND = 5,	 /* pickling the batch for the hand-off (worker) */
+	DLBN_PROF_GETITEM = 6,	 /* names the dataset's __getitem__ (count/times 0) */
+	DLBN_PROF_SAMPLER = 7,	 /* sampler: count = 1 on, 0 off (text = why);
+				  * wall_ns = CPU time in its handler,
+				  * cpu_ns = samples taken */
+	DLBN_PROF_RUNQ = 8,	 /* wall_ns = the fetching thread's run-queue wait
+				  * inside the fetches (schedstat), count = fetches */
 };
 
 enum dlbn_start_kind {

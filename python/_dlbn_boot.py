@@ -455,6 +455,7 @@ def patch_dataloader_module(module, api=None, environ=None):
     if _settings:  # dlbn-run --set
         _wrap_init(module.DataLoader, "DataLoader")
     _note("bootstrap=ok;torch=%s%s" % (_module_version("torch"), _settings_note()))
+    _install_profile(api, environ)
 
 
 def _wrap_init(loader_cls, name):
@@ -572,6 +573,39 @@ def patch_stateful_module(module):
     _note("stateful_dataloader=ok;torchdata=%s" % version)
 
 
+# ---------------------------------------------------------------------------
+# Localization (python/_dlbn_profile.py, loaded from this file's directory):
+# per-stage times and sampled Python stacks in the fetching processes, and
+# the loop's next() call site.  Only with the library's marker API (tests
+# that pass their own api, and replay without the recorder, get none).
+
+_profile = None   # the _dlbn_profile module once it is on
+
+
+def _install_profile(api, environ):
+    global _profile
+    if api is not None or not isinstance(_api, _MarkerApi):
+        return
+    try:
+        import os
+        import sys
+        module = sys.modules.get("_dlbn_profile")
+        if module is None:
+            import _frozen_importlib
+            import _frozen_importlib_external
+            spec = _frozen_importlib_external.PathFinder.find_spec(
+                "_dlbn_profile", [os.path.dirname(_OWN_FILE)])
+            if spec is None:
+                return
+            module = _frozen_importlib.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            sys.modules["_dlbn_profile"] = module
+        if module.install(environ=environ):
+            _profile = module
+    except Exception:
+        _profile = None
+
+
 def _new_iter_id():
     global _next_iter_id
     iter_id = _next_iter_id
@@ -660,6 +694,8 @@ def _make_next_wrapper(orig_next):
             stop = _max_steps_due(iter_id, index) if _max_steps and iter_id else None
             if iter_id and stop is None:
                 _emit(MARK_FETCH_BEGIN, iter_id, index)
+                if _profile is not None:
+                    _profile.fetch_begins(iter_id, self)
         except Exception:
             iter_id, stop = 0, None
         if stop is not None:  # dlbn-run --max-steps: the bounded run ends

@@ -11,6 +11,10 @@ Three parts, each a table on stdout and a section of build/bench/results.json:
             under dlbn, and under torch.profiler; runs interleaved (A B C A B
             C ...), ratio of the medians over repeats.  WORKLOADS below is the
             list; --workloads FILE (JSON) adds more, e.g. the eval suite's.
+  profile   what the worker profile (python/_dlbn_profile.py) costs the
+            DataLoader workers: its sampler's time measured in the workers,
+            and their CPU time with the profile off / exact / sampled
+            (tests/bench/profile_cost.py).
   analyzer  dlbn-analyze records/s and peak RSS on generated traces of 1M
             and 20M records (CPU-only, and with CUDA launches and probes),
             and bytes per record (also of the real traces the e2e part
@@ -67,6 +71,7 @@ BUDGET_IGNORED_NS = 10.0
 BUDGET_RECORDED_NS = 80.0
 BUDGET_STEP_OVERHEAD = 0.01
 BUDGET_ANALYZER_RPS = 10e6
+BUDGET_SAMPLER_SHARE = 0.01   # worker sampling: < 1% of worker CPU
 # "Independent of length": a 20x longer trace may cost at most this much more.
 BUDGET_RSS_GROWTH = 1.25
 
@@ -418,6 +423,18 @@ def print_e2e(e):
 
 # ---- analyzer -------------------------------------------------------------------
 
+def bench_profile(opts, tmp):
+    """tests/bench/profile_cost.py in the torch interpreter; its table goes
+    to stdout, its figures into results.json."""
+    out = os.path.join(tmp, "profile.json")
+    reps, batches = (1, 60) if opts.quick else (max(3, opts.reps), 300)
+    subprocess.run([opts.python, os.path.join(ROOT, "tests", "bench", "profile_cost.py"),
+                    "--reps", str(reps), "--batches", str(batches), "--json", out],
+                   check=True, timeout=3600)
+    with open(out) as f:
+        return json.load(f)
+
+
 def gentrace(opts, path, extra):
     rc, _, _, err = run_child([opts.gentrace, "-o", path] + extra, timeout=600)
     if rc != 0:
@@ -573,6 +590,11 @@ def budgets(res):
             add("8", "step time %s: within 1%%" % name, r.get("dlbn_ratio"), "x",
                 r.get("dlbn_met"), noise=r.get("plain_spread"),
                 min_ratio=r.get("dlbn_min_ratio"))
+    p = res.get("profile")
+    if p and p.get("sampler_cost_share") is not None:
+        add("8", "worker sampling: < 1% of worker CPU", p["sampler_cost_share"], "share",
+            p["sampler_cost_share"] < BUDGET_SAMPLER_SHARE,
+            cpu_cross_check=p.get("sampling_overhead"), noise=p.get("off_spread"))
     a = res.get("analyzer")
     if a:
         for r in a["traces"]:
@@ -731,8 +753,8 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n", 2)[2])
-    ap.add_argument("--only", default="hooks,e2e,analyzer",
-                    help="comma-separated parts to run (hooks, e2e, analyzer)")
+    ap.add_argument("--only", default="hooks,e2e,profile,analyzer",
+                    help="comma-separated parts to run (hooks, e2e, profile, analyzer)")
     ap.add_argument("--quick", action="store_true",
                     help="small figures for a smoke test (not for the docs)")
     ap.add_argument("--reps", type=int, default=5, help="e2e repeats per mode")
@@ -767,7 +789,7 @@ def parse_args(argv):
             or opts.hook_rounds > 256:
         ap.error("counts must be >= 1, --hook-rounds <= 256, --big-records > --small-records")
     opts.parts = set(p.strip() for p in opts.only.split(",") if p.strip())
-    unknown = opts.parts - {"hooks", "e2e", "analyzer"}
+    unknown = opts.parts - {"hooks", "e2e", "profile", "analyzer"}
     if unknown:
         ap.error("unknown part(s): %s" % ", ".join(sorted(unknown)))
     if opts.cpu is None:
@@ -783,6 +805,7 @@ def check_inputs(opts):
     need = {"hooks": [opts.lib, os.path.join(BUILD, "tests", "bench", "hookcost"),
                       os.path.join(BUILD, "tests", "simcuda", "libcuda.so.1")],
             "e2e": [opts.lib, opts.analyzer],
+            "profile": [opts.lib, opts.analyzer],
             "analyzer": [opts.analyzer, opts.gentrace, PEAKRSS]}
     missing = sorted({p for part in opts.parts for p in need[part] if not os.path.exists(p)})
     if missing:
@@ -824,6 +847,11 @@ def main(argv):
             res["e2e"]["duration_s"] = time.monotonic() - t0
             print_e2e(res["e2e"])
             print_trace_sizes(res["e2e"])
+        if "profile" in opts.parts:
+            log("\nprofile ...")
+            t0 = time.monotonic()
+            res["profile"] = bench_profile(opts, tmp)
+            res["profile"]["duration_s"] = time.monotonic() - t0
         if "analyzer" in opts.parts:
             log("\nanalyzer ...")
             t0 = time.monotonic()

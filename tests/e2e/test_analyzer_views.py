@@ -85,8 +85,15 @@ def test_native_stacks_symbolised(runs):
     assert named, frames[:20]
     # The interpreter's own evaluation loop is on every Python-level wait.
     assert any("PyEval" in f or "_PyEval" in f for f in frames), frames[:40]
+    # The text shows the waits at the loop's Python call site (workload.py's
+    # next()), native frames only on request, interpreter frames folded.
     text = analyze(run.trace).stdout
-    assert "Longest waits (native stacks" in text, text
+    assert "Longest waits (Python frames of the loop's next()" in text, text
+    section = text.split("Longest waits", 1)[1].split("\nTrace:", 1)[0]
+    assert "workload.py:" in section and "PyEval" not in section, section
+    native = analyze(run.trace, "--native-stacks").stdout
+    section = native.split("Longest waits", 1)[1].split("\nTrace:", 1)[0]
+    assert "+0x" in section and "interpreter frame(s)" in section, section
 
 
 def test_ranks_job_verdict(runs):

@@ -345,7 +345,8 @@ def test_only_hooks_and_entry_points_are_exported():
     extra = {n for n in names if n not in hooks and not n.startswith(("cu", "dlbn_"))}
     assert not extra, "internal symbols exported: %s" % sorted(extra)
     assert {"read", "poll", "sem_post", "fork", "_exit", "dlbn_mark", "dlbn_config",
-            "dlbn_active"} <= names
+            "dlbn_active", "dlbn_profile_stage", "dlbn_profile_sample", "dlbn_callsite",
+            "dlbn_thread_runq_ns"} <= names
 
 
 # ---- Python: bootstrap directory and marker API ---------------------------

@@ -28,9 +28,10 @@
 struct worker {
 	struct tg_stream *main, *feeder;
 	int pid;
-	int64_t free_at;	 /* when it finished its last batch */
-	int64_t idle_from;	 /* when it started waiting for an index */
-	int64_t run_ns, runq_ns; /* cumulative schedstat figures */
+	int64_t free_at;		   /* when it finished its last batch */
+	int64_t idle_from;		   /* when it started waiting for an index */
+	int64_t run_ns, runq_ns;	   /* cumulative schedstat figures */
+	int64_t batches, work_ns, file_ns; /* what it produced (profile) */
 	int alive;
 };
 
@@ -146,11 +147,52 @@ static void start_workers(struct sim *s, int64_t t, int epoch)
 		tg_process(w->main, t + 300000, (int)pid, 1000, 0, DLBN_START_FORK, "python3");
 		tg_thread(w->main, t + 300000, (int)pid, 1);
 		tg_thread(w->feeder, t + 400000, (int)pid + 1000, 0);
+		w->batches = w->work_ns = w->file_ns = 0;
 		w->free_at = t + 30 * MS; /* worker start-up */
 		w->idle_from = w->free_at;
 		w->alive = 1;
 	}
 	(void)epoch;
+}
+
+static void prof_stage(struct tg_stream *st, int64_t t, int64_t kind, int64_t count, int64_t wall,
+		       int64_t cpu, int64_t line, const char *text)
+{
+	tg_rec(st, DLBN_REC_PROF_STAGE, t, "iiiiiis", kind, (int64_t)0, count, wall, cpu, line,
+	       text);
+}
+
+static void prof_sample(struct tg_stream *st, int64_t t, int64_t weight, int64_t samples,
+			int64_t in_stage, int64_t line, const char *text)
+{
+	tg_rec(st, DLBN_REC_PROF_SAMPLE, t, "iiiiis", (int64_t)0, weight, samples, in_stage, line,
+	       text);
+}
+
+/* The worker's final profile summaries (tgsim.h, profile). */
+static void profile_summaries(struct worker *w, int64_t t)
+{
+	int64_t cpu = w->work_ns - w->file_ns;
+	prof_stage(w->main, t, DLBN_PROF_GETITEM, 0, 0, 0, 40,
+		   "Images.__getitem__\t/home/u/train.py");
+	prof_stage(w->main, t, DLBN_PROF_FETCH, w->batches, w->work_ns, cpu, 0, "fetch\t");
+	prof_stage(w->main, t, DLBN_PROF_TRANSFORM, w->batches * 4, cpu / 2, -1, 338,
+		   "Resize\t/usr/lib/python3/dist-packages/torchvision/transforms/transforms.py");
+	prof_stage(w->main, t, DLBN_PROF_COLLATE, w->batches, cpu / 10, -1, 120,
+		   "collate_fn default_collate\t/torch/collate.py");
+	prof_stage(w->main, t, DLBN_PROF_SEND, w->batches, w->work_ns / 20, w->work_ns / 20, 0,
+		   "send (pickle the batch for the hand-off)\t");
+	prof_stage(w->main, t, DLBN_PROF_SAMPLER, 1, cpu / 1000, cpu / 10000000, 0, "sampler on\t");
+	/* Sample weights in proportion but short of the truth (the tail of a
+	 * fetch is never sampled): the analyzer scales them to the CPU time. */
+	prof_sample(
+		w->main, t, cpu * 3 / 10 * 9 / 10, 30, 0, 937,
+		"convert\t/usr/lib/python3/dist-packages/PIL/Image.py\t__getitem__:45<fetch:58\t"
+		"load /usr/lib/python3/dist-packages/PIL/ImageFile.py:269");
+	prof_sample(w->main, t, cpu / 10 * 9 / 10, 10, 0, 47,
+		    "__getitem__\t/home/u/train.py\t<listcomp>:58<fetch:58\t");
+	prof_sample(w->main, t, cpu * 6 / 10, 60, 1, 300,
+		    "resize\t/usr/lib/python3/dist-packages/PIL/Image.py\tforward:340\t");
 }
 
 static void stop_workers(struct sim *s, int64_t t)
@@ -160,6 +202,8 @@ static void stop_workers(struct sim *s, int64_t t)
 		if (!w->alive)
 			continue;
 		int64_t te = t > w->free_at ? t : w->free_at;
+		if (s->p.profile)
+			profile_summaries(w, te + MS / 2);
 		tg_exit(w->main, te + MS, 0, DLBN_EXIT__EXIT);
 		tg_stream_final(w->feeder);
 		tg_stream_final(w->main);
@@ -184,6 +228,7 @@ static int64_t produce(struct sim *s, int k, int64_t step, int64_t t_idx, int ep
 		file = work;
 	/* File reads in 4 chunks spread over the batch's work. */
 	int64_t cpu = work - file;
+	w->batches++, w->work_ns += work, w->file_ns += file;
 	for (int c = 0; c < 4; c++) {
 		tg_pread(w->main, t, file / 4, 9, 777, 65536, (step * 4 + c) * 65536);
 		t += file / 4 + cpu / 4;
@@ -270,6 +315,9 @@ static void run(struct sim *s)
 			tg_mark(s->main, t, DLBN_MARK_ITER_BEGIN, e + 1, 0);
 			if (e == 0 || !p->persistent)
 				tg_config(s->main, t, e + 1, cfg);
+			if (p->profile)
+				tg_rec(s->main, DLBN_REC_CALLSITE, t, "is", (int64_t)(e + 1),
+				       "/home/u/train.py:train:312\n/home/u/train.py:main:400");
 		}
 		if (e == 0 || !p->persistent)
 			start_workers(s, t + 100000, e);

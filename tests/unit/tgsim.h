@@ -46,6 +46,11 @@ struct tgsim_params {
 				 context until the GPU is done (loss.item()) */
 	double sync_ms;	      /* > 0: after its loop work each step blocks this long in
 				 cuStreamSynchronize (a rank waiting at an NCCL collective) */
+	int profile;	      /* worker profile summaries (PROF_*) and the loop's CALLSITE:
+			       * of each batch's CPU time (batch_ms - file_ms) 50% in a timed
+			       * Resize stage, 10% in collate, 30% sampled in PIL's convert
+			       * and 10% in the dataset's __getitem__; the file time is off
+			       * the CPU; pickling the batch adds 5% of batch_ms */
 	unsigned seed;
 };
 

@@ -1,0 +1,88 @@
+/*
+ * marker_profile.c - the exported entry points of the Python-level
+ * localization (python/_dlbn_profile.py): per-stage times, sampled Python
+ * stacks and the training loop's next() call site, as PROF_STAGE,
+ * PROF_SAMPLE and CALLSITE records (dlbn_trace.h, man/dlbn-trace.5).
+ *
+ * The bootstrap calls these through ctypes.PyDLL(None) (the GIL stays
+ * held), once per summary entry and second of fetching, never per sample:
+ * the aggregation happens in Python, these only put records in the
+ * calling thread's stream.  Like marker.c they return 0 when the record
+ * was taken and -1 when this process is not recording.  Texts are cut at
+ * 1 KiB.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "recorder.h"
+
+DLBN_EXPORT int dlbn_profile_stage(int kind, long long scope, long long count, long long wall_ns,
+				   long long cpu_ns, long long line, const char *text);
+DLBN_EXPORT int dlbn_profile_sample(long long scope, long long weight_ns, long long samples,
+				    long long in_stage, long long line, const char *text);
+DLBN_EXPORT int dlbn_callsite(long long iter_id, const char *text);
+DLBN_EXPORT long long dlbn_thread_runq_ns(void);
+
+#define PROFILE_TEXT_MAX 1024
+
+static int emit_text(uint8_t type, const int64_t *f, unsigned n, const char *text)
+{
+	if (!recorder_on() || !text || !hook_enter())
+		return -1;
+	rec_emit_str(type, clock_now_ns(), f, n, text, strnlen(text, PROFILE_TEXT_MAX));
+	hook_leave();
+	return recorder_on() ? 0 : -1;
+}
+
+int dlbn_profile_stage(int kind, long long scope, long long count, long long wall_ns,
+		       long long cpu_ns, long long line, const char *text)
+{
+	int64_t f[6] = {kind, scope, count, wall_ns, cpu_ns, line};
+	return emit_text(DLBN_REC_PROF_STAGE, f, 6, text);
+}
+
+int dlbn_profile_sample(long long scope, long long weight_ns, long long samples, long long in_stage,
+			long long line, const char *text)
+{
+	int64_t f[5] = {scope, weight_ns, samples, in_stage, line};
+	return emit_text(DLBN_REC_PROF_SAMPLE, f, 5, text);
+}
+
+int dlbn_callsite(long long iter_id, const char *text)
+{
+	int64_t f[1] = {iter_id};
+	return emit_text(DLBN_REC_CALLSITE, f, 1, text);
+}
+
+/*
+ * The calling thread's time spent runnable but not running (the second
+ * field of /proc/thread-self/schedstat), -1 unknown.  The bootstrap reads
+ * it around each fetch to tell a worker waiting for a CPU (a busy machine)
+ * from one waiting on I/O.  Raw system calls: the file hooks must not
+ * count this read as the dataset's file reading.
+ */
+long long dlbn_thread_runq_ns(void)
+{
+	int saved = errno;
+	char buf[96];
+	long long wait = -1;
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/schedstat",
+			      O_RDONLY | O_CLOEXEC, 0);
+	if (fd >= 0) {
+		ssize_t n = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+		syscall(SYS_close, fd);
+		if (n > 0) {
+			buf[n] = 0;
+			char *end;
+			strtoull(buf, &end, 10);
+			if (end != buf)
+				wait = (long long)strtoull(end, NULL, 10);
+		}
+	}
+	errno = saved;
+	return wait;
+}
