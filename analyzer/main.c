@@ -343,7 +343,7 @@ struct run {
 	struct dlbn_baseline baseline; /* --baseline: valid iff has_baseline */
 	int has_baseline;
 	struct dlbn_whatif whatif; /* --what-if / --html */
-	struct dlbn_hotspots hot; /* where the workers' time goes (hotspots.h) */
+	struct dlbn_hotspots hot;  /* where the workers' time goes (hotspots.h) */
 };
 
 /* 0 done, else an exit status (message printed). */
