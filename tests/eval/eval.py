@@ -619,6 +619,17 @@ def generation_label(torch_version, taken):
     return label
 
 
+def too_old(scenario, gen):
+    """Why a scenario does not run on this generation's torch (its
+    torch_min, with the reason), or None."""
+    need = scenario.get("torch_min")
+    have = gen["info"]["torch"] or "0"
+    major = lambda v: tuple(int(x) for x in v.split("+")[0].split(".")[:2] if x.isdigit())
+    if need and major(have) < major(need[0]):
+        return "needs torch >= %s: %s" % need
+    return None
+
+
 def run_generation(snap, gen, scenarios, args, out_dir):
     """Every scenario on one interpreter; returns its results document."""
     label, python = gen["label"], gen["python"]
@@ -640,22 +651,26 @@ def run_generation(snap, gen, scenarios, args, out_dir):
     for scenario in scenarios:
         t0 = time.monotonic()
         rounds = min(args.rounds, scenario.get("rounds", args.rounds))
-        for attempt in (1, 2):
-            try:
-                result = run_scenario(runner, scenario, rounds, args.ref_rounds)
-                result["attempts"] = attempt
-            except Broken as exc:
-                result = {"name": scenario["name"], "broken": str(exc)}
-                break
-            except Skipped as exc:
-                result = {"name": scenario["name"], "skipped": str(exc)}
-                break
-            busy = (result["foreign_load_max"] or 0) > BUSY_CORES
-            if not busy or retries >= MAX_RETRIES or attempt == 2:
-                break
-            retries += 1
-            print("  %s: machine busy (%.1f cores of other work), running it again" % (
-                scenario["name"], result["foreign_load_max"]), flush=True)
+        why = too_old(scenario, gen)
+        if why:
+            result = {"name": scenario["name"], "skipped": why}
+        else:
+            for attempt in (1, 2):
+                try:
+                    result = run_scenario(runner, scenario, rounds, args.ref_rounds)
+                    result["attempts"] = attempt
+                except Broken as exc:
+                    result = {"name": scenario["name"], "broken": str(exc)}
+                    break
+                except Skipped as exc:
+                    result = {"name": scenario["name"], "skipped": str(exc)}
+                    break
+                busy = (result["foreign_load_max"] or 0) > BUSY_CORES
+                if not busy or retries >= MAX_RETRIES or attempt == 2:
+                    break
+                retries += 1
+                print("  %s: machine busy (%.1f cores of other work), running it again" % (
+                    scenario["name"], result["foreign_load_max"]), flush=True)
         result["elapsed_s"] = time.monotonic() - t0
         results.append(result)
         if result.get("broken"):
