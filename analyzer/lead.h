@@ -27,7 +27,7 @@ struct dlbn_lead {
 			      * and the first touch of the new batch */
 	int64_t sys_ns;	     /* kernel time (tick-sampled: exact as a sum only) */
 	int64_t minflt;	     /* minor faults (first touch of worker-written pages) */
-	int64_t shm_bytes;   /* shared memory the loop mapped for the batch */
+	int64_t shm_bytes;   /* the batch's shared memory mapped (any thread) */
 	int64_t known;	     /* steps with counters (1 or 0 for one step) */
 };
 

@@ -199,7 +199,9 @@ static void training_record(struct pass2 *ps, const struct dlbn_record *r)
 		m->prefetch_writes++;
 	if (ti == m->mark_thread && r->type == DLBN_REC_MARK)
 		model_mark_record(ps, r);
-	if (ti == m->mark_thread && r->type == DLBN_REC_MMAP && fld(r, 3) > 0)
+	/* The batch's shared memory, mapped by the thread that received it
+	 * (the loop's, or the pin-memory thread). */
+	if (r->type == DLBN_REC_MMAP && fld(r, 1) == DLBN_FD_SHM && fld(r, 3) > 0)
 		ps->shm_mapped += fld(r, 3);
 	if (m->nvtx_thread >= 0 && r->type >= DLBN_REC_RANGE_PUSH && r->type <= DLBN_REC_RANGE_END)
 		model_nvtx_record(ps, r, ti == m->nvtx_thread);

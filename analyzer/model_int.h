@@ -185,8 +185,8 @@ struct pass2 {
 	 * carried them; loop_cost.c), the start of the next step's lead. */
 	int64_t arrival_t, arrival_counters[LOOP_COUNTERS];
 	int arrival_known;
-	/* Shared memory the loop's thread mapped (MMAP records), in all and
-	 * up to the last arrival: the pages the batch's first touch faults in. */
+	/* The batches' shared memory mapped (MMAP records of /dev/shm files, any thread), in all
+	 * and up to the last arrival: the pages the batch's first touch faults in. */
 	int64_t shm_mapped, shm_at_arrival, arrival_shm;
 	/* Time the loop has spent in any loader's fetches and iter() start-up
 	 * so far: a loader's iter() time up to its first fetch excludes what

@@ -20,7 +20,7 @@
 struct dlbn_model;
 
 /* The kernel time charged as first touch is at most this per 4 KiB page
- * the loop mapped (measured here: about 0.5 us per page, faulted 16 at a
+ * mapped for the batches (measured here: about 0.5 us per page, faulted 16 at a
  * time): other kernel work of the loop is not charged. */
 #define DLBN_FIRST_TOUCH_NS_PER_PAGE_MAX 2000
 

@@ -22,10 +22,9 @@
  *   minflt           minor faults (exact);
  *   free_ns          wall time inside munmap() and close() of the batches'
  *                    shared memory on this thread (the hooks: munmap of a
- *                    range the thread mapped from a /dev/shm fd, close of
- *                    such an fd): unmapping and releasing 32 MiB of
- *                    worker-written shared memory takes milliseconds, much
- *                    of it queued for a CPU;
+ *                    range the process mapped from a /dev/shm fd, on this
+ *                    thread or the pin-memory thread, close of such an fd): unmapping and releasing
+ * 32 MiB of worker-written shared memory takes milliseconds, much of it queued for a CPU;
  *   free_cpu_ns      the CPU time inside those calls (thread CPU clock,
  *                    exact): with run_ns it separates the CPU time outside
  *                    them (first touch, the loop's own work).
@@ -33,8 +32,9 @@
  * time: kept for the record, too coarse per step to charge anything.
  * Cost: one getrusage and one pread of a kept-open procfs file per mark,
  * a few microseconds per step; a timed munmap or close gains two clock
- * reads and two thread-CPU-clock reads (a syscall each); any other munmap
- * scans the small range table, any other close reads one fdtable word.
+ * reads and two thread-CPU-clock reads (a syscall each); while batches are
+ * mapped any other munmap scans the small range table (128 slots), any
+ * other close reads one fdtable word.
  *
  * Main thread only: the DataLoader's consumer.  The schedstat fd names the
  * thread that opened it, so a forked child drops it (loop_cost_fork_child).
@@ -45,6 +45,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,35 +57,53 @@ static pid_t schedstat_pid;
 /* Main thread only: no atomics needed. */
 static uint64_t free_ns, free_cpu_ns;
 
-/* The /dev/shm ranges the main thread has mapped and not unmapped yet
- * (batches in flight: a few tensors each).  Full: later ones go untimed.
- * Only the main thread writes them; other threads' munmap reads the count
- * (relaxed: a stale value only sends them to the main-thread check). */
-#define SHM_RANGES 256
+/*
+ * The /dev/shm ranges this process has mapped and not unmapped yet: the
+ * batches in flight, a few tensors each, mapped by the thread that
+ * receives them (the main thread, or the pin-memory thread) and dropped by
+ * the loop.  Lock-free slots: a mapping claims a free slot with a CAS on
+ * its address (its length is stored after), an munmap of a matching range
+ * on any thread frees it, and only the main thread's is timed.  Full: later
+ * ranges go untimed.  The count lets every other munmap skip the scan.
+ */
+#define SHM_RANGES 128
 static struct {
-	uintptr_t addr;
+	uintptr_t addr; /* 0: free */
 	size_t len;
 } shm_ranges[SHM_RANGES];
 static unsigned shm_nranges;
 
 void loop_cost_mapped(void *p, size_t len)
 {
-	if (!recorder_on() || !on_main_thread() || shm_nranges == SHM_RANGES)
+	if (!recorder_on())
 		return;
-	shm_ranges[shm_nranges].addr = (uintptr_t)p;
-	shm_ranges[shm_nranges].len = len;
-	__atomic_store_n(&shm_nranges, shm_nranges + 1, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < SHM_RANGES; i++) {
+		uintptr_t free_slot = 0;
+		if (__atomic_load_n(&shm_ranges[i].addr, __ATOMIC_RELAXED) == 0 &&
+		    __atomic_compare_exchange_n(&shm_ranges[i].addr, &free_slot, (uintptr_t)p,
+						false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&shm_ranges[i].len, len, __ATOMIC_RELEASE);
+			__atomic_fetch_add(&shm_nranges, 1, __ATOMIC_RELAXED);
+			return;
+		}
+	}
 }
 
-/* munmap(addr, len) on the main thread ends one of its ranges. */
+/* munmap(addr, len) ends one of the ranges (a length not stored yet does
+ * not match: that range stays, untimed). */
 static int shm_range_unmapped(void *addr, size_t len)
 {
-	for (unsigned i = shm_nranges; i-- > 0;) {
-		if (shm_ranges[i].addr == (uintptr_t)addr && shm_ranges[i].len == len) {
-			shm_ranges[i] = shm_ranges[shm_nranges - 1];
-			__atomic_store_n(&shm_nranges, shm_nranges - 1, __ATOMIC_RELAXED);
+	uintptr_t a = (uintptr_t)addr;
+	for (unsigned i = 0; i < SHM_RANGES; i++) {
+		if (__atomic_load_n(&shm_ranges[i].addr, __ATOMIC_RELAXED) != a ||
+		    __atomic_load_n(&shm_ranges[i].len, __ATOMIC_ACQUIRE) != len)
+			continue;
+		if (__atomic_compare_exchange_n(&shm_ranges[i].addr, &a, 0, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED)) {
+			__atomic_fetch_sub(&shm_nranges, 1, __ATOMIC_RELAXED);
 			return 1;
 		}
+		a = (uintptr_t)addr;
 	}
 	return 0;
 }
@@ -126,7 +145,7 @@ DLBN_EXPORT int munmap(void *addr, size_t len)
 {
 	struct loop_cost_free f;
 	if (DLBN_LIKELY(__atomic_load_n(&shm_nranges, __ATOMIC_RELAXED) == 0) ||
-	    !on_main_thread() || !shm_range_unmapped(addr, len) || !loop_cost_free_begin(&f))
+	    !shm_range_unmapped(addr, len) || !loop_cost_free_begin(&f))
 		return munmap_real(addr, len);
 	int rc = munmap_real(addr, len);
 	loop_cost_free_end(&f);
@@ -175,5 +194,8 @@ void loop_cost_fork_child(void)
 		syscall(SYS_close, schedstat_fd);
 	schedstat_fd = -1;
 	free_ns = free_cpu_ns = 0;
-	shm_nranges = 0; /* the parent's main thread mapped them */
+	/* The parent's mappings stay mapped in the child, but the child's
+	 * loop is not the parent's: start empty. */
+	memset(shm_ranges, 0, sizeof(shm_ranges));
+	shm_nranges = 0;
 }

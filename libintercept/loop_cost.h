@@ -20,15 +20,15 @@
 void loop_cost_sample(int64_t out[DLBN_LOOP_COST_FIELDS]) DLBN_HIDDEN;
 /*
  * Time the calls that free a batch's shared memory on the main thread:
- * munmap of a range the main thread mapped from a /dev/shm fd
- * (loop_cost_mapped), close of an fd known to be such a file.  Any other
+ * munmap of a range the process mapped from a /dev/shm fd (any thread:
+ * loop_cost_mapped), close of an fd known to be such a file.  Any other
  * munmap or close costs a load and a compare.  begin returns 0 when there
  * is nothing to time.
  */
 struct loop_cost_free {
 	uint64_t t0, c0;
 };
-/* The main thread mapped len bytes at p from a /dev/shm fd. */
+/* This process mapped len bytes at p from a /dev/shm fd (any thread). */
 void loop_cost_mapped(void *p, size_t len) DLBN_HIDDEN;
 int loop_cost_free_begin(struct loop_cost_free *f) DLBN_HIDDEN;
 void loop_cost_free_end(const struct loop_cost_free *f) DLBN_HIDDEN;

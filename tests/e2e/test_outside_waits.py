@@ -40,3 +40,15 @@ def test_small_batches_little_outside(runs):
     assert o["shm_mib_per_step"] < 1, o
     # First touch is bounded by the pages mapped (2 us per 4 KiB page).
     assert o["first_touch_s"] <= 2e-6 * (o["shm_mib_per_step"] * 256 + 1) * o["periods"], o
+
+
+def test_pin_memory_thread_maps_the_loop_drops(runs):
+    """On the pin-memory path the pin thread receives (maps) each batch and
+    the loop drops it: the drop is still timed on the loop's thread."""
+    run = runs("big_pin", ARGS + ["--pin-memory-standin"])
+    a = run.analysis
+    o = a["outside_waits"]
+    assert a["path"] == "pin_memory", run.describe()
+    assert o is not None and o["periods"] == a["steps"]["window"], run.describe()
+    assert 28 <= o["shm_mib_per_step"] <= 36, o
+    assert o["batch_drop_s"] > 0.0001 * a["steps"]["window"], o

@@ -6,7 +6,7 @@
  * CPU-only run, as far as the GPU sat idle in the same loop period on a
  * GPU run (all of them when the GPU drained in the wait, none when the
  * GPU's own step outlasts the loop), and the first touch only up to what
- * the pages the loop mapped can cost.  Figures follow from tgsim's
+ * pages of the batches' shared memory can cost.  Figures follow from tgsim's
  * parameters (tests/unit/tgsim.h).
  */
 #include <math.h>
