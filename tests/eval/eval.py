@@ -794,7 +794,27 @@ def results_markdown(doc):
         text += "\nSkipped on this interpreter: %s.\n" % "; ".join(
             "%s (%s)" % (r["name"], r["skipped"]) for r in doc["scenarios"]
             if r.get("skipped"))
+    text += whatif_markdown(doc.get("what_if"))
     return text
+
+
+def whatif_markdown(w):
+    """The what-if checks' rows (whatif_check.py's whatif.json), or ""."""
+    if not w or not w.get("results"):
+        return "\n`%s`\n" % w["summary"] if w else ""
+    rows = ["", "What-if checks (`tests/eval/whatif_check.py`): the setting A that "
+            "was traced, the setting B its `--what-if` predicted for, and B's "
+            "measured step time.", "",
+            "| check | A | B | predicted ms | measured ms | error | limited by | load | |",
+            "|---|---|---|---:|---:|---:|---|---:|---|"]
+    for r in w["results"]:
+        loads = [x for x in r.get("load") or [] if is_number(x)]
+        rows.append("| %s | %s=%s | %s=%s | %.2f | %.2f | %+.1f%% | %s | %s | %s |" % (
+            r["name"], r["setting"], r["a_value"], r["setting"], r["b_value"],
+            r["predicted_ms"], r["measured_ms"], 100 * r["error"], r["limited_by"],
+            "%.1f" % max(loads) if loads else "-",
+            "ok" if r["passed"] else "miss (busy)" if r.get("suspect") else "MISS"))
+    return "\n".join(rows) + "\n\n`%s`\n" % w["summary"]
 
 
 def main(argv=None):
