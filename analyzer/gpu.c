@@ -368,14 +368,19 @@ static void note_work(struct dlbn_gpu_pass *ps, int64_t stream, int64_t t)
 
 /* A context synchronisation, or a stream's while only that stream has had
  * work, that began after the last work was queued: the GPU had nothing
- * left when it returned. */
+ * left when it returned - or, when the stream sync carries the GPU's own
+ * completion time of that work (its drain event, dlbn-trace(5)), from
+ * then: a loop thread queued for a CPU returns later than the GPU drained. */
 static void sync_drains(struct dlbn_gpu_pass *ps, const struct event *ev)
 {
-	int64_t api = ev->f[1];
+	int64_t api = ev->f[1], end = ev->t + dur_of(ev), gpu_done = ev->f[3];
 	int all = api == DLBN_CU_CTX_SYNC || (api == DLBN_CU_STREAM_SYNC && !ps->multi_stream &&
 					      ev->f[2] == ps->last_enqueue_stream);
-	if (all && ps->last_enqueue && ps->last_enqueue <= ev->t)
-		ps->drained_by_sync = ev->t + dur_of(ev);
+	if (!all || !ps->last_enqueue || ps->last_enqueue > ev->t)
+		return;
+	if (api == DLBN_CU_STREAM_SYNC && gpu_done > 0 && gpu_done < end)
+		end = gpu_done > ps->last_enqueue ? gpu_done : ps->last_enqueue;
+	ps->drained_by_sync = end;
 }
 
 static void on_probe(struct dlbn_gpu_pass *ps, const struct event *ev)

@@ -193,6 +193,8 @@ struct pass2 {
 	 * other loaders' fetches took meanwhile (zip() starts both iterators,
 	 * then waits for one while the other's workers start too). */
 	int64_t waited_ns;
+	/* Fetches that ended an epoch (StopIteration) since the last batch. */
+	int64_t stop_carry_ns;
 };
 
 /* ---- handlers in the other files ---------------------------------------- */

@@ -59,8 +59,9 @@ static struct dlbn_lead lead_of(const struct pass2 *ps, const struct dlbn_record
  * state (zipped loaders interleave their fetches).  Loader time between
  * epochs that no fetch returns a batch for - the fetch that ended the
  * epoch (it shuts non-persistent workers down) and iter() up to the next
- * fetch (it starts them) - is charged to the loader's next step: Replay has
- * neither.
+ * fetch (it starts them) - is charged to a later step: iter() to the
+ * loader's next one, the ending fetch to the next one the loop gets from any
+ * loader.  Replay has neither.
  */
 void model_mark_record(struct pass2 *ps, const struct dlbn_record *r)
 {
@@ -102,13 +103,15 @@ void model_mark_record(struct pass2 *ps, const struct dlbn_record *r)
 		if (l->py_open >= 0) {
 			struct dlbn_step s = {.begin = l->py_open,
 					      .end = r->t_ns,
-					      .wait_ns = r->t_ns - l->py_open + l->py_carry_ns,
+					      .wait_ns = r->t_ns - l->py_open + l->py_carry_ns +
+							 ps->stop_carry_ns,
 					      .aside = (uint8_t)aside,
 					      .loader = (int16_t)li,
 					      .lead = l->py_lead};
 			model_number_epoch(st, &s, l->py_new_epoch);
 			l->py_new_epoch = 0;
 			l->py_carry_ns = 0;
+			ps->stop_carry_ns = 0;
 			model_feed(ps, st, &s);
 		}
 		l->py_open = -1;
@@ -118,10 +121,13 @@ void model_mark_record(struct pass2 *ps, const struct dlbn_record *r)
 		ps->shm_at_arrival = ps->shm_mapped;
 		break;
 	case DLBN_MARK_FETCH_STOP:
-		/* iter() up to the next fetch is charged whole (py_carry_ns). */
+		/* The next batch the loop gets, from whichever loader, carries
+		 * this fetch: a val loader's last fetch of an epoch shuts its
+		 * workers down between two training steps, while that loader's
+		 * own next step may come after the window. */
 		ps->arrival_known = 0;
 		if (l->py_open >= 0) {
-			l->py_carry_ns += r->t_ns - l->py_open;
+			ps->stop_carry_ns += r->t_ns - l->py_open;
 			ps->waited_ns += r->t_ns - l->py_open;
 		}
 		l->py_open = -1;

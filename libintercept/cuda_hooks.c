@@ -269,19 +269,37 @@ static inline void note_launch(CUstream stream, int api, uint64_t t_ns)
 
 /* After a sync the GPU work before it is done: a good moment to resolve
  * pending probes (the last wait of a run may have ended before its probe's
- * work did, and no later wait would resolve it). */
-static inline void note_sync(int api, const void *handle, uint64_t t0)
+ * work did, and no later wait would resolve it).  drained: a stream sync's
+ * drain event was recorded (sync_probe_begins), and the sync succeeded. */
+static inline void note_sync(int api, const void *handle, uint64_t t0, bool drained)
 {
-	int64_t f[3] = {(int64_t)(clock_now_ns() - t0), api, (int64_t)(uintptr_t)handle};
+	int64_t f[4] = {(int64_t)(clock_now_ns() - t0), api, (int64_t)(uintptr_t)handle, 0};
 
 	int saved_errno = errno;
 
 	if (hook_enter()) {
-		rec_emit(DLBN_REC_SYNC, t0, f, 3);
+		if (drained)
+			f[3] = (int64_t)gpu_probe_sync_drained();
+		rec_emit(DLBN_REC_SYNC, t0, f, drained ? 4 : 3);
 		gpu_probe_poll();
 		hook_leave();
 	}
 	errno = saved_errno;
+}
+
+/* A stream sync is about to wait: an event on the stream tells afterwards
+ * when the GPU finished (gpu_probe.c). */
+static inline bool sync_probe_begins(CUstream stream)
+{
+	bool recorded = false;
+	int saved_errno = errno;
+
+	if (hook_enter()) {
+		recorded = gpu_probe_sync_begins(stream);
+		hook_leave();
+	}
+	errno = saved_errno;
+	return recorded;
 }
 
 typedef CUresult (*pointer_attr_fn)(void *, CUpointer_attribute, CUdeviceptr);
@@ -544,10 +562,12 @@ DLBN_EXPORT CUresult cuStreamSynchronize(CUstream hStream)
 {
 	CU_REAL(CUV_STREAM_SYNC, cuStreamSynchronize, real);
 	uint64_t t = cu_t0();
+	bool probed = t && sync_probe_begins(hStream);
 	CUresult r = real(hStream);
 
 	if (t)
-		note_sync(DLBN_CU_STREAM_SYNC, cu_stream_id(hStream), t);
+		note_sync(DLBN_CU_STREAM_SYNC, cu_stream_id(hStream), t,
+			  probed && r == CUDA_SUCCESS);
 	return r;
 }
 
@@ -555,10 +575,12 @@ DLBN_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hStream)
 {
 	CU_REAL(CUV_STREAM_SYNC_PTSZ, cuStreamSynchronize_ptsz, real);
 	uint64_t t = cu_t0();
+	bool probed = t && sync_probe_begins(cu_ptsz_stream(hStream));
 	CUresult r = real(hStream);
 
 	if (t)
-		note_sync(DLBN_CU_STREAM_SYNC, cu_ptsz_stream(hStream), t);
+		note_sync(DLBN_CU_STREAM_SYNC, cu_ptsz_stream(hStream), t,
+			  probed && r == CUDA_SUCCESS);
 	return r;
 }
 
@@ -569,7 +591,7 @@ DLBN_EXPORT CUresult cuCtxSynchronize(void)
 	CUresult r = real();
 
 	if (t)
-		note_sync(DLBN_CU_CTX_SYNC, NULL, t);
+		note_sync(DLBN_CU_CTX_SYNC, NULL, t, false);
 	return r;
 }
 
@@ -580,7 +602,7 @@ DLBN_EXPORT CUresult cuEventSynchronize(CUevent hEvent)
 	CUresult r = real(hEvent);
 
 	if (t)
-		note_sync(DLBN_CU_EVENT_SYNC, hEvent, t);
+		note_sync(DLBN_CU_EVENT_SYNC, hEvent, t, false);
 	return r;
 }
 

@@ -206,7 +206,9 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *  LAUNCH   stream, api (DLBN_CU_*)                  no duration: async
  *  MEMCPY   dur_ns, api, stream, bytes, dir (DLBN_COPY_*), async,
  *           host_mem (DLBN_HOSTMEM_*)
- *  SYNC     dur_ns, api, handle (stream/event/0 for context)
+ *  SYNC     dur_ns, api, handle (stream/event/0 for context)[, gpu_done_ns]
+ *           gpu_done_ns (absolute; main-thread stream syncs): when the GPU
+ *           finished the work the sync waited for (gpu_probe.c)
  *  WAITEVT  stream, event                            cuStreamWaitEvent
  *  PROBE    probe_id, stream                 event recorded on stream at t
  *  PROBE_DONE probe_id, complete_ns (absolute), status

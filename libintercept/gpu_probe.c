@@ -151,6 +151,9 @@ static struct anchor anchors[2];
 static int anchor_cur = -1;  /* complete anchor in use, -1 none */
 static int anchor_next = -1; /* recorded, waiting to complete, -1 none */
 static uint64_t next_probe_id = 1;
+/* Sync drains: one event, recorded where a stream synchronisation begins. */
+static CUevent sync_event;
+static uint64_t sync_event_ns; /* when it was last recorded, 0 = not pending */
 
 /* Emit without hook_enter: the fan-out calls us from inside a hook. */
 static void emit_info(int64_t code, int64_t ret, const char *text)
@@ -221,6 +224,8 @@ static bool setup(void)
 		r = drv.event_create(&anchors[i].event, CU_EVENT_DEFAULT);
 	for (int i = 0; r == CUDA_SUCCESS && i < PROBE_POOL; i++)
 		r = drv.event_create(&pool[i].event, CU_EVENT_DEFAULT);
+	if (r == CUDA_SUCCESS)
+		r = drv.event_create(&sync_event, CU_EVENT_DEFAULT);
 	if (r != CUDA_SUCCESS) {
 		stop_probing(r, "probe: cannot create private stream/events");
 		return false;
@@ -436,4 +441,57 @@ void gpu_probe_poll(void)
 	saved_errno = errno;
 	poll_pending();
 	errno = saved_errno;
+}
+
+/* ---- sync drains (main thread) ------------------------------------------ */
+
+/*
+ * When did the GPU finish the work a cuStreamSynchronize waited for?  The
+ * sync's return says "no earlier than this", and a loop thread that has to
+ * queue for a CPU before it runs again returns late: on a machine whose
+ * cores the DataLoader workers hold, by a scheduler tick or more, GPU idle
+ * time that looks like GPU work.  An event recorded on the stream as the
+ * sync begins completes with that work; once the sync has returned it is
+ * complete, and one query and one elapsed-time call place it on the host
+ * clock (the probes' anchor).  At most one per SYNC_DRAIN_MIN_GAP_NS, so
+ * that a loop syncing in a tight loop pays a bounded cost; the other syncs
+ * keep their return as the drain.
+ */
+#define SYNC_DRAIN_MIN_GAP_NS 500000ull
+
+bool gpu_probe_sync_begins(CUstream stream)
+{
+	uint64_t now;
+	CUcontext ctx = NULL;
+	CUresult r;
+
+	if (!gpu_was_used() || !probing_possible() || anchor_cur < 0)
+		return false;
+	now = clock_now_ns();
+	if (sync_event_ns && now - sync_event_ns < SYNC_DRAIN_MIN_GAP_NS)
+		return false;
+	if (drv.ctx_get_current(&ctx) != CUDA_SUCCESS || ctx != probe_ctx)
+		return false;
+	r = drv.event_record(sync_event, stream);
+	if (r != CUDA_SUCCESS) {
+		if (!stream_gone(r))
+			stop_probing(r, "probe: cuEventRecord(sync) failed");
+		return false;
+	}
+	sync_event_ns = now;
+	return true;
+}
+
+uint64_t gpu_probe_sync_drained(void)
+{
+	float ms = 0;
+
+	if (state != PROBE_READY || anchor_cur < 0)
+		return 0;
+	/* Complete after a successful sync; NOT_READY would be a driver that
+	 * returned early: no figure, not an error. */
+	if (drv.event_query(sync_event) != CUDA_SUCCESS ||
+	    drv.event_elapsed(&ms, anchors[anchor_cur].event, sync_event) != CUDA_SUCCESS)
+		return 0;
+	return (uint64_t)((int64_t)anchors[anchor_cur].host_ns + (int64_t)((double)ms * 1e6));
 }

@@ -17,6 +17,8 @@ What is checked:
     cuGetProcAddress answers keep their meaning (same variant, same errors);
   - drain probes: a probe recorded when the main thread starts waiting
     resolves, without blocking, to the kernel's completion time (+-5 ms);
+    a main-thread stream sync carries the GPU's completion time of the work
+    it waited for;
   - a process without CUDA activity writes no GPU records.
 """
 import os
@@ -427,6 +429,29 @@ def test_scenario_sync_each_step_host_blocked_on_gpu(tmp_path):
     # The host spends most of each 40 ms step blocked in the sync.
     assert sync_ns > 24 * 15_000_000, sync_ns
     assert idle_ns < 0.2 * sync_ns, (sync_ns, wait_ns, idle_ns)
+
+
+@pytest.mark.parametrize("reach", ["runtime", "direct"])
+def test_stream_sync_carries_the_gpu_drain(tmp_path, reach):
+    """Each main-thread cuStreamSynchronize after a 40 ms kernel carries the
+    GPU's own completion time of the work it waited for (its drain event):
+    the kernel's end, at or before the sync's return."""
+    _, recs = workload(tmp_path, "sync_each_step", reach)
+    main = [r for r in recs if r["pid"] == r["tid"]]
+    checked = 0
+    last_launch = None
+    for r in main:
+        if r["type"] == "LAUNCH":
+            last_launch = r["t"]
+        if r["type"] != "SYNC" or r["api"] != dlbntrace.CU_STREAM_SYNC:
+            continue
+        if not r.get("gpu_done_ns"):
+            continue  # before the probes' first anchor, or < 0.5 ms after a drain event
+        assert r["gpu_done_ns"] <= r["t"] + r["dur"] + 100_000, r
+        if last_launch is not None and r["dur"] > 10_000_000:
+            assert abs(r["gpu_done_ns"] - (last_launch + 40_000_000)) < 5_000_000, r
+            checked += 1
+    assert checked >= 20, checked
 
 
 def test_scenario_host_bound_gpu_idle_but_not_in_waits(tmp_path):

@@ -97,7 +97,7 @@ FIELDS = {
     "STRING": ["id", "text"],
     "LAUNCH": ["stream", "api"],
     "MEMCPY": ["dur", "api", "stream", "bytes", "dir", "async", "host_mem"],
-    "SYNC": ["dur", "api", "handle"],
+    "SYNC": ["dur", "api", "handle", "gpu_done_ns"],
     "WAITEVT": ["stream", "event"],
     "PROBE": ["probe_id", "stream"],
     "PROBE_DONE": ["probe_id", "complete_ns", "status"],

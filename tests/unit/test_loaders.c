@@ -135,16 +135,19 @@ static void train_val(void)
 	      vs->n, vs->epochs, vs->w.warmup);
 	CHECK(x.m.config.present && x.m.config.batch_size == 32 && x.m.prefetch_depth == 4,
 	      "the model's config is the training loader's (batch 32, prefetch depth 4)");
-	/* Training window: steps 5..119.  Its first step of epochs 2 and 3
-	 * carries the train loader's stop fetch and iter(): 6 + 7 + 10 ms. */
+	/* Training window: steps 5..119.  A fetch that ends an epoch is
+	 * carried by the next batch the loop gets, from either loader; iter()
+	 * by its loader's next step.  The first step of training epochs 2 and
+	 * 3 carries the val loader's stop fetch and the train iter(): 6 + 5 +
+	 * 10 ms. */
 	CHECK(x.a.steps_window == 115 && x.a.epochs == 3, "window of 115 training steps");
-	double own = (113 * 6 + 2 * (6 + 7 + 10)) * 1e-3;
+	double own = (113 * 6 + 2 * (6 + 5 + 10)) * 1e-3;
 	/* Val inside the window, its own warm-up included (the reference
-	 * Replay caches every loader before the loop): epoch 1's 10 steps, the
-	 * first with its iter() (3 + 20), and epoch 2's 10, the first with its
-	 * stop fetch and iter() (3 + 5 + 20); epoch 3 comes after the last
-	 * training step. */
-	double val = (9 * 3 + (3 + 20) + 9 * 3 + (3 + 5 + 20)) * 1e-3;
+	 * Replay caches every loader before the loop): epochs 1 and 2, 10
+	 * steps each, the first with its iter() and the training loader's
+	 * stop fetch (3 + 20 + 7); epoch 3 comes after the last training
+	 * step.  Every stop fetch between two window steps counts once. */
+	double val = 2 * (9 * 3 + (3 + 20 + 7)) * 1e-3;
 	const struct dlbn_loader_sums *in = &lt->v[1].in_train_window;
 	CHECK(in->steps == 20 && llabs(in->wait_ns - (int64_t)llround(val * 1e9)) < 1000,
 	      "val fetches inside the training window: 20, waiting %.3f s (got %zu, %.3f s)", val,

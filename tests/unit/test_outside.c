@@ -169,6 +169,34 @@ static void test_sync_shows_drain(void)
 	      plain.predicted_speedup);
 }
 
+/* loss.item() as cuStreamSynchronize, returning 2 ms after the GPU is
+ * done (the loop thread queued for a CPU on a saturated machine).  From
+ * the sync's return alone those 2 ms look like GPU work; the sync's drain
+ * event shows them idle. */
+static void test_sync_drain_event(void)
+{
+	struct tgsim_params p;
+	struct dlbn_analysis on_time, late, shown;
+	base(&p);
+	p.gpu_ms = 4;
+	p.drain_sync = 2;
+	run(&p, &on_time);
+	p.sync_late_ms = 2;
+	run(&p, &late);
+	p.sync_drain_event = 1;
+	run(&p, &shown);
+	double n = (double)shown.steps_window;
+	CHECK(near(on_time.outside.other_host_s, n * 0.006, 0.05),
+	      "stream sync on time: its return shows the drain (other host %.4f)",
+	      on_time.outside.other_host_s);
+	CHECK(near(late.outside.other_host_s, on_time.outside.other_host_s - n * 0.002, 0.05),
+	      "late return without the drain event: 2 ms a step look busy (other host %.4f)",
+	      late.outside.other_host_s);
+	CHECK(near(shown.outside.other_host_s, on_time.outside.other_host_s, 0.01),
+	      "drain event: the GPU idle from its own completion (other host %.4f, want %.4f)",
+	      shown.outside.other_host_s, on_time.outside.other_host_s);
+}
+
 static void test_gpu_busy_nothing_charged(void)
 {
 	struct tgsim_params p;
@@ -206,6 +234,7 @@ int main(void)
 	test_first_touch_bounded_by_pages();
 	test_gpu_drained_all_charged();
 	test_sync_shows_drain();
+	test_sync_drain_event();
 	test_gpu_busy_nothing_charged();
 	test_without_counters();
 	unlink(path);

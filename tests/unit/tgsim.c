@@ -368,11 +368,22 @@ static void run(struct sim *s)
 			int64_t costs = lead(s);
 			if (p->gpu_ms > 0)
 				gpu_launch(s, fe + 7000 + costs);
-			if (p->gpu_ms > 0 && p->drain_sync) {
+			if (p->gpu_ms > 0 && p->drain_sync == 1) {
 				int64_t ts = fe + 8000 + costs;
 				tg_rec(s->main, DLBN_REC_SYNC, ts, "iii",
 				       s->gpu_free > ts ? s->gpu_free - ts : (int64_t)0,
 				       (int64_t)DLBN_CU_CTX_SYNC, (int64_t)0);
+			} else if (p->gpu_ms > 0 && p->drain_sync == 2) {
+				int64_t ts = fe + 8000 + costs;
+				int64_t dur = (s->gpu_free > ts ? s->gpu_free - ts : 0) +
+					      (int64_t)(p->sync_late_ms * MS);
+				if (p->sync_drain_event)
+					tg_rec(s->main, DLBN_REC_SYNC, ts, "iiii", dur,
+					       (int64_t)DLBN_CU_STREAM_SYNC, (int64_t)GPU_STREAM,
+					       s->gpu_free);
+				else
+					tg_rec(s->main, DLBN_REC_SYNC, ts, "iii", dur,
+					       (int64_t)DLBN_CU_STREAM_SYNC, (int64_t)GPU_STREAM);
 			}
 			/* The loop consumed batch i: send the index of batch i + P. */
 			if (i + P < per_epoch) {

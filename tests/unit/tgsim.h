@@ -43,7 +43,12 @@ struct tgsim_params {
 	double lead_touch_ms; /* kernel time: first touch of the batch */
 	int shm_kib;	      /* shared memory mapped per tensor (default 128) */
 	int drain_sync;	      /* right after its kernel the loop synchronises the
-				 context until the GPU is done (loss.item()) */
+				 context until the GPU is done (loss.item()); 2: the
+				 kernel's stream instead (cuStreamSynchronize) */
+	double sync_late_ms;  /* drain_sync 2: the sync returns this long after the GPU
+				 is done (the loop thread queued for a CPU) */
+	int sync_drain_event; /* drain_sync 2: the SYNC carries the GPU's completion time
+				 (the recorder's sync drain event) */
 	double sync_ms;	      /* > 0: after its loop work each step blocks this long in
 				 cuStreamSynchronize (a rank waiting at an NCCL collective) */
 	int profile;	      /* worker profile summaries (PROF_*) and the loop's CALLSITE:
