@@ -20,8 +20,9 @@ PIPELINES (after SCENARIOS) are the real input pipelines of tests/pipelines/
 runs that program instead of eval_workload.py, with the same --mode and
 --json-out (and --data-dir, where it makes and caches its JPEGs), and its
 args; `--setting input|compute` picks the program's preset, other knobs
-override it.  Their runs take several seconds each (decoding real JPEGs), so
-they run `rounds` = PIPELINE_ROUNDS rounds (a cap on --rounds).  A program
+override it.  Their runs take several seconds each (decoding real JPEGs), and
+one run moves by 10-20% on 2 cores, so they run PIPELINE_ROUNDS rounds like the
+synthetic ones (`rounds`, a cap on --rounds: 1 gives a quicker, noisier eval).  A program
 whose packages do not import under an interpreter exits 77: skipped there.
 """
 
@@ -159,7 +160,7 @@ SCENARIOS = [
 # ---------------------------------------------------------------------------
 # Real pipelines (tests/pipelines/, loop.py's modes and record).
 
-PIPELINE_ROUNDS = 1
+PIPELINE_ROUNDS = 3
 
 
 def pipeline(name, program, args, covers, built_for):
