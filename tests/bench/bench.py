@@ -82,6 +82,9 @@ HOOK_CASES = [
     ("poll_pipe", "poll() timeout 0, pipe ready (recorded)", "recorded"),
     ("poll_pipe_wait", "poll() timeout 1 s, pipe ready, main thread", "recorded"),
     ("cu_launch", "cuLaunchKernel via cuGetProcAddress (sim driver)", "recorded"),
+    # A recorded SYNC, and the sync drain event (gpu_probe.c) at most every
+    # 0.5 ms: the loss.item() path.
+    ("cu_sync", "cuStreamSynchronize after a kernel, main thread (sim driver)", "recorded"),
     # The frees the loop's counters time (loop_cost.c) are only a batch's
     # shared memory; every other munmap/close takes the ignored path.
     ("munmap_ignored", "munmap() 4 KiB anonymous, main thread (ignored)", "ignored"),

@@ -33,6 +33,11 @@
  *                      + cuGetProcAddress_v2, the CUDA runtime's way; the
  *                      simulated driver (tests/simcuda) must be on the
  *                      library path, otherwise the line says cu_launch_ns=nan
+ *     cu_sync          cuStreamSynchronize right after an empty kernel on
+ *                      the main thread, the probes set up first (a launch,
+ *                      then two main-thread waits): a recorded SYNC, and the
+ *                      sync drain event (gpu_probe.c) at most every 0.5 ms;
+ *                      the figure is the pair minus cu_launch's
  *
  * Invariant: a case does the same work with and without the preload; only
  * the timed calls are inside the clock reads (pipe refills are outside).
@@ -259,6 +264,36 @@ static double round_cu_launch(long n, int direct)
 	return now_ns() - t0;
 }
 
+static CUresult (*stream_sync)(CUstream);
+
+/* Launch + sync pairs, minus n launches timed alone just before: the sync's
+ * own cost (the pair's launch makes every sync one that waits for work). */
+static double round_cu_sync(long n, int direct)
+{
+	(void)direct;
+	double t0 = now_ns();
+
+	for (long i = 0; i < n; i++)
+		if (launch(kernel, 1, 1, 1, 32, 1, 1, 0, stream, NULL, NULL) != CUDA_SUCCESS ||
+		    stream_sync(stream) != CUDA_SUCCESS)
+			die("cuLaunchKernel + cuStreamSynchronize");
+	double pairs = now_ns() - t0;
+	return pairs - round_cu_launch(n, 0);
+}
+
+/* The probes need a main-thread wait after GPU work (their setup) and
+ * another (the anchor completes): as a DataLoader loop gives them. */
+static void probes_set_up(void)
+{
+	struct pollfd p = {.fd = ready_pipe[0], .events = POLLIN};
+
+	if (launch(kernel, 1, 1, 1, 32, 1, 1, 0, stream, NULL, NULL) != CUDA_SUCCESS)
+		die("cuLaunchKernel");
+	for (int i = 0; i < 2; i++)
+		if (poll(&p, 1, 1000) != 1)
+			die("poll");
+}
+
 static void *driver_entry(gpa_fn gpa, const char *name)
 {
 	CUdriverProcAddressQueryResult st;
@@ -281,6 +316,7 @@ static int driver_setup(void)
 	if (!h || !(gpa = (gpa_fn)dlsym(h, "cuGetProcAddress_v2")))
 		return 0;
 	launch = (launch_fn)driver_entry(gpa, "cuLaunchKernel");
+	stream_sync = (CUresult(*)(CUstream))driver_entry(gpa, "cuStreamSynchronize");
 	if (((CUresult(*)(unsigned int))driver_entry(gpa, "cuInit"))(0) ||
 	    ((CUresult(*)(CUdevice *, int))driver_entry(gpa, "cuDeviceGet"))(&dev, 0) ||
 	    ((CUresult(*)(CUcontext *, CUdevice))driver_entry(gpa, "cuDevicePrimaryCtxRetain"))(
@@ -332,9 +368,12 @@ int main(int argc, char **argv)
 	report("munmap_ignored", round_munmap_ignored, n, rounds, 1);
 	report("close_ignored", round_close_ignored, n, rounds, 1);
 	report("clock", round_clock, n, rounds, 0);
-	if (driver_setup())
+	if (driver_setup()) {
 		report("cu_launch", round_cu_launch, n, rounds, 0);
-	else
-		printf("cu_launch_ns=nan\n");
+		probes_set_up();
+		report("cu_sync", round_cu_sync, n, rounds, 0);
+	} else {
+		printf("cu_launch_ns=nan\ncu_sync_ns=nan\n");
+	}
 	return 0;
 }
