@@ -289,13 +289,13 @@ static inline void note_sync(int api, const void *handle, uint64_t t0, bool drai
 
 /* A stream sync is about to wait: an event on the stream tells afterwards
  * when the GPU finished (gpu_probe.c). */
-static inline bool sync_probe_begins(CUstream stream)
+static inline bool sync_probe_begins(CUstream stream, uint64_t t)
 {
 	bool recorded = false;
 	int saved_errno = errno;
 
 	if (hook_enter()) {
-		recorded = gpu_probe_sync_begins(stream);
+		recorded = gpu_probe_sync_begins(stream, t);
 		hook_leave();
 	}
 	errno = saved_errno;
@@ -562,7 +562,7 @@ DLBN_EXPORT CUresult cuStreamSynchronize(CUstream hStream)
 {
 	CU_REAL(CUV_STREAM_SYNC, cuStreamSynchronize, real);
 	uint64_t t = cu_t0();
-	bool probed = t && sync_probe_begins(hStream);
+	bool probed = t && sync_probe_begins(hStream, t);
 	CUresult r = real(hStream);
 
 	if (t)
@@ -575,7 +575,7 @@ DLBN_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hStream)
 {
 	CU_REAL(CUV_STREAM_SYNC_PTSZ, cuStreamSynchronize_ptsz, real);
 	uint64_t t = cu_t0();
-	bool probed = t && sync_probe_begins(cu_ptsz_stream(hStream));
+	bool probed = t && sync_probe_begins(cu_ptsz_stream(hStream), t);
 	CUresult r = real(hStream);
 
 	if (t)

@@ -139,13 +139,13 @@ void gpu_probe_wait_finished(uint8_t rec_type, uint64_t t0_ns, uint64_t dur_ns) 
 void gpu_probe_poll(void) DLBN_HIDDEN;
 
 /*
- * Sync drains (gpu_probe.c): gpu_probe_sync_begins(stream) records an event
+ * Sync drains (gpu_probe.c): gpu_probe_sync_begins(stream, now) records an event
  * on the stream a cuStreamSynchronize is about to wait for (main thread, when
  * probing works, rate-limited; false when it did not); after that sync has
  * returned, gpu_probe_sync_drained() is the host time at which the GPU
  * finished the work before it, 0 when unknown.  Called inside hook_enter.
  */
-bool gpu_probe_sync_begins(CUstream stream) DLBN_HIDDEN;
+bool gpu_probe_sync_begins(CUstream stream, uint64_t now) DLBN_HIDDEN;
 uint64_t gpu_probe_sync_drained(void) DLBN_HIDDEN;
 
 /* One CUDA_INFO record: api (a DLBN_CU_* or CUDA_INFO_* code), ret, text. */

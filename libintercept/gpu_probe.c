@@ -153,7 +153,7 @@ static int anchor_next = -1; /* recorded, waiting to complete, -1 none */
 static uint64_t next_probe_id = 1;
 /* Sync drains: one event, recorded where a stream synchronisation begins. */
 static CUevent sync_event;
-static uint64_t sync_event_ns; /* when it was last recorded, 0 = not pending */
+static uint64_t sync_event_ns; /* when it was last recorded (0 never); atomic */
 
 /* Emit without hook_enter: the fan-out calls us from inside a hook. */
 static void emit_info(int64_t code, int64_t ret, const char *text)
@@ -459,16 +459,18 @@ void gpu_probe_poll(void)
  */
 #define SYNC_DRAIN_MIN_GAP_NS 500000ull
 
-bool gpu_probe_sync_begins(CUstream stream)
+bool gpu_probe_sync_begins(CUstream stream, uint64_t now)
 {
-	uint64_t now;
 	CUcontext ctx = NULL;
 	CUresult r;
 
-	if (!gpu_was_used() || !probing_possible() || anchor_cur < 0)
+	uint64_t last = __atomic_load_n(&sync_event_ns, __ATOMIC_RELAXED);
+
+	/* First, before any other check: a loop syncing often pays only this.
+	 * Written by the main thread only; other threads just read it. */
+	if (last && now - last < SYNC_DRAIN_MIN_GAP_NS)
 		return false;
-	now = clock_now_ns();
-	if (sync_event_ns && now - sync_event_ns < SYNC_DRAIN_MIN_GAP_NS)
+	if (!gpu_was_used() || !probing_possible() || anchor_cur < 0)
 		return false;
 	if (drv.ctx_get_current(&ctx) != CUDA_SUCCESS || ctx != probe_ctx)
 		return false;
@@ -478,7 +480,7 @@ bool gpu_probe_sync_begins(CUstream stream)
 			stop_probing(r, "probe: cuEventRecord(sync) failed");
 		return false;
 	}
-	sync_event_ns = now;
+	__atomic_store_n(&sync_event_ns, now, __ATOMIC_RELAXED);
 	return true;
 }
 
