@@ -255,6 +255,12 @@ static bool maintain_anchor(uint64_t now)
 	return true;
 }
 
+/* Host time of an event ms milliseconds after the anchor's (the header). */
+static uint64_t host_time_after(const struct anchor *a, float ms)
+{
+	return (uint64_t)((int64_t)a->host_ns + (int64_t)((double)ms * 1e6));
+}
+
 static void emit_done(struct probe *p, uint64_t complete_ns, int status)
 {
 	int64_t f[3] = {(int64_t)p->id, (int64_t)complete_ns, status};
@@ -286,7 +292,7 @@ static void resolve_pending(void)
 			stop_probing(r, "probe: cuEventQuery/cuEventElapsedTime failed");
 			return;
 		}
-		emit_done(p, (uint64_t)((int64_t)a->host_ns + (int64_t)((double)ms * 1e6)), 0);
+		emit_done(p, host_time_after(a, ms), 0);
 	}
 }
 
@@ -495,5 +501,5 @@ uint64_t gpu_probe_sync_drained(void)
 	if (drv.event_query(sync_event) != CUDA_SUCCESS ||
 	    drv.event_elapsed(&ms, anchors[anchor_cur].event, sync_event) != CUDA_SUCCESS)
 		return 0;
-	return (uint64_t)((int64_t)anchors[anchor_cur].host_ns + (int64_t)((double)ms * 1e6));
+	return host_time_after(&anchors[anchor_cur], ms);
 }

@@ -377,13 +377,11 @@ static void run(struct sim *s)
 				int64_t ts = fe + 8000 + costs;
 				int64_t dur = (s->gpu_free > ts ? s->gpu_free - ts : 0) +
 					      (int64_t)(p->sync_late_ms * MS);
-				if (p->sync_drain_event)
-					tg_rec(s->main, DLBN_REC_SYNC, ts, "iiii", dur,
-					       (int64_t)DLBN_CU_STREAM_SYNC, (int64_t)GPU_STREAM,
-					       s->gpu_free);
-				else
-					tg_rec(s->main, DLBN_REC_SYNC, ts, "iii", dur,
-					       (int64_t)DLBN_CU_STREAM_SYNC, (int64_t)GPU_STREAM);
+				/* The drain field last, written only with the event. */
+				tg_rec(s->main, DLBN_REC_SYNC, ts,
+				       p->sync_drain_event ? "iiii" : "iii", dur,
+				       (int64_t)DLBN_CU_STREAM_SYNC, (int64_t)GPU_STREAM,
+				       s->gpu_free);
 			}
 			/* The loop consumed batch i: send the index of batch i + P. */
 			if (i + P < per_epoch) {
