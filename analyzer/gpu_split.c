@@ -129,7 +129,8 @@ static int split_step(struct slot *sl, int64_t busy_until, int unknown, int refi
 
 /*
  * The GPU's idle time in the lead of sl's step: the loop period from the
- * previous batch's arrival to this wait (model.h, gpu_lead_idle_ns).  Idle
+ * previous batch's arrival to this wait, or to the iter() whose worker
+ * start-up the wait carries (model.h, gpu_lead_idle_ns, lead_end).  Idle
  * from when the GPU had nothing left after the arrival to the first GPU
  * work queued in the period, and from when that work was done to the wait:
  * by this wait's probes (they complete when the wait begins if the GPU is
@@ -143,13 +144,14 @@ static void lead_idle(const struct track *tr, struct slot *sl, int64_t busy_unti
 {
 	struct dlbn_step *s = &sl->s;
 	int64_t from = tr->prev_drained, e = tr->prev_next_enqueue, idle;
+	int64_t end = s->lead_end > 0 && s->lead_end < sl->wb ? s->lead_end : sl->wb;
 
 	s->gpu_lead_idle_ns = -1;
 	s->gpu_lead_refill_ns = 0;
-	if (tr->prev_end == NO_TIME || !tr->prev_probed || sl->wb < tr->prev_end)
+	if (tr->prev_end == NO_TIME || !tr->prev_probed || end < tr->prev_end)
 		return;
-	if (e <= 0 || e >= sl->wb) {
-		idle = sl->wb > from ? sl->wb - from : 0;
+	if (e <= 0 || e >= end) {
+		idle = end > from ? end - from : 0;
 	} else {
 		if (sl->gs.evidence != DLBN_GPU_EV_PROBE || busy_until <= 0)
 			return;
@@ -158,7 +160,7 @@ static void lead_idle(const struct track *tr, struct slot *sl, int64_t busy_unti
 		if (sl->drained_by_sync > e && sl->drained_by_sync >= sl->last_enqueue &&
 		    sl->drained_by_sync < done)
 			done = sl->drained_by_sync;
-		idle += sl->wb > done ? sl->wb - done : 0;
+		idle += end > done ? end - done : 0;
 	}
 	s->gpu_lead_idle_ns = idle;
 	s->gpu_lead_refill_ns = tr->prev_refill < idle ? tr->prev_refill : idle;

@@ -125,6 +125,11 @@ struct dlbn_step {
 	 * refill bubble. */
 	struct dlbn_lead lead;
 	int64_t gpu_lead_idle_ns, gpu_lead_refill_ns;
+	/* Where the lead ends: the fetch's begin, or the iter() before it
+	 * when the wait carries that iterator's worker start-up (the
+	 * start-up is the wait's, not the lead's); 0 for views without
+	 * leads. */
+	int64_t lead_end;
 	uint32_t in_epoch; /* position in its epoch (0: its first step) */
 	uint8_t warmup;	   /* before the steady-state window */
 	/* Python view: a step of another loader than the training one
@@ -206,7 +211,9 @@ struct dlbn_loader {
 	int64_t py_open, py_carry_ns, py_iter_begin;
 	int64_t py_iter_waited; /* the loop's waited_ns at its iter() */
 	int py_new_epoch;
-	struct dlbn_lead py_lead; /* of the open fetch */
+	struct dlbn_lead py_lead;      /* of the open fetch */
+	int64_t py_lead_end;	       /* its end (dlbn_step.lead_end) */
+	struct dlbn_lead py_iter_lead; /* the lead up to its last iter() */
 	struct dlbn_steps steps;  /* another loader's steps (the training
 				   * loader's are m->py_steps) */
 	/* Its window steps that lie inside the training loader's window:

@@ -78,11 +78,12 @@ void model_mark_record(struct pass2 *ps, const struct dlbn_record *r)
 		l->py_open = -1;
 		l->py_iter_begin = r->t_ns;
 		l->py_iter_waited = ps->waited_ns;
+		l->py_iter_lead = lead_of(ps, r);
 		break;
 	case DLBN_MARK_FETCH_BEGIN:
 		l->py_open = r->t_ns;
 		l->py_lead = lead_of(ps, r);
-		ps->arrival_known = 0;
+		l->py_lead_end = r->t_ns;
 		/* The training loader's first iter() is warm-up; another
 		 * loader's may fall inside the training window, where the
 		 * reference Replay (every loader cached before the loop) has
@@ -94,7 +95,15 @@ void model_mark_record(struct pass2 *ps, const struct dlbn_record *r)
 				l->py_carry_ns += start_up;
 				ps->waited_ns += start_up;
 			}
+			/* The start-up goes with the wait: a lead it lies in
+			 * ends at the iter() (its counters are the ITER_BEGIN
+			 * mark's; a trace without them leaves it unknown). */
+			if (start_up > 0 && ps->arrival_known && l->py_iter_begin >= ps->arrival_t) {
+				l->py_lead = l->py_iter_lead;
+				l->py_lead_end = l->py_iter_begin;
+			}
 		}
+		ps->arrival_known = 0;
 		l->py_iter_begin = -1;
 		break;
 	case DLBN_MARK_FETCH_END:
@@ -107,7 +116,8 @@ void model_mark_record(struct pass2 *ps, const struct dlbn_record *r)
 							 ps->stop_carry_ns,
 					      .aside = (uint8_t)aside,
 					      .loader = (int16_t)li,
-					      .lead = l->py_lead};
+					      .lead = l->py_lead,
+					      .lead_end = l->py_lead_end};
 			model_number_epoch(st, &s, l->py_new_epoch);
 			l->py_new_epoch = 0;
 			l->py_carry_ns = 0;

@@ -192,7 +192,7 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *           [, run_ns, runq_ns, sys_ns, minflt, free_ns, free_cpu_ns]
  *           FETCH_BEGIN/FETCH_END: arg = batch index within the epoch;
  *           FETCH_END arg2 semantics: see DLBN_MARK_*.
- *           FETCH_* on the main thread add the thread's cumulative
+ *           FETCH_* and ITER_BEGIN on the main thread add the thread's cumulative
  *           counters: schedstat run and run-queue time, system
  *           time (getrusage), minor faults, wall and CPU time inside
  *           munmap() and close(); -1 when unknown (libintercept/loop_cost.c).

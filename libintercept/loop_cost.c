@@ -12,9 +12,10 @@
  * batch is warm, never freed, and no worker holds the cores: all three go.
  *
  * The recorder samples the thread's cumulative counters at each fetch mark
- * of the main thread (per step, not per call): the analyzer takes the
- * differences over the interval between a FETCH_END and the next
- * FETCH_BEGIN.  Counters:
+ * and iter() mark of the main thread (per step, not per call): the
+ * analyzer takes the differences over the interval between a FETCH_END and
+ * the next FETCH_BEGIN, or the ITER_BEGIN before it whose worker start-up
+ * that fetch carries.  Counters:
  *   run_ns, runq_ns  /proc/thread-self/schedstat (exact, scheduler clock);
  *   sys_ns           getrusage(RUSAGE_THREAD) system time (the kernel
  *                    splits the exact run time by its tick samples, so this

@@ -26,9 +26,10 @@ int dlbn_active(void)
  * begin and end are passed on like the libc hooks' waits: the drain probes
  * then cover num_workers=0 loaders too, which make no IPC call at all.
  * Begin/end pairs are kept per thread (only the loop's thread fetches).
- * On the main thread a fetch's begin and end also carry the loop's
- * cumulative counters (loop_cost.c): from one batch's arrival to the next
- * wait they give the loading costs that land outside the waits.
+ * On the main thread a fetch's begin and end, and iter(), also carry the
+ * loop's cumulative counters (loop_cost.c): from one batch's arrival to
+ * the next wait (or to the iter() whose worker start-up that wait carries)
+ * they give the loading costs that land outside the waits.
  */
 static __thread uint64_t tls_fetch_begin_ns;
 
@@ -38,12 +39,13 @@ int dlbn_mark(int kind, long long iter_id, long long arg)
 		return -1;
 	uint64_t now = clock_now_ns();
 	int64_t f[3 + DLBN_LOOP_COST_FIELDS] = {kind, iter_id, arg};
-	int fetch = kind == DLBN_MARK_FETCH_BEGIN || kind == DLBN_MARK_FETCH_END ||
-		    kind == DLBN_MARK_FETCH_STOP;
+	/* iter() too: a lead that a worker start-up follows ends there. */
+	int counted = kind == DLBN_MARK_FETCH_BEGIN || kind == DLBN_MARK_FETCH_END ||
+		      kind == DLBN_MARK_FETCH_STOP || kind == DLBN_MARK_ITER_BEGIN;
 	int main_thread = on_main_thread();
-	if (fetch && main_thread)
+	if (counted && main_thread)
 		loop_cost_sample(f + 3);
-	rec_emit(DLBN_REC_MARK, now, f, fetch && main_thread ? 3 + DLBN_LOOP_COST_FIELDS : 3);
+	rec_emit(DLBN_REC_MARK, now, f, counted && main_thread ? 3 + DLBN_LOOP_COST_FIELDS : 3);
 	if (main_thread) {
 		if (kind == DLBN_MARK_FETCH_BEGIN) {
 			tls_fetch_begin_ns = now;

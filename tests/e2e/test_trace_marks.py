@@ -63,3 +63,17 @@ def test_no_marks_when_switched_off(runs):
     trace = Trace(run.trace)
     assert trace.records_of_pid(run.record["pid"], "MARK") == []
     assert trace.records_of_pid(run.record["pid"], "CONFIG") == []
+
+
+def test_marks_carry_the_loop_counters(marked):
+    """FETCH_* and ITER_BEGIN on the main thread append the loop's six
+    cumulative counters (loop_cost.c): the analyzer ends a lead at an
+    iter() whose worker start-up the next fetch carries."""
+    run, marks, configs = marked
+    for m in marks:
+        counters = m["raw"][5:]
+        assert len(counters) == 6, m
+        run_ns, runq_ns = counters[0], counters[1]
+        assert run_ns > 0 and runq_ns >= 0, m
+    runs_ns = [m["raw"][5] for m in marks]
+    assert runs_ns == sorted(runs_ns), "cumulative run time goes backwards"

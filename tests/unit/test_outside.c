@@ -212,6 +212,58 @@ static void test_gpu_busy_nothing_charged(void)
 	      dlbn_verdict_name(a.verdict), a.predicted_speedup);
 }
 
+/*
+ * Non-persistent workers started again every epoch, by a loop that leaves
+ * each iterator after its last batch (no StopIteration, as Lightning's
+ * limit_train_batches does): the previous arrival is known when the next
+ * iter() starts 200 ms of worker start-up.  That time is the first fetch's
+ * wait; the lead before it ends at the iter(), so neither its wall time,
+ * its kernel time (a fork's, not a first touch) nor the GPU's idle time in
+ * it count twice.
+ */
+static void test_worker_start_up_not_in_lead(void)
+{
+	struct tgsim_params p;
+	struct dlbn_analysis one, four, bare;
+	base(&p);
+	p.gpu_ms = 4;
+	p.steps = 160;
+	run(&p, &one);
+	p.epochs = 4;
+	p.abandon_epochs = 1;
+	p.startup_ms = 200;
+	run(&p, &four);
+	p.iter_marks_bare = 1;
+	run(&p, &bare);
+	const struct dlbn_outside *o1 = &one.outside, *o4 = &four.outside, *ob = &bare.outside;
+	CHECK(o4->known && o4->steps == four.steps_window,
+	      "start-ups: every lead known, ending at its iter() (%zu of %zu)", o4->steps,
+	      four.steps_window);
+	CHECK(ob->known && ob->steps == bare.steps_window - 3,
+	      "iter() marks without counters: the 3 leads before a start-up unknown (%zu of %zu)",
+	      ob->steps, bare.steps_window);
+	const struct dlbn_outside *v[] = {o4, ob};
+	for (int k = 0; k < 2; k++) {
+		const char *what = k ? "bare iter() marks" : "start-ups";
+		double n = (double)v[k]->steps, n1 = (double)o1->steps;
+		CHECK(near(v[k]->wall_s / n, o1->wall_s / n1, 0.05),
+		      "%s: lead %.2f ms a period, %.2f ms without start-ups", what,
+		      v[k]->wall_s / n * 1e3, o1->wall_s / n1 * 1e3);
+		CHECK(near(v[k]->touch_s / n, o1->touch_s / n1, 0.05),
+		      "%s: first touch %.3f ms a period, %.3f ms without start-ups", what,
+		      v[k]->touch_s / n * 1e3, o1->touch_s / n1 * 1e3);
+		CHECK(v[k]->gpu_steps == v[k]->steps, "%s: GPU idle known in every lead (%zu of %zu)",
+		      what, v[k]->gpu_steps, v[k]->steps);
+		CHECK(near(v[k]->gpu_idle_s / n, o1->gpu_idle_s / n1, 0.05),
+		      "%s: GPU idle after arrivals %.2f ms a period, %.2f ms without start-ups",
+		      what, v[k]->gpu_idle_s / n * 1e3, o1->gpu_idle_s / n1 * 1e3);
+	}
+	/* The start-ups are the waits' (3 x 203 ms), charged once. */
+	CHECK(four.stall_s - one.stall_s > 0.55 && four.stall_s - one.stall_s < 0.7,
+	      "start-ups: in the stall once (%.3f s more than one epoch)",
+	      four.stall_s - one.stall_s);
+}
+
 static void test_without_counters(void)
 {
 	struct tgsim_params p;
@@ -236,6 +288,7 @@ int main(void)
 	test_sync_shows_drain();
 	test_sync_drain_event();
 	test_gpu_busy_nothing_charged();
+	test_worker_start_up_not_in_lead();
 	test_without_counters();
 	unlink(path);
 	CHECK_EXIT();

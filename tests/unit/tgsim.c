@@ -59,7 +59,8 @@ static int lead_costs(const struct tgsim_params *p)
 	return p->lead_free_ms > 0 || p->lead_runq_ms > 0 || p->lead_touch_ms > 0;
 }
 
-/* A fetch mark, with the loop's counters when the run has lead costs. */
+/* A fetch or iter() mark, with the loop's counters when the run has lead
+ * costs. */
 static void fetch_mark(struct sim *s, int64_t t, int kind, int64_t iter, int64_t arg)
 {
 	const int64_t *c = s->counters;
@@ -312,7 +313,10 @@ static void run(struct sim *s)
 	for (int e = 0; e < p->epochs && !killed; e++) {
 		int pipe_epoch = p->persistent ? 0 : e;
 		if (p->marks) {
-			tg_mark(s->main, t, DLBN_MARK_ITER_BEGIN, e + 1, 0);
+			if (p->iter_marks_bare)
+				tg_mark(s->main, t, DLBN_MARK_ITER_BEGIN, e + 1, 0);
+			else
+				fetch_mark(s, t, DLBN_MARK_ITER_BEGIN, e + 1, 0);
 			if (e == 0 || !p->persistent)
 				tg_config(s->main, t, e + 1, cfg);
 			if (p->profile)
@@ -327,7 +331,10 @@ static void run(struct sim *s)
 			tg_write(s->feeder, s->idx_sent[i], 10000, 8, DLBN_FD_PIPE,
 				 index_ino(pipe_epoch, i % p->workers), 60);
 		}
-		int64_t loop_t = t + 3 * MS;
+		int64_t startup = (int64_t)(p->startup_ms * MS);
+		s->counters[0] += startup;
+		s->counters[2] += startup;
+		int64_t loop_t = t + 3 * MS + startup;
 		for (long long i = 0; i < per_epoch; i++, global++) {
 			int k = (int)(i % p->workers);
 			if (p->kill_at >= 0 && global == p->kill_at) {
@@ -397,7 +404,7 @@ static void run(struct sim *s)
 				loop_t += d;
 			}
 		}
-		if (p->marks && !killed)
+		if (p->marks && !killed && !p->abandon_epochs)
 			tg_mark(s->main, loop_t, DLBN_MARK_FETCH_STOP, e + 1, 0);
 		t = loop_t + MS;
 		if (!p->persistent && !killed)

@@ -51,6 +51,12 @@ struct tgsim_params {
 				 (the recorder's sync drain event) */
 	double sync_ms;	      /* > 0: after its loop work each step blocks this long in
 				 cuStreamSynchronize (a rank waiting at an NCCL collective) */
+	int abandon_epochs;   /* the loop leaves each epoch's iterator after its last
+				 batch, no StopIteration (Lightning's limit_train_batches) */
+	double startup_ms;    /* iter() .. the epoch's first fetch: the loop's thread
+				 starts the workers (fork: kernel time) */
+	int iter_marks_bare;  /* ITER_BEGIN without the loop's counters (recorders
+				 before they carried them) */
 	int profile;	      /* worker profile summaries (PROF_*) and the loop's CALLSITE:
 			       * of each batch's CPU time (batch_ms - file_ms) 50% in a timed
 			       * Resize stage, 10% in collate, 30% sampled in PIL's convert
