@@ -214,8 +214,8 @@ struct dlbn_loader {
 	struct dlbn_lead py_lead;      /* of the open fetch */
 	int64_t py_lead_end;	       /* its end (dlbn_step.lead_end) */
 	struct dlbn_lead py_iter_lead; /* the lead up to its last iter() */
-	struct dlbn_steps steps;  /* another loader's steps (the training
-				   * loader's are m->py_steps) */
+	struct dlbn_steps steps;       /* another loader's steps (the training
+					* loader's are m->py_steps) */
 	/* Its window steps that lie inside the training loader's window:
 	 * pending until the next training window step ends, then counted. */
 	struct dlbn_loader_sums pending, in_train_window;

@@ -98,7 +98,8 @@ void model_mark_record(struct pass2 *ps, const struct dlbn_record *r)
 			/* The start-up goes with the wait: a lead it lies in
 			 * ends at the iter() (its counters are the ITER_BEGIN
 			 * mark's; a trace without them leaves it unknown). */
-			if (start_up > 0 && ps->arrival_known && l->py_iter_begin >= ps->arrival_t) {
+			if (start_up > 0 && ps->arrival_known &&
+			    l->py_iter_begin >= ps->arrival_t) {
 				l->py_lead = l->py_iter_lead;
 				l->py_lead_end = l->py_iter_begin;
 			}

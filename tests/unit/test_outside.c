@@ -252,8 +252,9 @@ static void test_worker_start_up_not_in_lead(void)
 		CHECK(near(v[k]->touch_s / n, o1->touch_s / n1, 0.05),
 		      "%s: first touch %.3f ms a period, %.3f ms without start-ups", what,
 		      v[k]->touch_s / n * 1e3, o1->touch_s / n1 * 1e3);
-		CHECK(v[k]->gpu_steps == v[k]->steps, "%s: GPU idle known in every lead (%zu of %zu)",
-		      what, v[k]->gpu_steps, v[k]->steps);
+		CHECK(v[k]->gpu_steps == v[k]->steps,
+		      "%s: GPU idle known in every lead (%zu of %zu)", what, v[k]->gpu_steps,
+		      v[k]->steps);
 		CHECK(near(v[k]->gpu_idle_s / n, o1->gpu_idle_s / n1, 0.05),
 		      "%s: GPU idle after arrivals %.2f ms a period, %.2f ms without start-ups",
 		      what, v[k]->gpu_idle_s / n * 1e3, o1->gpu_idle_s / n1 * 1e3);
