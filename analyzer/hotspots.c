@@ -143,8 +143,9 @@ static int categorize(const char *name, const char *file, const char *callers)
 		return DLBN_HOT_TOKENIZE;
 	if (has(all, "decode") || has(all, "PIL/ImageFile.py") || has(all, "JpegImagePlugin") ||
 	    has(all, "imread") || has(all, "read_image") || has(all, "decode_jpeg") ||
-	    has(name, "loader") || has(all, "PngImagePlugin"))
-		return DLBN_HOT_DECODE;
+	    has(name, "loader") || has(all, "PngImagePlugin") ||
+	    (has(file, "PIL/Image.py") && strcmp(name, "open") == 0))
+		return DLBN_HOT_DECODE; /* Image.open: the header, and the format plugins' import */
 	if (has(name, "resize") || has(name, "crop") || has(name, "interpolat") ||
 	    has(name, "scale"))
 		return DLBN_HOT_RESIZE;

@@ -100,6 +100,9 @@ class Timed(Dataset):
             # (a one-off cost that is not the stage's)
             from PIL import Image
             self.transform(Image.new("RGB", (64, 48)))
+            # and PIL's first Image.open imports its format plugins
+            with Image.open(self.paths[0]) as im:
+                im.convert("RGB")
         self.vocab = {w: i + 2 for i, w in enumerate(WORDS)}
         self.text = " ".join(WORDS[(i * 7) % len(WORDS)] for i in range(12000))
 

@@ -34,7 +34,11 @@ def run_scenario(tmp, scenario, workers=2, batches=30):
     for old in (trace, result):
         if old.exists():
             old.unlink()
-    env = clean_env({"LD_PRELOAD": str(LIB), "DLBN_OUTPUT": str(trace)})
+    # 2 ms rather than 10: a sampled share is off by about sqrt(p(1-p)/n);
+    # the default gave ~40 samples in 30 batches, which put the tests'
+    # 10-point tolerance under two standard errors (a CI failure)
+    env = clean_env({"LD_PRELOAD": str(LIB), "DLBN_OUTPUT": str(trace),
+                     "DLBN_PROFILE_INTERVAL_MS": "2"})
     proc = subprocess.run([sys.executable, str(WORKLOAD), scenario, str(tmp / "data"),
                            str(result), "--workers", str(workers), "--batches", str(batches)],
                           env=env, capture_output=True, text=True, timeout=240)
@@ -92,7 +96,8 @@ def check_share(report, got, expected, context):
 @pytest.mark.parametrize("scenario", sorted(CASES))
 def test_top_hotspot_names_the_expensive_stage(tmp, scenario):
     stage, names_it = CASES[scenario]
-    trace, truth, report = run_scenario(tmp, scenario)
+    # 60 batches: ~180 samples at 2 ms, a sampled share within ~4 points
+    trace, truth, report = run_scenario(tmp, scenario, batches=60)
     top, hot = top_of(report)
     expected = truth_share(truth, stage)
     assert names_it(top), (scenario, top, hot[:4], truth)

@@ -187,9 +187,12 @@ static void profile_summaries(struct worker *w, int64_t t)
 	/* Sample weights in proportion but short of the truth (the tail of a
 	 * fetch is never sampled): the analyzer scales them to the CPU time. */
 	prof_sample(
-		w->main, t, cpu * 3 / 10 * 9 / 10, 30, 0, 937,
+		w->main, t, cpu * 27 / 100 * 9 / 10, 27, 0, 937,
 		"convert\t/usr/lib/python3/dist-packages/PIL/Image.py\t__getitem__:45<fetch:58\t"
 		"load /usr/lib/python3/dist-packages/PIL/ImageFile.py:269");
+	prof_sample(w->main, t, cpu * 3 / 100 * 9 / 10, 3, 0, 3490,
+		    "open\t/usr/lib/python3/dist-packages/PIL/Image.py\t__getitem__:44<fetch:58\t"
+		    "<module> <frozen importlib._bootstrap>:241");
 	prof_sample(w->main, t, cpu / 10 * 9 / 10, 10, 0, 47,
 		    "__getitem__\t/home/u/train.py\t<listcomp>:58<fetch:58\t");
 	prof_sample(w->main, t, cpu * 6 / 10, 60, 1, 300,
