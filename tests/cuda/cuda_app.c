@@ -15,6 +15,10 @@
  *   cuda_app LIBSIMRT destroyed [WAIT_MS]
  *                             work on a stream that is destroyed before the
  *                             wait, then a wait after work on a live stream
+ *   cuda_app LIBSIMRT copies  the simulated driver's copies: an async copy
+ *                             from pinned memory leaves the calling thread
+ *                             before its bytes move, a pageable one after;
+ *                             a copy back sees the bytes either way
  *   cuda_app LIBSIMRT probe KERNEL_US WAIT_MS [WAIT2_MS]
  *                             launch one KERNEL_US kernel, then block on the
  *                             main thread in a pipe read until a child writes
@@ -298,10 +302,53 @@ static int destroyed_stream(int wait_ms)
 	return rt.stream_sync(live) ? 1 : 0;
 }
 
+/* The driver's own entry points (libsimrt made the context current). */
+static int copies(void)
+{
+	typedef int (*alloc_fn)(uint64_t *, size_t);
+	typedef int (*alloc_host_fn)(void **, size_t);
+	typedef int (*htod_async_fn)(uint64_t, const void *, size_t, void *);
+	typedef int (*dtoh_fn)(void *, uint64_t, size_t);
+	enum { N = 1 << 20 };
+	void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!cuda || rt.init())
+		return 1;
+	alloc_fn mem_alloc = (alloc_fn)dlsym(cuda, "cuMemAlloc_v2");
+	alloc_host_fn alloc_host = (alloc_host_fn)dlsym(cuda, "cuMemAllocHost_v2");
+	htod_async_fn htod_async = (htod_async_fn)dlsym(cuda, "cuMemcpyHtoDAsync_v2");
+	dtoh_fn dtoh = (dtoh_fn)dlsym(cuda, "cuMemcpyDtoH_v2");
+	uint64_t dev_pinned = 0, dev_pageable = 0;
+	void *pinned = NULL;
+	unsigned char *pageable = malloc(N), *back = malloc(N);
+	if (!mem_alloc || !alloc_host || !htod_async || !dtoh || !pageable || !back ||
+	    mem_alloc(&dev_pinned, N) || mem_alloc(&dev_pageable, N) || alloc_host(&pinned, N))
+		return 1;
+	/* The simulator's device memory is host memory: peek at it. */
+	const unsigned char *seen_pinned = (const void *)(uintptr_t)dev_pinned;
+	const unsigned char *seen_pageable = (const void *)(uintptr_t)dev_pageable;
+	memset(pinned, 0xa5, N);
+	memset(pageable, 0x5a, N);
+	memset((void *)seen_pinned, 0, N);
+	memset((void *)seen_pageable, 0, N);
+	if (htod_async(dev_pinned, pinned, N, NULL))
+		return 1;
+	printf("pinned_moved_in_call=%d\n", seen_pinned[N - 1] == 0xa5);
+	if (htod_async(dev_pageable, pageable, N, NULL))
+		return 1;
+	printf("pageable_moved_in_call=%d\n", seen_pageable[N - 1] == 0x5a);
+	if (dtoh(back, dev_pinned, N))
+		return 1;
+	printf("pinned_read_back=%d\n", back[0] == 0xa5 && back[N - 1] == 0xa5);
+	if (dtoh(back, dev_pageable, N))
+		return 1;
+	printf("pageable_read_back=%d\n", back[0] == 0x5a && back[N - 1] == 0x5a);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: cuda_app LIBSIMRT basic|thread[s]|destroyed [MS]|probe "
+		fprintf(stderr, "usage: cuda_app LIBSIMRT basic|copies|thread[s]|destroyed [MS]|probe "
 				"KERNEL_US WAIT_MS [WAIT2_MS]\n");
 		return 2;
 	}
@@ -315,6 +362,8 @@ int main(int argc, char **argv)
 		return many_threads(argc > 3 ? atoi(argv[3]) : 50);
 	if (strcmp(argv[2], "thread") == 0)
 		return thread_only(argc > 3 ? atoi(argv[3]) : 50);
+	if (strcmp(argv[2], "copies") == 0)
+		return copies();
 	if (strcmp(argv[2], "probe") == 0 && argc >= 5)
 		return probe((unsigned int)atoi(argv[3]), atoi(argv[4]),
 			     argc > 5 ? atoi(argv[5]) : 0);

@@ -19,7 +19,9 @@ What is checked:
     resolves, without blocking, to the kernel's completion time (+-5 ms);
     a main-thread stream sync carries the GPU's completion time of the work
     it waited for;
-  - a process without CUDA activity writes no GPU records.
+  - a process without CUDA activity writes no GPU records;
+  - the simulated driver's async copy from pinned memory costs its caller
+    no memmove (a copy engine's work), and its bytes still arrive.
 """
 import os
 import subprocess
@@ -197,6 +199,18 @@ def probe_run(tmp_path, reach, kernel_us, wait_ms, wait2_ms=0):
     recs = [r for r in dlbntrace.read_records(str(tmp_path / "p.bin"))
             if r["pid"] == r["tid"] and r["type"] in GPU_TYPES | {"READ"}]
     return facts, recs
+
+
+def test_simulated_pinned_async_copy_moves_its_bytes_later():
+    """The simulated driver, as a copy engine: an async copy from pinned
+    memory costs its caller no memmove (the bytes move at the next call that
+    can read them), one from pageable memory is staged in the call; a copy
+    back gets the bytes either way."""
+    facts, p = run([os.path.join(BIN, "cuda_app"), REACH["runtime"], "copies"])
+    assert p.returncode == 0, p.stderr
+    assert facts["pinned_moved_in_call"] == "0", facts
+    assert facts["pageable_moved_in_call"] == "1", facts
+    assert facts["pinned_read_back"] == "1" and facts["pageable_read_back"] == "1", facts
 
 
 @pytest.mark.parametrize("reach", ["runtime", "direct"])

@@ -31,9 +31,8 @@ A program with several loaders (train_val.py, lightning_fit.py) wraps each.
 
 The per-step "model" is the simulated GPU (tests/simcuda/simgpu.py), so that
 compute costs no CPU on a 2-core machine: each step copies --h2d-kib KiB
-host-to-device (pinned, async; a stand-in for the batch's copy - the
-simulator really copies the bytes on the host, so the whole batch would add
-CPU work a real pinned copy does not) and launches a --kernel-us kernel on
+host-to-device (pinned, async: the copy engine's time, no host CPU; a
+stand-in for the batch's copy) and launches a --kernel-us kernel on
 one stream; --sync step synchronises the stream after it (like
 loss.item()).  The host touches the batch (reads one element, as a loss
 would) and sleeps --host-ms (logging, Python overhead).  --gpu runtime

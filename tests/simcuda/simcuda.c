@@ -8,7 +8,9 @@
  * default stream's implicit synchronisation, and the device has one compute
  * engine (kernels, one at a time) and one copy engine (copies).  Kernels are
  * functions named "sleep_<us>" of any module; they take <us> microseconds.
- * Copies run at SIMCUDA_GBPS GB/s (default 10) and really copy the bytes.
+ * Copies run at SIMCUDA_GBPS GB/s (default 10) and really copy the bytes;
+ * an async one from pinned memory moves them later, off the calling
+ * thread's clock (see deferred copies below), as a copy engine would.
  * SIMCUDA_FAIL=cuEventCreate,cuEventRecord,cuEventQuery makes those entry
  * points fail (fault injection for the recorder's error paths).
  * Host-side blocking (syncs, sync copies, async copies from pageable memory,
@@ -818,6 +820,52 @@ EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream h)
 
 /* ---- memory ----------------------------------------------------------------- */
 
+/*
+ * Deferred copies.  An async copy from pinned host memory to the device is
+ * the copy engine's work (DMA): on a real GPU the calling thread only
+ * enqueues it.  A memmove in the call would be host CPU time that real
+ * hardware does not spend (some 8 ms per 32 MiB on a busy 2-core machine,
+ * inside the training loop), so such a copy moves its bytes later, in
+ * order, at the first call that can read device memory or frees either
+ * side: any other copy, cuMemFree, cuMemFreeHost, cuMemHostUnregister.
+ * What that gives up: a program that rewrites a pinned buffer after its
+ * copy completed and only then reads the device copy back gets the new
+ * bytes (nothing here does).  Copies still pending with the same
+ * destination, source and size are one copy (the later one); a full list
+ * is moved at once.  Caller holds sim_lock.
+ */
+#define SIM_MAX_DEFERRED 64
+
+static struct deferred_copy {
+	void *dst;
+	const void *src;
+	size_t n;
+} deferred[SIM_MAX_DEFERRED];
+static size_t ndeferred;
+
+static void deferred_flush_locked(void)
+{
+	for (size_t i = 0; i < ndeferred; i++)
+		memmove(deferred[i].dst, deferred[i].src, deferred[i].n);
+	ndeferred = 0;
+}
+
+static void deferred_add_locked(void *dst, const void *src, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < ndeferred; i++)
+		if (deferred[i].dst == dst && deferred[i].src == src && deferred[i].n == n)
+			break;
+	if (i < ndeferred) { /* the later one: keep the list in order */
+		memmove(&deferred[i], &deferred[i + 1], (ndeferred - i - 1) * sizeof(deferred[0]));
+		ndeferred--;
+	}
+	if (ndeferred == SIM_MAX_DEFERRED)
+		deferred_flush_locked();
+	deferred[ndeferred++] = (struct deferred_copy){dst, src, n};
+}
+
 static CUresult alloc_range(void **p, size_t size, int kind)
 {
 	CUresult r;
@@ -843,6 +891,7 @@ static CUresult free_range(uintptr_t p, int kind, bool owned)
 
 	CHECK_INIT();
 	pthread_mutex_lock(&sim_lock);
+	deferred_flush_locked();
 	r = range_of(p);
 	if (r && r->base == p && r->kind == kind && r->owned == owned) {
 		if (owned)
@@ -943,8 +992,15 @@ static CUresult copy(void *dst, const void *src, size_t bytes, const void *host,
 	hr = host ? range_of((uintptr_t)host) : NULL;
 	pinned = hr && hr->kind == RANGE_PINNED;
 	s = stream_of(h, per_thread_api);
-	if (s)
+	if (s) {
 		end = enqueue(s, &copy_tail, (uint64_t)((double)bytes / bytes_per_ns));
+		if (async && pinned && host == src) {
+			deferred_add_locked(dst, src, bytes);
+			pthread_mutex_unlock(&sim_lock);
+			return CUDA_SUCCESS;
+		}
+		deferred_flush_locked();
+	}
 	pthread_mutex_unlock(&sim_lock);
 	if (!s)
 		return CUDA_ERROR_INVALID_HANDLE;
