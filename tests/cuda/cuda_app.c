@@ -324,12 +324,12 @@ static int copies(void)
 	    mem_alloc(&dev_pinned, N) || mem_alloc(&dev_pageable, N) || alloc_host(&pinned, N))
 		return 1;
 	/* The simulator's device memory is host memory: peek at it. */
-	const unsigned char *seen_pinned = (const void *)(uintptr_t)dev_pinned;
-	const unsigned char *seen_pageable = (const void *)(uintptr_t)dev_pageable;
+	unsigned char *seen_pinned = (void *)(uintptr_t)dev_pinned;
+	unsigned char *seen_pageable = (void *)(uintptr_t)dev_pageable;
 	memset(pinned, 0xa5, N);
 	memset(pageable, 0x5a, N);
-	memset((void *)seen_pinned, 0, N);
-	memset((void *)seen_pageable, 0, N);
+	memset(seen_pinned, 0, N);
+	memset(seen_pageable, 0, N);
 	if (htod_async(dev_pinned, pinned, N, NULL))
 		return 1;
 	printf("pinned_moved_in_call=%d\n", seen_pinned[N - 1] == 0xa5);

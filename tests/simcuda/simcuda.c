@@ -830,9 +830,9 @@ EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream h)
  * side: any other copy, cuMemFree, cuMemFreeHost, cuMemHostUnregister.
  * What that gives up: a program that rewrites a pinned buffer after its
  * copy completed and only then reads the device copy back gets the new
- * bytes (nothing here does).  Copies still pending with the same
- * destination, source and size are one copy (the later one); a full list
- * is moved at once.  Caller holds sim_lock.
+ * bytes (nothing here does).  A copy that repeats the last pending one
+ * (same destination, source and size) adds nothing; a full list is moved
+ * at once.  Caller holds sim_lock.
  */
 #define SIM_MAX_DEFERRED 64
 
@@ -852,15 +852,10 @@ static void deferred_flush_locked(void)
 
 static void deferred_add_locked(void *dst, const void *src, size_t n)
 {
-	size_t i;
+	const struct deferred_copy *last = ndeferred ? &deferred[ndeferred - 1] : NULL;
 
-	for (i = 0; i < ndeferred; i++)
-		if (deferred[i].dst == dst && deferred[i].src == src && deferred[i].n == n)
-			break;
-	if (i < ndeferred) { /* the later one: keep the list in order */
-		memmove(&deferred[i], &deferred[i + 1], (ndeferred - i - 1) * sizeof(deferred[0]));
-		ndeferred--;
-	}
+	if (last && last->dst == dst && last->src == src && last->n == n)
+		return; /* the same bytes again: one memmove moves both */
 	if (ndeferred == SIM_MAX_DEFERRED)
 		deferred_flush_locked();
 	deferred[ndeferred++] = (struct deferred_copy){dst, src, n};

@@ -4,8 +4,8 @@
  * tgsim runs with the worker profile on (tgsim.h "profile": of each
  * batch's CPU time 50% in a timed Resize, 10% in collate, 30% sampled in
  * PIL (27% convert, 3% Image.open), 10% in __getitem__; file reads off the
- * CPU; pickling 5% of
- * the batch time), so every share follows from the parameters.
+ * CPU; pickling 5% of the batch time), so every share follows from the
+ * parameters.
  */
 #include <math.h>
 #include <stdio.h>
