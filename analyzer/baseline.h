@@ -38,9 +38,11 @@ struct dlbn_baseline {
 	int real_epochs, replay_epochs;
 	size_t first_step, last_step; /* wall = end of last_step - end of first_step */
 	double real_wall_s, replay_wall_s;
-	double measured_speedup;  /* 0: not measurable (see notes) */
-	double predicted_speedup; /* the Real analysis' prediction (0: none) */
-	double error_pct;	  /* (predicted / measured - 1) x 100; valid iff has_error */
+	double measured_speedup; /* 0: not measurable (see notes) */
+	/* The Real analysis' prediction (0: none); without a wrapper iterable's
+	 * part when the Replay run kept it (baseline.c kept_wrapper). */
+	double predicted_speedup;
+	double error_pct; /* (predicted / measured - 1) x 100; valid iff has_error */
 	int has_error;
 	double replay_own_speedup; /* the Replay trace's own prediction (~1 expected) */
 	int equivalent;

@@ -159,6 +159,8 @@ const char *dlbn_mark_name(int64_t kind)
 		return "ITER_BEGIN";
 	case DLBN_MARK_STEP:
 		return "STEP";
+	case DLBN_MARK_HANDOFF:
+		return "HANDOFF";
 	default:
 		return "MARK";
 	}

@@ -138,7 +138,9 @@ static int split_step(struct slot *sl, int64_t busy_until, int unknown, int refi
  * in the period that waited for all of it.  Gaps between the period's own
  * GPU work, and a drain before the wait that neither shows, are not
  * observed (counted busy).  No GPU work in the period: idle from the drain
- * to the wait.  Unknown (-1) without probe evidence at both ends.
+ * to the wait.  Unknown (-1) without probe evidence at both ends.  Of it,
+ * the idle time up to the hand-off of a wrapper's part (lead.h): from the
+ * drain to the hand-off or the first GPU work, whichever comes first.
  */
 static void lead_idle(const struct track *tr, struct slot *sl, int64_t busy_until)
 {
@@ -148,8 +150,17 @@ static void lead_idle(const struct track *tr, struct slot *sl, int64_t busy_unti
 
 	s->gpu_lead_idle_ns = -1;
 	s->gpu_lead_refill_ns = 0;
+	s->gpu_lead_wrap_idle_ns = 0;
 	if (tr->prev_end == NO_TIME || !tr->prev_probed || end < tr->prev_end)
 		return;
+	if (s->lead.wrap_ns > 0) {
+		int64_t stop = tr->prev_end + s->lead.wrap_ns;
+		if (e > 0 && e < stop)
+			stop = e;
+		if (stop > end)
+			stop = end;
+		s->gpu_lead_wrap_idle_ns = stop > from ? stop - from : 0;
+	}
 	if (e <= 0 || e >= end) {
 		idle = end > from ? end - from : 0;
 	} else {

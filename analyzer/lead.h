@@ -12,6 +12,13 @@
  * outside the frees, sys_ns - free_cpu_ns, bounded by the pages mapped).
  * It keeps the loop's own work.  They count as far as the GPU sat idle in
  * the same lead (gpu_lead_idle_ns in model.h).
+ *
+ * When a wrapper iterable fetched the batch (a HANDOFF mark: timm's
+ * PrefetchLoader, python/_dlbn_handoff.py), the lead begins with the
+ * wrapper's work on it, from the arrival to the hand-off (wrap_ns), which a
+ * Replay of what the loop iterates removes whole; it counts as far as the
+ * GPU sat idle in it (gpu_lead_wrap_idle_ns), and the counters above then
+ * start at the hand-off, so that nothing is counted twice.
  */
 #ifndef DLBN_LEAD_H
 #define DLBN_LEAD_H
@@ -28,6 +35,8 @@ struct dlbn_lead {
 	int64_t sys_ns;	     /* kernel time (tick-sampled: exact as a sum only) */
 	int64_t minflt;	     /* minor faults (first touch of worker-written pages) */
 	int64_t shm_bytes;   /* the batch's shared memory mapped (any thread) */
+	int64_t wrap_ns;     /* arrival .. the wrapper's hand-off (0: none) */
+	int64_t wrapped;     /* steps with a hand-off */
 	int64_t known;	     /* steps with counters (1 or 0 for one step) */
 };
 
@@ -43,28 +52,33 @@ static inline void dlbn_lead_add(struct dlbn_lead *sum, const struct dlbn_lead *
 	sum->sys_ns += x->sys_ns;
 	sum->minflt += x->minflt;
 	sum->shm_bytes += x->shm_bytes;
+	sum->wrap_ns += x->wrap_ns;
+	sum->wrapped += x->wrapped;
 	sum->known += x->known;
 }
 
 /*
- * Leads over a window.  Per step, free + runq count up to the GPU idle
- * time of the same lead less the refill bubble already charged there
- * (charged_ns); what idle time is left (room_ns) bounds the first-touch
- * cost, which is only known as a window sum.
+ * Leads over a window.  Per step, the wrapper's part counts as far as the
+ * GPU sat idle in it beyond the refill bubble already charged there (both
+ * begin at the arrival), then free + runq up to the lead's remaining GPU
+ * idle time (charged_ns); what idle time is left (room_ns) bounds the
+ * first-touch cost, which is only known as a window sum.
  */
 struct dlbn_lead_sums {
-	struct dlbn_lead lead;	/* the steps with counters */
-	int64_t gpu_known;	/* of them, steps whose lead GPU idle is known */
-	int64_t gpu_idle_ns;	/* GPU idle in the leads (GPU rule) */
-	int64_t gpu_refill_ns;	/* of it, refill bubbles charged with the waits */
-	int64_t gpu_charged_ns; /* min(free + runq, idle - refill), per step */
-	int64_t gpu_room_ns;	/* idle - refill - charged, per step */
+	struct dlbn_lead lead;	     /* the steps with counters */
+	int64_t gpu_known;	     /* of them, steps whose lead GPU idle is known */
+	int64_t gpu_idle_ns;	     /* GPU idle in the leads (GPU rule) */
+	int64_t gpu_refill_ns;	     /* of it, refill bubbles charged with the waits */
+	int64_t gpu_wrap_charged_ns; /* min(wrap idle - refill, idle - refill) */
+	int64_t gpu_charged_ns;	     /* min(free + runq, what is left), per step */
+	int64_t gpu_room_ns;	     /* idle - refill - both charges, per step */
 };
 
-/* A step's lead with the GPU's idle time in it (-1: unknown) and the
- * refill bubble of the step before that lies in it. */
+/* A step's lead with the GPU's idle time in it (-1: unknown), the refill
+ * bubble of the step before that lies in it, and the idle time in its
+ * wrapper part (0 without one). */
 static inline void dlbn_lead_sums_add(struct dlbn_lead_sums *w, const struct dlbn_lead *l,
-				      int64_t gpu_idle, int64_t gpu_refill)
+				      int64_t gpu_idle, int64_t gpu_refill, int64_t gpu_wrap_idle)
 {
 	if (!l->known)
 		return;
@@ -72,11 +86,16 @@ static inline void dlbn_lead_sums_add(struct dlbn_lead_sums *w, const struct dlb
 	if (gpu_idle < 0)
 		return;
 	int64_t room = gpu_idle > gpu_refill ? gpu_idle - gpu_refill : 0;
+	int64_t wrap = gpu_wrap_idle > gpu_refill ? gpu_wrap_idle - gpu_refill : 0;
+	if (wrap > room)
+		wrap = room;
+	room -= wrap;
 	int64_t cost = l->free_ns + l->runq_ns;
 	int64_t charged = cost < room ? cost : room;
 	w->gpu_known++;
 	w->gpu_idle_ns += gpu_idle;
 	w->gpu_refill_ns += gpu_refill < gpu_idle ? gpu_refill : gpu_idle;
+	w->gpu_wrap_charged_ns += wrap;
 	w->gpu_charged_ns += charged;
 	w->gpu_room_ns += room - charged;
 }
@@ -87,6 +106,7 @@ static inline void dlbn_lead_sums_merge(struct dlbn_lead_sums *w, const struct d
 	w->gpu_known += x->gpu_known;
 	w->gpu_idle_ns += x->gpu_idle_ns;
 	w->gpu_refill_ns += x->gpu_refill_ns;
+	w->gpu_wrap_charged_ns += x->gpu_wrap_charged_ns;
 	w->gpu_charged_ns += x->gpu_charged_ns;
 	w->gpu_room_ns += x->gpu_room_ns;
 }

@@ -168,6 +168,7 @@ void model_feed(struct pass2 *ps, struct dlbn_steps *st, struct dlbn_step *s)
 	s->gpu_refill_ns = 0;
 	s->gpu_lead_idle_ns = -1;
 	s->gpu_lead_refill_ns = 0;
+	s->gpu_lead_wrap_idle_ns = 0;
 	dlbn_window_feed(m, st, s);
 	if (st == &m->ipc_steps && s->bytes > 0 && m->nipc_head < DLBN_HEAD_STEPS)
 		m->ipc_head_bytes[m->nipc_head++] = s->bytes;

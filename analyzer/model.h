@@ -125,6 +125,7 @@ struct dlbn_step {
 	 * refill bubble. */
 	struct dlbn_lead lead;
 	int64_t gpu_lead_idle_ns, gpu_lead_refill_ns;
+	int64_t gpu_lead_wrap_idle_ns; /* of the idle time, in lead.wrap_ns */
 	/* Where the lead ends: the fetch's begin, or the iter() before it
 	 * when the wait carries that iterator's worker start-up (the
 	 * start-up is the wait's, not the lead's); 0 for views without

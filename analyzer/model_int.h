@@ -185,6 +185,9 @@ struct pass2 {
 	 * carried them; loop_cost.c), the start of the next step's lead. */
 	int64_t arrival_t, arrival_counters[LOOP_COUNTERS];
 	int arrival_known;
+	/* The iterator that made the arrival, and the wrapper's hand-off of
+	 * that batch (0: none yet); the counters are the hand-off's then. */
+	int64_t arrival_iter, handoff_t;
 	/* The batches' shared memory mapped (MMAP records of /dev/shm files, any thread), in all
 	 * and up to the last arrival: the pages the batch's first touch faults in. */
 	int64_t shm_mapped, shm_at_arrival, arrival_shm;

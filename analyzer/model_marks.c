@@ -50,6 +50,10 @@ static struct dlbn_lead lead_of(const struct pass2 *ps, const struct dlbn_record
 			   : 0;
 	d.minflt = c[LC_MINFLT] - a[LC_MINFLT];
 	d.shm_bytes = ps->arrival_shm;
+	if (ps->handoff_t > 0) {
+		d.wrap_ns = ps->handoff_t - ps->arrival_t;
+		d.wrapped = 1;
+	}
 	d.known = 1;
 	return d;
 }
@@ -128,9 +132,23 @@ void model_mark_record(struct pass2 *ps, const struct dlbn_record *r)
 		l->py_open = -1;
 		ps->arrival_t = r->t_ns;
 		ps->arrival_known = loop_counters(r, ps->arrival_counters);
+		ps->arrival_iter = fld(r, 1);
+		ps->handoff_t = 0;
 		ps->arrival_shm = ps->shm_mapped - ps->shm_at_arrival;
 		ps->shm_at_arrival = ps->shm_mapped;
 		break;
+	case DLBN_MARK_HANDOFF: {
+		/* The wrapper's part of the coming lead ends here; without its
+		 * own counters it cannot be told from the rest and is left in
+		 * the lead. */
+		int64_t c[LOOP_COUNTERS];
+		if (ps->arrival_known && !ps->handoff_t && fld(r, 1) == ps->arrival_iter &&
+		    r->t_ns >= ps->arrival_t && loop_counters(r, c)) {
+			memcpy(ps->arrival_counters, c, sizeof(c));
+			ps->handoff_t = r->t_ns;
+		}
+		break;
+	}
 	case DLBN_MARK_FETCH_STOP:
 		/* The next batch the loop gets, from whichever loader, carries
 		 * this fetch: a val loader's last fetch of an epoch shuts its

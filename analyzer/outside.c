@@ -14,7 +14,10 @@
  * against the GPU's idle time of the same period; the first touch is the
  * thread's kernel time outside the frees, which getrusage splits from the
  * exact run time by tick samples: right as a window sum, not per period,
- * so it takes the idle time the per-period charges left, summed.
+ * so it takes the idle time the per-period charges left, summed.  Where a
+ * wrapper iterable fetched the batch, its work up to the hand-off is timed
+ * by the HANDOFF mark (the other counters start there) and weighed against
+ * the GPU's idle time inside that part of the period.
  */
 #include <string.h>
 
@@ -40,7 +43,9 @@ void dlbn_outside_waits(const struct dlbn_model *m, int gpu_rule, struct dlbn_ou
 	o->known = 1;
 	o->gpu_rule = gpu_rule;
 	o->steps = (size_t)l->known;
+	o->wrapped = (size_t)l->wrapped;
 	o->wall_s = sec(l->wall_ns);
+	o->wrap_s = sec(l->wrap_ns);
 	o->free_s = sec(l->free_ns);
 	o->runq_s = sec(l->runq_ns);
 	int64_t kernel = l->sys_ns > l->free_cpu_ns ? l->sys_ns - l->free_cpu_ns : 0;
@@ -53,10 +58,11 @@ void dlbn_outside_waits(const struct dlbn_model *m, int gpu_rule, struct dlbn_ou
 	o->minflt_per_step = (double)l->minflt / (double)l->known;
 	o->shm_mib_per_step = (double)l->shm_bytes / (double)l->known / (1024.0 * 1024.0);
 	if (!gpu_rule) {
+		o->charged_wrap_s = o->wrap_s;
 		o->charged_free_s = o->free_s;
 		o->charged_runq_s = o->runq_s;
 		o->charged_touch_s = o->touch_s;
-		o->charged_s = o->free_s + o->runq_s + o->touch_s;
+		o->charged_s = o->wrap_s + o->free_s + o->runq_s + o->touch_s;
 		return;
 	}
 	o->gpu_steps = (size_t)sum.gpu_known;
@@ -75,7 +81,8 @@ void dlbn_outside_waits(const struct dlbn_model *m, int gpu_rule, struct dlbn_ou
 	double touch_known = o->touch_s * (double)sum.gpu_known / (double)l->known;
 	double room = sec(sum.gpu_room_ns);
 	o->charged_touch_s = touch_known < room ? touch_known : room;
-	o->charged_s = charged + o->charged_touch_s;
+	o->charged_wrap_s = sec(sum.gpu_wrap_charged_ns);
+	o->charged_s = o->charged_wrap_s + charged + o->charged_touch_s;
 	double loading = o->refill_s + o->charged_s;
 	o->other_host_s = o->gpu_idle_s > loading ? o->gpu_idle_s - loading : 0;
 }

@@ -6,10 +6,13 @@
  * and the next fetch along with the waits: dropping the previous batch (its
  * shared memory unmapped and released), the loop's thread queued for a CPU
  * behind the workers, and the first touch of the new batch's pages (page
- * faults on worker-written shared memory; a cached batch is warm).  They
- * are charged to the stall as far as the GPU sat idle for them: under the
- * GPU rule at most the GPU's idle time in the same loop period less the
- * refill bubble already charged there; under the CPU-only rule whole.  The
+ * faults on worker-written shared memory; a cached batch is warm).  It
+ * removes a fourth where a wrapper iterable fetched the batch (timm's
+ * PrefetchLoader): the wrapper's work on it up to its hand-off to the loop
+ * (lead.h).  They are charged to the stall as far as the GPU sat idle for
+ * them: under the GPU rule at most the GPU's idle time in the same loop
+ * period less the refill bubble already charged there (the wrapper's part
+ * only with the idle time inside it); under the CPU-only rule whole.  The
  * loop's own work there is kept, as Replay keeps it.
  */
 #ifndef DLBN_OUTSIDE_H
@@ -29,16 +32,18 @@ struct dlbn_outside {
 	int gpu_rule;	  /* charged by the GPU's idle time (else whole) */
 	size_t steps;	  /* window loop periods with counters */
 	size_t gpu_steps; /* of them, with the GPU's idle time known */
+	size_t wrapped;	  /* of them, with a wrapper's hand-off */
 	double wall_s;	  /* arrival .. next fetch, summed */
 	double free_s;	  /* inside munmap/close */
 	double runq_s;	  /* runnable but not running, outside those calls */
 	double touch_s;	  /* kernel time outside them, bounded by the pages mapped */
+	double wrap_s;	  /* arrival .. the wrapper's hand-off */
 	double cpu_s;	  /* the loop's own CPU time (running, less the two above) */
 	double minflt_per_step, shm_mib_per_step;
 	double gpu_idle_s; /* GPU idle in those periods (GPU rule) */
 	double refill_s;   /* of which charged with the waits as refill bubbles */
-	double charged_s;  /* free + runq + touch as far as the GPU sat idle */
-	double charged_free_s, charged_runq_s, charged_touch_s;
+	double charged_s;  /* wrap + free + runq + touch as far as the GPU sat idle */
+	double charged_wrap_s, charged_free_s, charged_runq_s, charged_touch_s;
 	double other_host_s; /* GPU idle in them that Replay keeps */
 };
 

@@ -8,7 +8,7 @@
 #include "json.h"
 #include "report.h"
 
-#define OUTSIDE_LINES 6
+#define OUTSIDE_LINES 7
 
 struct outside_line {
 	const char *label;
@@ -35,6 +35,14 @@ static int outside_lines(const struct dlbn_analysis *a, struct outside_line *v)
 		 o->steps, o->wall_s, share(o->wall_s, w),
 		 o->gpu_rule ? "; costs below count in the stall as far as the GPU sat idle"
 			     : "; costs below count in the stall whole (no GPU recorded)");
+	if (o->wrapped) {
+		v[n].label = "wrapper";
+		snprintf(v[n++].text, DLBN_LINE,
+			 "%.3f s (%.1f%%) a wrapper iterator's work on the batch before handing it "
+			 "to the loop, in %zu periods (Replay of what the loop iterates removes "
+			 "it); %.3f s in the stall",
+			 o->wrap_s, share(o->wrap_s, w), o->wrapped, o->charged_wrap_s);
+	}
 	v[n].label = "batch drop";
 	snprintf(v[n++].text, DLBN_LINE,
 		 "%.3f s (%.1f%%) in munmap/close freeing the previous batch's shared memory; "
@@ -91,6 +99,8 @@ void dlbn_outside_json(FILE *out, const struct dlbn_analysis *a)
 		return;
 	}
 	const char *names[] = {"wall_s",
+			       "wrapper_s",
+			       "wrapper_in_stall_s",
 			       "batch_drop_s",
 			       "batch_drop_in_stall_s",
 			       "cpu_queueing_s",
@@ -101,10 +111,12 @@ void dlbn_outside_json(FILE *out, const struct dlbn_analysis *a)
 			       "in_stall_s",
 			       "page_faults_per_step",
 			       "shm_mib_per_step"};
-	double vals[] = {o->wall_s,	    o->free_s,		o->charged_free_s,  o->runq_s,
-			 o->charged_runq_s, o->touch_s,		o->charged_touch_s, o->cpu_s,
-			 o->charged_s,	    o->minflt_per_step, o->shm_mib_per_step};
-	fprintf(out, "{\"periods\":%zu,\"rule\":\"%s\"", o->steps, o->gpu_rule ? "gpu" : "cpu");
+	double vals[] = {o->wall_s,	     o->wrap_s, o->charged_wrap_s, o->free_s,
+			 o->charged_free_s,  o->runq_s, o->charged_runq_s, o->touch_s,
+			 o->charged_touch_s, o->cpu_s,	o->charged_s,	   o->minflt_per_step,
+			 o->shm_mib_per_step};
+	fprintf(out, "{\"periods\":%zu,\"wrapped_periods\":%zu,\"rule\":\"%s\"", o->steps,
+		o->wrapped, o->gpu_rule ? "gpu" : "cpu");
 	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
 		fprintf(out, ",\"%s\":", names[i]);
 		dlbn_json_number(out, vals[i]);

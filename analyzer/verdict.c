@@ -306,10 +306,14 @@ static void outside_reasons(struct dlbn_analysis *a)
 	const struct dlbn_outside *o = &a->outside;
 	if (!o->known || o->charged_s <= 0)
 		return;
+	char wrap[96] = "";
+	if (o->wrapped)
+		snprintf(wrap, sizeof(wrap), "the wrapper iterator's work on the batch %.3f s, ",
+			 o->charged_wrap_s);
 	REASON("%.3f s of the stall is loading outside the waits, after the batches arrived "
-	       "(dropping the previous batch %.3f s, the loop queued for a CPU %.3f s, first touch "
-	       "of the new batch %.3f s)%s",
-	       o->charged_s, o->charged_free_s, o->charged_runq_s, o->charged_touch_s,
+	       "(%sdropping the previous batch %.3f s, the loop queued for a CPU %.3f s, first "
+	       "touch of the new batch %.3f s)%s",
+	       o->charged_s, wrap, o->charged_free_s, o->charged_runq_s, o->charged_touch_s,
 	       o->gpu_rule ? ": the part of them the GPU sat idle for" : "");
 }
 

@@ -201,7 +201,8 @@ static void other_loaders_window(struct dlbn_model *m, const struct dlbn_step *s
 		p->steps++;
 		p->wait_ns += s->wait_ns;
 		p->stall_ns += s->gpu_idle_ns + s->gpu_refill_ns;
-		dlbn_lead_sums_add(&p->leads, &s->lead, s->gpu_lead_idle_ns, s->gpu_lead_refill_ns);
+		dlbn_lead_sums_add(&p->leads, &s->lead, s->gpu_lead_idle_ns, s->gpu_lead_refill_ns,
+				   s->gpu_lead_wrap_idle_ns);
 		return;
 	}
 	for (size_t i = 0; i < t->n; i++) {
@@ -233,7 +234,8 @@ int dlbn_window_final(struct dlbn_model *m, struct dlbn_steps *st, const struct 
 		return rc;
 	w->exposed_ns += s->wait_ns;
 	w->stall_ns += s->gpu_idle_ns + s->gpu_refill_ns;
-	dlbn_lead_sums_add(&w->leads, &s->lead, s->gpu_lead_idle_ns, s->gpu_lead_refill_ns);
+	dlbn_lead_sums_add(&w->leads, &s->lead, s->gpu_lead_idle_ns, s->gpu_lead_refill_ns,
+			   s->gpu_lead_wrap_idle_ns);
 	if (s->epoch > 0 && s->in_epoch <= (uint32_t)m->prefetch_depth)
 		w->startup_ns += s->gpu_idle_ns;
 	if (w->waits && dlbn_quantiles_add(w->waits, s->wait_ns) != 0)

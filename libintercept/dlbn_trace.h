@@ -192,9 +192,9 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *           [, run_ns, runq_ns, sys_ns, minflt, free_ns, free_cpu_ns]
  *           FETCH_BEGIN/FETCH_END: arg = batch index within the epoch;
  *           FETCH_END arg2 semantics: see DLBN_MARK_*.
- *           FETCH_* and ITER_BEGIN on the main thread add the thread's cumulative
- *           counters: schedstat run and run-queue time, system
- *           time (getrusage), minor faults, wall and CPU time inside
+ *           FETCH_*, ITER_BEGIN and HANDOFF on the main thread add the
+ *           thread's cumulative counters: schedstat run and run-queue time,
+ *           system time (getrusage), minor faults, wall and CPU time inside
  *           munmap() and close(); -1 when unknown (libintercept/loop_cost.c).
  *  CONFIG   iter_id, text (str)   "key=value;key=value" iterator config:
  *           num_workers, batch_size, prefetch_factor, pin_memory,
@@ -365,6 +365,8 @@ enum dlbn_mark_kind {
 	DLBN_MARK_FETCH_STOP = 3,  /* __next__ raised StopIteration (epoch end) */
 	DLBN_MARK_ITER_BEGIN = 4,  /* iter(loader): a new epoch's iterator */
 	DLBN_MARK_STEP = 5,	   /* optional user step mark (arg = step) */
+	DLBN_MARK_HANDOFF = 6,	   /* the wrapper iterator that fetched batch arg
+				    * yielded it (python/_dlbn_handoff.py) */
 };
 
 enum dlbn_cu_api {

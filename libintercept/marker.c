@@ -39,9 +39,11 @@ int dlbn_mark(int kind, long long iter_id, long long arg)
 		return -1;
 	uint64_t now = clock_now_ns();
 	int64_t f[3 + DLBN_LOOP_COST_FIELDS] = {kind, iter_id, arg};
-	/* iter() too: a lead that a worker start-up follows ends there. */
+	/* iter() too: a lead that a worker start-up follows ends there; and
+	 * the hand-off, where the wrapper's part of a lead ends. */
 	int counted = kind == DLBN_MARK_FETCH_BEGIN || kind == DLBN_MARK_FETCH_END ||
-		      kind == DLBN_MARK_FETCH_STOP || kind == DLBN_MARK_ITER_BEGIN;
+		      kind == DLBN_MARK_FETCH_STOP || kind == DLBN_MARK_ITER_BEGIN ||
+		      kind == DLBN_MARK_HANDOFF;
 	int main_thread = on_main_thread();
 	if (counted && main_thread)
 		loop_cost_sample(f + 3);

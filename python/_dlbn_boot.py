@@ -40,6 +40,11 @@ Mark arguments (the kinds are DLBN_MARK_* of libintercept/dlbn_trace.h):
   FETCH_END   iter_id, arg = the same batch index
   FETCH_STOP  iter_id, arg = batches yielded in the epoch (StopIteration),
               or -1 when __next__ raised anything else (a worker died ...)
+  HANDOFF     iter_id, arg = the batch index of the FETCH_END before it:
+              the fetch was made by a wrapper iterable's generator __iter__
+              (timm's PrefetchLoader ...) and this is when that generator
+              next yielded or ended (python/_dlbn_handoff.py; DLBN_HANDOFF=0
+              turns it off)
 iter_id is unique per process and new for every iter(loader), including the
 reuse of one iterator object by persistent workers.
 
@@ -73,6 +78,7 @@ MARK_FETCH_END = 2
 MARK_FETCH_STOP = 3
 MARK_ITER_BEGIN = 4
 MARK_STEP = 5
+MARK_HANDOFF = 6
 
 _patched = False     # patch_dataloader_module ran (it runs once)
 _status = None       # then: "ok" (wrapped), "incompatible" or "off" (left alone)
@@ -456,6 +462,7 @@ def patch_dataloader_module(module, api=None, environ=None):
         _wrap_init(module.DataLoader, "DataLoader")
     _note("bootstrap=ok;torch=%s%s" % (_module_version("torch"), _settings_note()))
     _install_profile(api, environ)
+    _install_handoff(environ)
 
 
 def _wrap_init(loader_cls, name):
@@ -582,28 +589,67 @@ def patch_stateful_module(module):
 _profile = None   # the _dlbn_profile module once it is on
 
 
+def _sibling_module(name):
+    """A module of dlbn's bootstrap, from this file's directory (not from
+    sys.path: the program's own modules cannot shadow it)."""
+    import os
+    import sys
+    module = sys.modules.get(name)
+    if module is None:
+        import _frozen_importlib
+        import _frozen_importlib_external
+        spec = _frozen_importlib_external.PathFinder.find_spec(
+            name, [os.path.dirname(_OWN_FILE)])
+        if spec is None:
+            return None
+        module = _frozen_importlib.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module
+    return module
+
+
 def _install_profile(api, environ):
     global _profile
     if api is not None or not isinstance(_api, _MarkerApi):
         return
     try:
-        import os
-        import sys
-        module = sys.modules.get("_dlbn_profile")
-        if module is None:
-            import _frozen_importlib
-            import _frozen_importlib_external
-            spec = _frozen_importlib_external.PathFinder.find_spec(
-                "_dlbn_profile", [os.path.dirname(_OWN_FILE)])
-            if spec is None:
-                return
-            module = _frozen_importlib.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            sys.modules["_dlbn_profile"] = module
-        if module.install(environ=environ):
+        module = _sibling_module("_dlbn_profile")
+        if module is not None and module.install(environ=environ):
             _profile = module
     except Exception:
         _profile = None
+
+
+# ---------------------------------------------------------------------------
+# Hand-off (python/_dlbn_handoff.py): when the fetch's caller is a wrapper
+# iterable's generator __iter__, the time its next yield comes, so that the
+# analyzer can charge the wrapper's work on the batch, which a Replay of what
+# the loop iterates removes.  Any marker API but the null one (marks that go
+# nowhere need no hand-off); DLBN_HANDOFF=0 turns it off.
+
+_handoff = None    # the _dlbn_handoff module once it is on
+_getframe = None   # sys._getframe
+
+
+def _install_handoff(environ):
+    global _handoff, _getframe
+    if isinstance(_api, _NullApi) or environ.get("DLBN_HANDOFF", "1") == "0":
+        return
+    try:
+        import sys
+        _getframe = sys._getframe
+        _handoff = _sibling_module("_dlbn_handoff")
+    except Exception:
+        _handoff = None
+
+
+def _arm_handoff(iter_id, index):
+    try:
+        frame = _handoff.wrapper_frame(_getframe(2))  # the caller of __next__
+        if frame is not None and frame.f_code.co_filename != _OWN_FILE:
+            _handoff.arm(frame, lambda: _emit(MARK_HANDOFF, iter_id, index))
+    except Exception:
+        pass
 
 
 def _new_iter_id():
@@ -687,6 +733,8 @@ def _make_iter_wrapper(orig_iter):
 def _make_next_wrapper(orig_next):
     def __next__(self):
         try:
+            if _handoff is not None:
+                _handoff.disarm()
             iter_id = self.__dict__.get("_dlbn_iter_id")
             if iter_id is None:
                 iter_id = _adopt_iterator(self)
@@ -716,6 +764,8 @@ def _make_next_wrapper(orig_next):
             _emit(MARK_FETCH_END, iter_id, index)
             if _max_steps:
                 _max_steps_count(iter_id)
+            if _handoff is not None:
+                _arm_handoff(iter_id, index)
         return data
 
     _copy_names(__next__, orig_next)
@@ -957,6 +1007,8 @@ class _ReplayIterator:
         return self._steps
 
     def __next__(self):
+        if _handoff is not None:
+            _handoff.disarm()
         iter_id = self._dlbn_iter_id
         index = self._num_yielded
         stop = _max_steps_due(iter_id, index) if _max_steps else None
@@ -979,6 +1031,8 @@ class _ReplayIterator:
         _emit(MARK_FETCH_END, iter_id, index)
         if _max_steps:
             _max_steps_count(iter_id)
+        if _handoff is not None:  # the replay run's wrapper still works on it
+            _arm_handoff(iter_id, index)
         return data
 
 

@@ -11,6 +11,10 @@ Ground truth by construction (sleep-based, so stable on a 2-core machine):
                  with the cores oversubscribed the loop's own work is slower
                  in Real than in Replay (run-queue waits), which a
                  prediction from the exposed wait alone does not see.
+  wrapped        input_bound's supply, 10 ms loop work, and the loop
+                 iterating a wrapper iterable (timm's PrefetchLoader shape)
+                 that spends 8 ms of CPU on each batch: Replay caches the
+                 wrapper's batches -> ~3.0 (1.7 if only the waits counted).
 The Replay run executes the same loop over 8 cached batches; its time over
 the same steady-state steps divides the Real run's time.
 """
@@ -27,6 +31,8 @@ CASES = {
                       "NOT_DETECTED"),
     "cpu_input_bound": (["--workers", "1", "--batch-size", "4", "--sample-cpu-ms", "7.5",
                          "--step-ms", "10", "--steps-per-epoch", "48"], "DETECTED"),
+    "wrapped": (SUPPLY + ["--step-ms", "10", "--wrapper-cpu-ms", "8",
+                          "--steps-per-epoch", "48"], "DETECTED"),
 }
 SLEEP_CASES = ["input_bound", "compute_bound"]
 

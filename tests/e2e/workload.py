@@ -33,14 +33,16 @@ import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
 
-def busy_cpu(ms):
-    """Burn `ms` of CPU time in this thread (storage is sleep, CPU is this)."""
+def busy_cpu(ms, chunk=200):
+    """Burn `ms` of CPU time in this thread (storage is sleep, CPU is this),
+    reading the clock every `chunk` iterations (a wrapper's work takes
+    larger ones: few calls, as a tensor op's would be)."""
     if ms <= 0:
         return
     end = time.thread_time() + ms / 1000.0
     x = 0
     while time.thread_time() < end:
-        for i in range(200):
+        for i in range(chunk):
             x += i * i
     return x
 
@@ -143,6 +145,9 @@ def parse_args(argv):
                     help="per-step loop 'compute' (sleep)")
     ap.add_argument("--mode", choices=("real", "replay"), default="real")
     ap.add_argument("--replay-batches", type=int, default=8)
+    ap.add_argument("--wrapper-cpu-ms", type=float, default=0.0,
+                    help="iterate a wrapper iterable (generator __iter__, like timm's "
+                         "PrefetchLoader) that burns this much CPU on each batch")
     ap.add_argument("--kill-worker-after", type=float, default=None, metavar="S",
                     help="SIGKILL one worker S seconds into the loop")
     ap.add_argument("--json-out", default=None)
@@ -191,6 +196,20 @@ class WorkerKiller:
         if workers:
             self.killed_pid = workers[0].pid
             os.kill(self.killed_pid, signal.SIGKILL)
+
+
+class Wrapper:
+    """What the loop iterates with --wrapper-cpu-ms: an iterable around the
+    DataLoader whose generator __iter__ works on each batch, then yields it
+    (timm's PrefetchLoader shape).  Replay caches its batches."""
+
+    def __init__(self, loader, cpu_ms):
+        self.loader, self.cpu_ms = loader, cpu_ms
+
+    def __iter__(self):
+        for batch in self.loader:
+            busy_cpu(self.cpu_ms, chunk=5000)
+            yield batch
 
 
 def run_real(args, loader, record, killer):
@@ -272,6 +291,8 @@ def main(argv=None):
         install_pin_memory_standin()
     torch.set_num_threads(1)
     loader = make_loader(args)
+    if args.wrapper_cpu_ms > 0:
+        loader = Wrapper(loader, args.wrapper_cpu_ms)
     record = {"mode": args.mode, "args": vars(args), "pid": os.getpid(),
               "epoch_starts": [], "step_times": [], "error": None}
     status = 0

@@ -18,6 +18,12 @@ Scenarios (times per step; batch_size 1, one sample per batch):
   pageable_h2d    loading 5 ms (2 workers), a 64 MiB host-to-device copy from
                   pageable memory (6.4 ms at 10 GB/s, blocks the host) and a
                   10 ms kernel per step
+  wrapped_sync    loading 30 ms (1 worker), GPU 10 ms and a stream sync per
+                  step, the loop iterating a wrapper iterable (a generator
+                  __iter__, as timm's PrefetchLoader is) that spends 8 ms of
+                  CPU on each batch before yielding it: the GPU idles in the
+                  waits and in the wrapper's work, and Replay (caching what
+                  the loop iterates) removes both -> ~3x
 Prints stream=<handle> and steps=<n> at the end.  The simulated driver and
 the reach path are chosen as in simgpu.py.
 
@@ -61,7 +67,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
 import simgpu  # noqa: E402
 import torch  # noqa: E402
 from torch.utils.data import DataLoader, Dataset  # noqa: E402
-from workload import ForeignLoad, install_pin_memory_standin  # noqa: E402  tests/e2e
+from workload import ForeignLoad, busy_cpu, install_pin_memory_standin  # noqa: E402  tests/e2e
 
 # name: (load_ms, workers, gpu_us, sync, host_ms, h2d_pageable_bytes)
 SCENARIOS = {
@@ -70,7 +76,9 @@ SCENARIOS = {
     "sync_each_step": (20, 1, 40_000, True, 0, 0),
     "host_bound": (5, 2, 5_000, False, 30, 0),
     "pageable_h2d": (5, 2, 10_000, False, 0, 64 << 20),
+    "wrapped_sync": (30, 1, 10_000, True, 0, 0),
 }
+WRAPPER_CPU_MS = {"wrapped_sync": 8}
 PREFETCH_FACTOR = 2
 
 
@@ -122,12 +130,27 @@ class Loop:
         return [self.ref_t + self.gpu.elapsed_ms(self.ref, e) / 1000.0 for e in self.events]
 
 
+class Wrapper:
+    """An iterable around the DataLoader, as timm's PrefetchLoader is: a
+    generator __iter__ that works on each batch (cpu_ms of CPU) and yields
+    it."""
+
+    def __init__(self, loader, cpu_ms):
+        self.loader, self.cpu_ms = loader, cpu_ms
+
+    def __iter__(self):
+        for batch in self.loader:
+            busy_cpu(self.cpu_ms, chunk=5000)
+            yield batch
+
+
 def run_real(loader, loop):
     for batch in loader:
         loop.step(batch)
 
 
 def run_replay(loader, loop, steps, replay_batches):
+    """Caches what the loop iterates (the wrapper's batches, if any)."""
     cache = []
     iterator = iter(loader)
     for batch in iterator:
@@ -137,6 +160,8 @@ def run_replay(loader, loop, steps, replay_batches):
     # The workers must not compete with the loop for the CPUs.
     if hasattr(iterator, "_shutdown_workers"):
         iterator._shutdown_workers()
+    if hasattr(iterator, "close"):  # a wrapper's generator: drops the loader's iterator
+        iterator.close()
     del iterator
     for k in range(steps):
         loop.step(cache[k % len(cache)])
@@ -172,6 +197,8 @@ def main(argv=None):
     loop = Loop(args.scenario, args.reach)
     loader = DataLoader(Samples(args.steps, load_ms), batch_size=1, num_workers=workers,
                         prefetch_factor=PREFETCH_FACTOR, pin_memory=args.pin_memory_standin)
+    if args.scenario in WRAPPER_CPU_MS:
+        loader = Wrapper(loader, WRAPPER_CPU_MS[args.scenario])
     load = ForeignLoad()
     try:
         if args.mode == "real":
