@@ -265,6 +265,47 @@ static void test_worker_start_up_not_in_lead(void)
 	      four.stall_s - one.stall_s);
 }
 
+/*
+ * A wrapper iterable works 4 ms on each batch before the loop gets it
+ * (HANDOFF marks).  Replay of what the loop iterates removes it: whole on
+ * a CPU-only run, and on a GPU run when the GPU drained in the wait; not
+ * when the GPU's step outlasts the period.  The other costs are counted
+ * from the hand-off, so none is counted twice.
+ */
+static void test_wrapper_part(void)
+{
+	struct tgsim_params p;
+	struct dlbn_analysis cpu, plain, drained, busy;
+	base(&p);
+	run(&p, &plain);
+	p.lead_wrap_ms = 4;
+	run(&p, &cpu);
+	double n = (double)cpu.steps_window;
+	const struct dlbn_outside *o = &cpu.outside;
+	CHECK(o->wrapped == o->steps && o->steps == cpu.steps_window,
+	      "wrapper: a hand-off in every period (%zu of %zu)", o->wrapped, o->steps);
+	CHECK(near(o->wrap_s, n * 0.004, 0.02), "wrapper: %.4f s, want %.4f", o->wrap_s, n * 0.004);
+	CHECK(near(o->charged_wrap_s, o->wrap_s, 1e-6), "wrapper, cpu-only: charged whole");
+	CHECK(near(o->cpu_s, plain.outside.cpu_s, 0.01) && near(o->free_s, n * 0.003, 0.01) &&
+		      near(o->touch_s, n * 0.001, 0.01),
+	      "wrapper: own work %.4f, drop %.4f, touch %.4f as without it (counted from the "
+	      "hand-off)",
+	      o->cpu_s, o->free_s, o->touch_s);
+	CHECK(near(o->charged_s, n * 0.010, 0.01), "wrapper, cpu-only: 4 + 6 ms a step (%.4f)",
+	      o->charged_s);
+	p.gpu_ms = 4;
+	run(&p, &drained);
+	o = &drained.outside;
+	CHECK(o->gpu_rule && near(o->charged_wrap_s, n * 0.004, 0.02),
+	      "wrapper, GPU drained: charged %.4f, want %.4f", o->charged_wrap_s, n * 0.004);
+	CHECK(near(o->charged_s, n * 0.010, 0.02), "wrapper, GPU drained: all 10 ms (%.4f)",
+	      o->charged_s);
+	p.gpu_ms = 40;
+	run(&p, &busy);
+	CHECK(busy.outside.wrapped == busy.outside.steps && busy.outside.charged_wrap_s < 0.001,
+	      "wrapper, GPU bound: timed, not charged (%.4f)", busy.outside.charged_wrap_s);
+}
+
 static void test_without_counters(void)
 {
 	struct tgsim_params p;
@@ -290,6 +331,7 @@ int main(void)
 	test_sync_drain_event();
 	test_gpu_busy_nothing_charged();
 	test_worker_start_up_not_in_lead();
+	test_wrapper_part();
 	test_without_counters();
 	unlink(path);
 	CHECK_EXIT();

@@ -56,7 +56,8 @@ struct sim {
 
 static int lead_costs(const struct tgsim_params *p)
 {
-	return p->lead_free_ms > 0 || p->lead_runq_ms > 0 || p->lead_touch_ms > 0;
+	return p->lead_free_ms > 0 || p->lead_runq_ms > 0 || p->lead_touch_ms > 0 ||
+	       p->lead_wrap_ms > 0;
 }
 
 /* A fetch or iter() mark, with the loop's counters when the run has lead
@@ -375,7 +376,12 @@ static void run(struct sim *s)
 					     p->main_runq);
 			if (p->marks)
 				fetch_mark(s, fe + 5000, DLBN_MARK_FETCH_END, e + 1, i);
-			int64_t costs = lead(s);
+			int64_t wrap = (int64_t)(p->lead_wrap_ms * MS);
+			if (wrap > 0) {
+				s->counters[0] += wrap;
+				fetch_mark(s, fe + 5000 + wrap, DLBN_MARK_HANDOFF, e + 1, i);
+			}
+			int64_t costs = wrap + lead(s);
 			if (p->gpu_ms > 0)
 				gpu_launch(s, fe + 7000 + costs);
 			if (p->gpu_ms > 0 && p->drain_sync == 1) {

@@ -41,6 +41,8 @@ struct tgsim_params {
 	double lead_free_ms;  /* munmap/close of the previous batch (on CPU) */
 	double lead_runq_ms;  /* runnable, not running */
 	double lead_touch_ms; /* kernel time: first touch of the batch */
+	double lead_wrap_ms;  /* before those, a wrapper iterable's work on the batch (on
+				 CPU), ended by a HANDOFF mark */
 	int shm_kib;	      /* shared memory mapped per tensor (default 128) */
 	int drain_sync;	      /* right after its kernel the loop synchronises the
 				 context until the GPU is done (loss.item()); 2: the
