@@ -625,19 +625,26 @@ def _install_profile(api, environ):
 # iterable's generator __iter__, the time its next yield comes, so that the
 # analyzer can charge the wrapper's work on the batch, which a Replay of what
 # the loop iterates removes.  Any marker API but the null one (marks that go
-# nowhere need no hand-off); DLBN_HANDOFF=0 turns it off.
+# nowhere need no hand-off), and only on the main thread: the mark carries the
+# loop's counters there alone, without which the analyzer cannot use it.
+# DLBN_HANDOFF=0 turns it off.
 
 _handoff = None    # the _dlbn_handoff module once it is on
 _getframe = None   # sys._getframe
+_get_ident = None  # _thread.get_ident
+_main_ident = None
 
 
 def _install_handoff(environ):
-    global _handoff, _getframe
+    global _handoff, _getframe, _get_ident, _main_ident
     if isinstance(_api, _NullApi) or environ.get("DLBN_HANDOFF", "1") == "0":
         return
     try:
+        import _thread
         import sys
-        _getframe = sys._getframe
+        import threading
+        _getframe, _get_ident = sys._getframe, _thread.get_ident
+        _main_ident = threading.main_thread().ident
         _handoff = _sibling_module("_dlbn_handoff")
     except Exception:
         _handoff = None
@@ -645,6 +652,8 @@ def _install_handoff(environ):
 
 def _arm_handoff(iter_id, index):
     try:
+        if _get_ident() != _main_ident:
+            return
         frame = _handoff.wrapper_frame(_getframe(2))  # the caller of __next__
         if frame is not None and frame.f_code.co_filename != _OWN_FILE:
             _handoff.arm(frame, lambda: _emit(MARK_HANDOFF, iter_id, index))

@@ -89,7 +89,7 @@ def test_wrapper_left_alone_with_handoff_off(runs):
 def test_baseline_of_a_replay_that_keeps_the_wrapper(runs):
     """dlbn-run's Replay (DLBN_REPLAY) caches the DataLoader's batches, so the
     wrapper still works on each: the baseline compares its measured speedup
-    with the prediction without the wrapper's part, and says so."""
+    with the prediction that keeps what the wrapper cost there, and says so."""
     real = runs("wrapped", WRAPPED)
     replay = runs("wrapped_dr", WRAPPED, env={"DLBN_REPLAY": "8"})
     proc = analyze(real.trace, "--baseline", str(replay.trace), "--format", "json")

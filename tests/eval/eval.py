@@ -43,8 +43,9 @@ Figures (windows: the steps the analyzer's window spans, eval_workload.py):
 Where predicted, S_dr and S_LE are more than 5% apart (largest / smallest)
 the table says so ("agree?" column) and results.json carries the spread.
 dlbn's Replay caches the DataLoader's batches, so a wrapper iterable's work
-(timm's PrefetchLoader) stays in it; its baseline then predicts without that
-part and says so, and S_dr is held against that prediction.
+(timm's PrefetchLoader) stays in it; its baseline then predicts keeping what
+the wrapper cost in that run and says so, and S_dr is held against that
+prediction.
 
 A verdict is right when it is S's class (> 1.50 DETECTED, (1.10, 1.50]
 POTENTIAL, <= 1.10 NOT_DETECTED), or either neighbour when S is within 5%
