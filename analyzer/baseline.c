@@ -282,6 +282,16 @@ static void kept_wrapper(struct dlbn_baseline *b, const struct dlbn_analysis *re
 	     kept, b->predicted_speedup, real_a->predicted_speedup);
 }
 
+/* The Replay trace's own prediction, less the wrapper's work it kept (that
+ * is not loading left in it: see kept_wrapper). */
+static double replay_loading_speedup(const struct dlbn_analysis *a)
+{
+	double wrap = a->outside.charged_wrap_s, rest = a->wall_s - (a->stall_s - wrap);
+	if (!(wrap > 0) || !(a->wall_s > 0) || !(rest > 1e-9))
+		return a->predicted_speedup;
+	return a->wall_s / rest;
+}
+
 void dlbn_baseline_compare(struct dlbn_baseline *b, const char *replay_path,
 			   struct dlbn_reader *real_r, const struct dlbn_model *real_m,
 			   const struct dlbn_analysis *real_a, struct dlbn_reader *replay_r,
@@ -295,7 +305,7 @@ void dlbn_baseline_compare(struct dlbn_baseline *b, const char *replay_path,
 	b->real_epochs = real_m->steps ? real_m->steps->epochs : 0;
 	b->replay_epochs = replay_m->steps ? replay_m->steps->epochs : 0;
 	b->predicted_speedup = real_a->predicted_speedup;
-	b->replay_own_speedup = replay_a ? replay_a->predicted_speedup : 0;
+	b->replay_own_speedup = replay_a ? replay_loading_speedup(replay_a) : 0;
 	kept_wrapper(b, real_a, replay_a);
 	b->equivalent = compare_work(b, real_m, replay_m);
 	measure(b, real_r, real_m, real_a, replay_r, replay_m);

@@ -44,7 +44,8 @@ struct dlbn_baseline {
 	double predicted_speedup;
 	double error_pct; /* (predicted / measured - 1) x 100; valid iff has_error */
 	int has_error;
-	double replay_own_speedup; /* the Replay trace's own prediction (~1 expected) */
+	double replay_own_speedup; /* the Replay trace's own prediction, less a kept
+				    * wrapper's work (~1 expected) */
 	int equivalent;
 	size_t nnotes;
 	char notes[DLBN_MAX_LINES][DLBN_LINE];
