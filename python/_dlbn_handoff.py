@@ -98,15 +98,18 @@ def _fire():
 
 
 def _profile_event(frame, event, arg):
+    # Never raises: an exception here would reach the program's own code.
     global _left
-    if frame is _target and event == "return":
+    target = _target
+    if target is None:  # not armed (cannot happen; stay out of the way)
+        sys.setprofile(None)
+    elif frame is target and event == "return":
         _fire()
-        return
-    _left -= 1
-    if _left <= 0:  # a busy wrapper: profiling it would cost the loop
-        code = _target.f_code
-        _spent[code] = _spent.get(code, 0) + 1
-        disarm()
+    else:
+        _left -= 1
+        if _left <= 0:  # a busy wrapper: profiling it would cost the loop
+            _spent[target.f_code] = _spent.get(target.f_code, 0) + 1
+            disarm()
 
 
 def _watch(code):
