@@ -67,7 +67,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
 import simgpu  # noqa: E402
 import torch  # noqa: E402
 from torch.utils.data import DataLoader, Dataset  # noqa: E402
-from workload import ForeignLoad, busy_cpu, install_pin_memory_standin  # noqa: E402  tests/e2e
+from workload import ForeignLoad, Wrapper, install_pin_memory_standin  # noqa: E402  tests/e2e
 
 # name: (load_ms, workers, gpu_us, sync, host_ms, h2d_pageable_bytes)
 SCENARIOS = {
@@ -128,20 +128,6 @@ class Loop:
         """Synchronise, then place every step's GPU completion on the host clock."""
         self.gpu.stream_sync(self.stream)
         return [self.ref_t + self.gpu.elapsed_ms(self.ref, e) / 1000.0 for e in self.events]
-
-
-class Wrapper:
-    """An iterable around the DataLoader, as timm's PrefetchLoader is: a
-    generator __iter__ that works on each batch (cpu_ms of CPU) and yields
-    it."""
-
-    def __init__(self, loader, cpu_ms):
-        self.loader, self.cpu_ms = loader, cpu_ms
-
-    def __iter__(self):
-        for batch in self.loader:
-            busy_cpu(self.cpu_ms, chunk=5000)
-            yield batch
 
 
 def run_real(loader, loop):
