@@ -57,6 +57,7 @@ static int loader_get(struct dlbn_loader_table *t, uint32_t proc_index, int64_t 
 	l->role = DLBN_LOADER_OTHER;
 	l->t_first = t_ns;
 	l->py_open = l->py_iter_begin = -1;
+	l->fetch_thread = -1;
 	l->steps.depth = -1;
 	return (int)t->n++;
 }
@@ -140,6 +141,10 @@ static void boot_note(struct dlbn_loader_table *t, const char *text, size_t len)
 	t->boot_note = 1;
 	if (config_value(text, len, "bootstrap", v, sizeof(v)) && !strcmp(v, "incompatible"))
 		t->boot_incompatible = 1;
+	if ((config_value(text, len, "stateful_dataloader", v, sizeof(v)) ||
+	     config_value(text, len, "loaders", v, sizeof(v))) &&
+	    !strcmp(v, "incompatible"))
+		t->boot_partial = 1;
 	if (config_value(text, len, "reason", v, sizeof(v)))
 		snprintf(t->boot_reason, sizeof(t->boot_reason), "%s", v);
 	if (config_value(text, len, "torch", v, sizeof(t->torch_version)))
@@ -223,6 +228,8 @@ int dlbn_loaders_record(struct dlbn_model *m, uint32_t pi, const struct dlbn_rec
 		t->v[li].iterators++;
 	}
 	struct dlbn_loader *l = &t->v[e->loader];
+	if (l->fetch_thread < 0 && r->stream)
+		l->fetch_thread = r->stream->index;
 	if (kind == DLBN_MARK_FETCH_END && e->open_t >= 0) {
 		l->fetches++;
 		l->fetch_ns += r->t_ns - e->open_t;
@@ -345,9 +352,13 @@ static void choose_training(struct dlbn_model *m)
 	}
 	int64_t total = 0;
 	for (size_t i = 0; i < t->n; i++) {
-		const struct dlbn_loader *l = &t->v[i];
+		struct dlbn_loader *l = &t->v[i];
 		total += l->span_ns;
-		if (!l->fetches)
+		/* Fetched by another thread than the loop's (a thread that fills
+		 * a queue the loop's own loader reads): not the loop's steps. */
+		l->feeder = m->mark_thread >= 0 && l->fetch_thread >= 0 &&
+			    l->fetch_thread != m->mark_thread;
+		if (!l->fetches || l->feeder)
 			continue;
 		if (best < 0) {
 			best = (int)i;
@@ -372,7 +383,7 @@ static void choose_training(struct dlbn_model *m)
 	int tie = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		struct dlbn_loader *l = &t->v[i];
-		if ((int)i == best || !l->fetches)
+		if ((int)i == best || !l->fetches || l->feeder)
 			continue;
 		int64_t ov = iter_overlap(t, (int)i, best);
 		if (l->span_ns > 0 && (double)ov >= ZIPPED_OVERLAP_SHARE * (double)l->span_ns) {
@@ -498,16 +509,32 @@ void dlbn_loader_summary(const struct dlbn_model *m, size_t i, struct dlbn_loade
 		out->in_train_window = l->in_train_window;
 	config_text_value(&l->config, "sampler", out->sampler, sizeof(out->sampler));
 	config_text_value(&l->config, "loader_class", out->loader_class, sizeof(out->loader_class));
+	snprintf(out->kind, sizeof(out->kind), "%s", dlbn_loader_kind(&l->config));
+	out->threads = l->has_config ? l->config.threads : -1;
+	out->feeds_another = l->feeder;
+}
+
+const char *dlbn_loader_kind(const struct dlbn_config *c)
+{
+	return c->present && c->kind[0] ? c->kind : "dataloader";
 }
 
 void dlbn_loader_describe(const struct dlbn_loader_summary *s, char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "%s", s->loader_class[0] ? s->loader_class : "DataLoader");
+	const char *lib = !strcmp(s->kind, "nodes")   ? "torchdata.nodes "
+			  : !strcmp(s->kind, "dali")  ? "DALI "
+			  : !strcmp(s->kind, "named") ? "named loader "
+						      : "";
+	int n = snprintf(buf, len, "%s%s", lib,
+			 s->loader_class[0] ? s->loader_class : "DataLoader");
 	if (n < 0 || (size_t)n >= len)
 		return;
 	if (s->sampler[0])
 		n += snprintf(buf + n, len - (size_t)n, ", %s", s->sampler);
-	if ((size_t)n < len && s->num_workers >= 0)
+	if ((size_t)n < len && s->threads >= 0)
+		n += snprintf(buf + n, len - (size_t)n, ", %d thread%s", s->threads,
+			      s->threads == 1 ? "" : "s");
+	else if ((size_t)n < len && s->num_workers >= 0)
 		n += snprintf(buf + n, len - (size_t)n, ", %d worker%s", s->num_workers,
 			      s->num_workers == 1 ? "" : "s");
 	if ((size_t)n < len && s->batch_size >= 0)

@@ -69,7 +69,10 @@ struct dlbn_loader_summary {
 	double wait_s, stall_s;			 /* its window steps (warm-up skipped) */
 	struct dlbn_loader_sums in_train_window; /* others: inside the verdict's window */
 	char sampler[48], loader_class[48];
-	int batch_size; /* -1 unknown */
+	char kind[16];	   /* "dataloader", "nodes", "dali" or "named" */
+	int batch_size;	   /* -1 unknown */
+	int threads;	   /* DALI's num_threads; -1 unknown */
+	int feeds_another; /* fetched on another thread than the loop's */
 };
 
 /* Pass 1: a MARK or CONFIG record of process proc_index.  -1: out of memory. */
@@ -82,6 +85,10 @@ int dlbn_loaders_decide(struct dlbn_model *m);
  * (the training loader's when unknown, -1 when there is none). */
 int dlbn_loaders_of_iter(struct dlbn_model *m, int64_t iter_id);
 void dlbn_loaders_free(struct dlbn_model *m);
+struct dlbn_config;
+/* The kind of loader a CONFIG describes: "dataloader" (torch's, and
+ * loaders without a CONFIG), "nodes", "dali" or "named". */
+const char *dlbn_loader_kind(const struct dlbn_config *c);
 /* Loader i of the training process (i < m->loaders.n). */
 void dlbn_loader_summary(const struct dlbn_model *m, size_t i, struct dlbn_loader_summary *out);
 /* "DataLoader, RandomSampler, 2 workers, batch 32" (what is known). */

@@ -48,12 +48,18 @@ void dlbn_model_default_opts(struct dlbn_model_opts *o)
 	o->warmup_steps = -1;
 }
 
+int dlbn_model_loader_unrecognised(const struct dlbn_model *m)
+{
+	const struct dlbn_loader_table *t = &m->loaders;
+	return t->boot_note && !t->boot_incompatible && !t->boot_partial && !m->has_marks;
+}
+
 void dlbn_config_parse(struct dlbn_config *c, const char *text, size_t len)
 {
 	memset(c, 0, sizeof(*c));
 	c->present = 1;
 	c->num_workers = c->prefetch_factor = c->batch_size = -1;
-	c->pin_memory = c->persistent_workers = -1;
+	c->pin_memory = c->persistent_workers = c->threads = -1;
 	if (len >= sizeof(c->text))
 		len = sizeof(c->text) - 1;
 	memcpy(c->text, text, len);
@@ -85,6 +91,12 @@ void dlbn_config_parse(struct dlbn_config *c, const char *text, size_t len)
 			snprintf(c->start_method, sizeof(c->start_method), "%s", v);
 		else if (!strcmp(k, "dataset_kind"))
 			snprintf(c->dataset_kind, sizeof(c->dataset_kind), "%s", v);
+		else if (!strcmp(k, "kind"))
+			snprintf(c->kind, sizeof(c->kind), "%s", v);
+		else if (!strcmp(k, "worker_method"))
+			snprintf(c->worker_method, sizeof(c->worker_method), "%s", v);
+		else if (!strcmp(k, "threads"))
+			c->threads = config_int(v);
 		c->n++;
 	}
 }
@@ -221,11 +233,17 @@ static void training_record(struct pass2 *ps, const struct dlbn_record *r)
 /*
  * The view to follow (unless overridden): Python marks (exact fetches),
  * else NVTX data ranges (declared by the program: exact if the names are
- * honest), else the IPC hand-offs (inferred from system calls).
+ * honest), else the IPC hand-offs (inferred from system calls).  The IPC
+ * view is torch's DataLoader protocol; when the bootstrap wrapped every
+ * DataLoader and none was ever fetched, pipe traffic is some other
+ * protocol (torchdata.nodes' per-sample queues, a user's process pool),
+ * whose messages are not batches: no IPC view then
+ * (dlbn_model_loader_unrecognised).
  */
 static void choose_view(struct dlbn_model *m, const struct dlbn_model_opts *o)
 {
-	int py = m->mark_thread >= 0, ipc = m->path != DLBN_PATH_NONE, nvtx = m->nvtx_thread >= 0;
+	int py = m->mark_thread >= 0, nvtx = m->nvtx_thread >= 0;
+	int ipc = m->path != DLBN_PATH_NONE && !dlbn_model_loader_unrecognised(m);
 	if (o->force_view == DLBN_VIEW_PYTHON)
 		m->view = py ? DLBN_VIEW_PYTHON : DLBN_VIEW_NONE;
 	else if (o->force_view == DLBN_VIEW_IPC)

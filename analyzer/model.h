@@ -192,7 +192,13 @@ struct dlbn_config {
 	char val[DLBN_CONFIG_MAX][64];
 	/* Parsed values; -1 unknown. */
 	int num_workers, prefetch_factor, batch_size, pin_memory, persistent_workers;
+	int threads; /* DALI's num_threads */
 	char start_method[24], dataset_kind[24];
+	/* What kind of loader (the bootstrap's "kind"): "" torch's DataLoader,
+	 * "nodes" torchdata.nodes, "dali" DALI's iterators, "named" one the
+	 * user named (dlbn-run --loader). */
+	char kind[16];
+	char worker_method[16]; /* nodes' ParallelMapper: thread or process */
 };
 
 /* One DataLoader of the training process (loaders.h). */
@@ -203,6 +209,9 @@ struct dlbn_loader {
 	int has_config;
 	struct dlbn_config config; /* its first CONFIG */
 	/* Pass 1. */
+	int64_t fetch_thread; /* thread (stream index) of its first fetch; -1 none */
+	int feeder;	      /* fetched on another thread than the loop's: it
+			       * feeds the loop's loader (a thread prefetcher) */
 	uint64_t iterators, fetches;
 	int64_t fetch_ns; /* sum of its fetches (begin .. end) */
 	int64_t span_ns;  /* sum of its iterators' ITER_BEGIN .. last mark */
@@ -248,6 +257,8 @@ struct dlbn_loader_table {
 	/* The bootstrap's process-level note (CONFIG of iter_id 0). */
 	int boot_note;	       /* a note was seen */
 	int boot_incompatible; /* bootstrap=incompatible: it left the loaders alone */
+	int boot_partial;      /* it left some loaders alone (StatefulDataLoader,
+				* torchdata.nodes or DALI of another layout) */
 	char boot_reason[200];
 	char torch_version[40];
 };
@@ -337,6 +348,10 @@ int dlbn_model_build(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 int dlbn_model_each_step(const struct dlbn_model *m, struct dlbn_reader *r, dlbn_step_sink sink,
 			 void *ctx);
 void dlbn_model_free(struct dlbn_model *m);
+
+/* The bootstrap ran, wrapped every loader it knows and saw none fetched:
+ * whatever the loop iterates is not a loader dlbn recognises. */
+int dlbn_model_loader_unrecognised(const struct dlbn_model *m);
 
 /* Parse "key=value;..." into c (also used by tests). */
 void dlbn_config_parse(struct dlbn_config *c, const char *text, size_t len);

@@ -9,6 +9,10 @@
 
 #include "model_int.h"
 
+/* See model_decide_roles: how many times fewer fetch marks the main thread
+ * may have and still be the loop's. */
+#define MAIN_MARKS_SHARE 4.0
+
 struct pipe_ent *model_pipe_get(struct pipe_table *t, int64_t ino)
 {
 	struct pipe_ent *e = pipe_find(t, ino);
@@ -315,13 +319,25 @@ static void find_training_nvtx(struct dlbn_model *m)
 
 void model_decide_roles(struct dlbn_model *m)
 {
-	/* Training process: FETCH marks first. */
+	/* Training process: FETCH marks first, on the thread with the most;
+	 * a main thread with marks beats a thread with up to MAIN_MARKS_SHARE
+	 * times more (a thread prefetcher fetches from a DataLoader to fill
+	 * the queue that the loop's own loader, on the main thread, reads: a
+	 * few batches ahead of the loop). */
 	uint64_t most = 0;
 	for (size_t ti = 0; ti < m->nthreads; ti++) {
 		if (m->threads[ti].fetch_marks > most) {
 			most = m->threads[ti].fetch_marks;
 			m->mark_thread = (ssize_t)ti;
 			m->training = m->threads[ti].proc_index;
+		}
+	}
+	for (size_t ti = 0; m->mark_thread >= 0 && ti < m->nthreads; ti++) {
+		const struct dlbn_thread *t = &m->threads[ti];
+		if (t->is_main && t->proc_index == (uint32_t)m->training && t->fetch_marks &&
+		    (double)t->fetch_marks * MAIN_MARKS_SHARE >= (double)most) {
+			m->mark_thread = (ssize_t)ti;
+			break;
 		}
 	}
 	for (size_t pi = 0; pi < m->nprocs; pi++)

@@ -241,6 +241,14 @@ static void json_loaders(FILE *out, const struct dlbn_model *m, const struct dlb
 		jstr(out, ls.sampler);
 		fputs(",\"loader_class\":", out);
 		jstr(out, ls.loader_class);
+		fputs(",\"kind\":", out);
+		jstr(out, ls.kind);
+		fputs(",\"threads\":", out);
+		if (ls.threads >= 0)
+			fprintf(out, "%d", ls.threads);
+		else
+			fputs("null", out);
+		fprintf(out, ",\"feeds_another\":%s", ls.feeds_another ? "true" : "false");
 		fputs(",\"batch_size\":", out);
 		if (ls.batch_size >= 0)
 			fprintf(out, "%d", ls.batch_size);

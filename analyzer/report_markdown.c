@@ -159,7 +159,7 @@ void dlbn_report_markdown(FILE *out, const struct dlbn_report_input *in)
 
 	fputs("\n## Confidence and scope\n\n", out);
 	fprintf(out, "- view: %s (%s)\n", dlbn_view_name(a->view),
-		a->view == DLBN_VIEW_PYTHON ? "exact DataLoader fetch marks"
+		a->view == DLBN_VIEW_PYTHON ? "exact fetch marks of the loop's loader"
 		: a->view == DLBN_VIEW_NVTX ? "data-loading ranges declared with NVTX"
 		: a->view == DLBN_VIEW_IPC  ? "batch hand-offs inferred from system calls"
 					    : "no steps");

@@ -90,8 +90,8 @@ static void text_config(FILE *out, const struct dlbn_model *m, const struct dlbn
 		fprintf(out, "  config           %s\n", m->config.text);
 		return;
 	}
-	fprintf(out,
-		"  config           (no bootstrap) %d worker(s) inferred, prefetch depth %d%s\n",
+	fprintf(out, "  config           (%s) %d worker(s) inferred, prefetch depth %d%s\n",
+		m->loaders.boot_note ? "no loader marked" : "no bootstrap",
 		a->num_workers < 0 ? 0 : a->num_workers, m->prefetch_depth,
 		m->prefetch_writes ? " (index messages before the first batch)" : " (assumed)");
 }
@@ -154,7 +154,7 @@ void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
 	text_damage(out, in);
 
 	fprintf(out, "\nEvidence (%s view%s%s)\n", dlbn_view_name(a->view),
-		a->view == DLBN_VIEW_PYTHON ? ": exact DataLoader fetch marks"
+		a->view == DLBN_VIEW_PYTHON ? ": exact fetch marks of the loop's loader"
 		: a->view == DLBN_VIEW_NVTX ? ": data-loading ranges the program declared with NVTX"
 		: a->view == DLBN_VIEW_IPC  ? ": batch hand-offs seen in system calls"
 					    : "",

@@ -365,6 +365,64 @@ static int ceil_ratio(double num, double den)
 	return (int)ceil(num / den - 1e-6);
 }
 
+/*
+ * A loader other than torch's DataLoader, without worker processes to
+ * measure (DALI's thread pool, nodes' thread workers, a named loader):
+ * its throughput is what the loop sees.  It delivers one batch every
+ * wait + loop period with its N workers (or threads) busy, so keeping up
+ * with the loop takes N x (wait + loop) / loop of them, cores permitting.
+ * Said in the loader's own terms.  0 when c is torch's DataLoader.
+ */
+static int other_loader(const struct dlbn_config *c, struct dlbn_analysis *a)
+{
+	const char *kind = dlbn_loader_kind(c);
+	if (!strcmp(kind, "dataloader") || a->loop_ms <= 0)
+		return 0;
+	double period = a->mean_ms + a->loop_ms;
+	if (!strcmp(kind, "dali")) {
+		int threads = c->threads > 0 ? c->threads : 1;
+		int need = ceil_ratio(threads * period, a->loop_ms);
+		snprintf(a->cause, sizeof(a->cause), "dali_pipeline");
+		REASON("DALI pipeline (%d thread%s, %s): it delivers a batch every %.1f ms, the "
+		       "loop consumes one every %.1f ms",
+		       threads, threads == 1 ? "" : "s",
+		       strstr(c->text, "device=gpu") ? "GPU pipeline" : "CPU-only pipeline", period,
+		       a->loop_ms);
+		REC("DALI num_threads %d -> %d (if the machine has the cores), or move decoding "
+		    "to the GPU (decoders.image device=\"mixed\") and the other operators with it",
+		    threads, need > threads ? need : threads + 1);
+		return 1;
+	}
+	int workers = c->num_workers > 0 ? c->num_workers : 0;
+	snprintf(a->cause, sizeof(a->cause), "loader_throughput");
+	if (!strcmp(kind, "nodes") && workers > 0) {
+		int need = ceil_ratio(workers * period, a->loop_ms);
+		REASON("torchdata.nodes: its %d %s worker%s deliver a batch every %.1f ms, the "
+		       "loop consumes one every %.1f ms",
+		       workers, c->worker_method[0] ? c->worker_method : "map",
+		       workers == 1 ? "" : "s", period, a->loop_ms);
+		REC("ParallelMapper num_workers %d -> %d (if the machine has the cores; "
+		    "method=\"process\" when the map function holds the GIL), or a cheaper map "
+		    "function",
+		    workers, need > workers ? need : workers + 1);
+	} else if (!strcmp(kind, "nodes")) {
+		REASON("torchdata.nodes: the map runs in the loop's thread (no ParallelMapper "
+		       "workers): loading costs %.1f ms per step",
+		       a->mean_ms);
+		REC("ParallelMapper with about %d workers: a batch takes %.1f ms, the loop "
+		    "consumes one every %.1f ms",
+		    ceil_ratio(a->mean_ms, a->loop_ms), a->mean_ms, a->loop_ms);
+	} else {
+		REASON("the named loader delivers a batch every %.1f ms, the loop consumes one "
+		       "every %.1f ms",
+		       period, a->loop_ms);
+		REC("the named loader must produce batches %.1fx as fast: more producer threads "
+		    "or processes, or cheaper per-batch work",
+		    period / a->loop_ms);
+	}
+	return 1;
+}
+
 /* Localisation: what the wait is made of, and what to change. */
 static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 {
@@ -393,6 +451,8 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 		snprintf(a->cause, sizeof(a->cause), "none");
 		return;
 	}
+	if (a->mean_busy < 0 && other_loader(c, a))
+		return;
 	/* The loader runs in the loop's thread: num_workers=0, or (NVTX view,
 	 * no bootstrap) no worker process in the trace at all. */
 	int in_loop = nw == 0 || (nw < 0 && m->nworkers_total == 0 && a->view == DLBN_VIEW_NVTX);
@@ -491,6 +551,8 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 	if (a->mean_busy >= 0 && a->mean_busy < 0.5)
 		REASON("workers idle %.0f%% of the window: they are not the bottleneck",
 		       (1 - a->mean_busy) * 100);
+	if (!a->cause[0] && other_loader(c, a))
+		return;
 	if (!a->cause[0]) {
 		snprintf(a->cause, sizeof(a->cause), "unknown");
 		REASON("the loop waits for data but no single cause stands out in the evidence");
@@ -647,6 +709,14 @@ static int inconclusive_without_steps(const struct dlbn_model *m, struct dlbn_an
 	if (m->nprocs == 0) {
 		snprintf(a->cause, sizeof(a->cause), "no_training_process");
 		REASON("no training process found: the trace holds no process records");
+		return 0;
+	}
+	if (dlbn_model_loader_unrecognised(m)) {
+		snprintf(a->cause, sizeof(a->cause), "no_loader");
+		REASON("no loader recognised: the loop fetched from no DataLoader, torchdata.nodes "
+		       "or DALI iterator; name what it iterates: dlbn-run --loader MODULE:QUALNAME "
+		       "(DLBN_LOADER), a class whose iterators yield batches or a function "
+		       "returning an iterable");
 		return 0;
 	}
 	snprintf(a->cause, sizeof(a->cause), "no_handoff");

@@ -385,24 +385,28 @@ def patch_module(name, module):
             patch_dataloader_module(module)
         elif name == STATEFUL_MODULE:
             patch_stateful_module(module)
+        elif _setup():
+            _loaders.patch(name, module)
         return _still_wanted()
     except Exception:
         return ()
 
 
 def _still_wanted():
-    """StatefulDataLoader's module is worth waiting for only when torch's
-    DataLoader was wrapped and torchdata is installed at all."""
+    """The modules still worth being handed: StatefulDataLoader's only when
+    torch's DataLoader was wrapped and torchdata is installed at all; the
+    other loaders' (_dlbn_loaders) while the marker API is there."""
+    wanted = _loaders.wanted() if _loaders is not None else ()
     import sys
     if _status != "ok" or _stateful_done or STATEFUL_MODULE in sys.modules:
-        return ()
+        return wanted
     try:
         import _frozen_importlib_external
         if _frozen_importlib_external.PathFinder.find_spec("torchdata") is None:
-            return ()
+            return wanted
     except Exception:
-        return ()
-    return (STATEFUL_MODULE,)
+        return wanted
+    return (STATEFUL_MODULE,) + wanted
 
 
 def patch_dataloader_module(module, api=None, environ=None):
@@ -414,25 +418,11 @@ def patch_dataloader_module(module, api=None, environ=None):
     with mark(kind, iter_id, arg) and config(iter_id, bytes) methods);
     `environ` replaces os.environ for the replay and log settings.
     """
-    global _api, _patched, _status, _environ, _replay, _replay_copy, _orig_next
-    global _torch_module
+    global _patched, _status, _orig_next, _torch_module
     if _patched:
         return
     _patched = True
-    try:
-        if environ is None:
-            import os
-            environ = os.environ
-        _environ = environ
-        _replay, _replay_copy = _replay_setting(environ)
-        _settings_setup(environ)
-        _api = api if api is not None else _load_marker_api()
-        if _api is None and (_replay or _settings_on()):
-            _api = _NullApi()
-        if _api is None:
-            _status = "off"
-            return
-    except Exception:
+    if not _setup(api, environ):
         _status = "off"
         return
     try:
@@ -461,8 +451,46 @@ def patch_dataloader_module(module, api=None, environ=None):
     if _settings:  # dlbn-run --set
         _wrap_init(module.DataLoader, "DataLoader")
     _note("bootstrap=ok;torch=%s%s" % (_module_version("torch"), _settings_note()))
-    _install_profile(api, environ)
-    _install_handoff(environ)
+    _install_profile(api, _environ)
+    _install_handoff(_environ)
+
+
+_set_up = None    # _setup ran: True when the bootstrap is on
+_loaders = None   # the _dlbn_loaders module once set up
+
+
+def _setup(api=None, environ=None):
+    """Read the settings and load the marker API, once (the first patched
+    module does it: torch's DataLoader, or another loader's module imported
+    before torch).  True when there is something to do: the recorder is
+    active, or replay / settings were asked for."""
+    global _set_up, _api, _environ, _replay, _replay_copy, _loaders
+    if _set_up is not None:
+        return _set_up
+    _set_up = False
+    try:
+        if environ is None:
+            import os
+            environ = os.environ
+        _environ = environ
+        _replay, _replay_copy = _replay_setting(environ)
+        _settings_setup(environ)
+        _api = api if api is not None else _load_marker_api()
+        if _api is None and (_replay or _settings_on()):
+            _api = _NullApi()
+        if _api is None:
+            return False
+        _set_up = True
+    except Exception:
+        return False
+    try:
+        import sys
+        module = _sibling_module("_dlbn_loaders")
+        module.setup(sys.modules[__name__], environ)
+        _loaders = module
+    except Exception:
+        _loaders = None
+    return True
 
 
 def _wrap_init(loader_cls, name):
@@ -679,7 +707,7 @@ def _new_iter_id():
 def _drop_own_frames(exc):
     try:
         tb = exc.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename == _OWN_FILE:
+        while tb is not None and tb.tb_frame.f_code.co_filename in _OWN_FILES:
             tb = tb.tb_next
         exc.__traceback__ = tb
         if _OLD_RERAISE:
@@ -704,6 +732,9 @@ def _old_reraise():
 
 _OLD_RERAISE = _old_reraise()
 _OWN_FILE = _drop_own_frames.__code__.co_filename
+# The bootstrap's files whose frames a traceback loses (_dlbn_loaders'
+# wrappers too: it lives in the same directory).
+_OWN_FILES = frozenset((_OWN_FILE, _OWN_FILE[:-len("_dlbn_boot.py")] + "_dlbn_loaders.py"))
 
 
 def _make_iter_wrapper(orig_iter):
@@ -747,6 +778,8 @@ def _make_next_wrapper(orig_next):
             iter_id = self.__dict__.get("_dlbn_iter_id")
             if iter_id is None:
                 iter_id = _adopt_iterator(self)
+            if _loaders is not None and _loaders.fetch_open():
+                iter_id = 0  # inside another loader's fetch (it is the loop's)
             index = self.__dict__.get("_num_yielded", -1)
             stop = _max_steps_due(iter_id, index) if _max_steps and iter_id else None
             if iter_id and stop is None:
@@ -1395,8 +1428,10 @@ def _settings_config(loader, iter_id):
     return items
 
 
-def _max_steps_iter(loader, iter_id):
-    """At each iter(loader): is this the loader --max-steps counts?"""
+def _max_steps_iter(loader, iter_id, workers=None, prefetch=None):
+    """At each iter(loader): is this the loader --max-steps counts?
+    workers/prefetch: the prefetch depth's factors of a loader that is not
+    a DataLoader (_dlbn_loaders), else read from the loader."""
     global _stop_key, _stop_sequential, _stop_count, _stop_at, _stop_keys_made
     d = loader.__dict__
     key = d.get("_dlbn_stop_key")
@@ -1411,8 +1446,10 @@ def _max_steps_iter(loader, iter_id):
         _stop_key, _stop_sequential = key, sequential
         _stop_iters.clear()
         _stop_count = 0
-        workers = int(getattr(loader, "num_workers", 0) or 0)
-        prefetch = getattr(loader, "prefetch_factor", None) or 2
+        if workers is None:
+            workers = int(getattr(loader, "num_workers", 0) or 0)
+            prefetch = getattr(loader, "prefetch_factor", None) or 2
+        prefetch = prefetch or 2
         _stop_at = (workers * prefetch if workers > 0 else 0) + 1 + _max_steps
     _stop_iters.add(iter_id)
 

@@ -5,12 +5,13 @@ CPython's `site` imports this module at start-up.  It must cost nothing
 measurable there, so it only
   1. takes dlbn's directory back out of sys.path (the environment keeps it,
      so child interpreters - spawn/forkserver workers - bootstrap too);
-  2. puts a meta-path finder in front that answers for exactly two modules,
-     torch.utils.data.dataloader and torchdata's stateful_dataloader: when
-     one is imported, the finder loads _dlbn_boot (from this directory) to
-     wrap the DataLoader iterator once the module executed; it leaves
-     sys.meta_path as soon as _dlbn_boot wants no other module (right after
-     torch's when torchdata is not installed);
+  2. puts a meta-path finder in front that answers for exactly the modules
+     of the loaders the bootstrap marks (torch.utils.data.dataloader,
+     torchdata's stateful_dataloader and nodes, DALI's PyTorch plugin, the
+     modules named in DLBN_LOADER): when one is imported, the finder loads
+     _dlbn_boot (from this directory) to wrap the loader once the module
+     executed; it leaves sys.meta_path as soon as _dlbn_boot wants no other
+     module;
   3. runs the sitecustomize this one shadows (the next one on sys.path
      outside dlbn's directories: the user's or the distribution's) exactly
      once, under the name "sitecustomize".
@@ -23,11 +24,26 @@ import os
 import sys
 
 _DLBN_DIR = os.path.dirname(os.path.abspath(__file__))
-# The modules _dlbn_boot patches (its TORCH_MODULE and STATEFUL_MODULE).
-# torchdata's is listed from the start: imported first, it imports torch
-# from inside its own execution, after its spec was found.
+# The modules _dlbn_boot patches (its TORCH_MODULE and STATEFUL_MODULE, and
+# _dlbn_loaders' NODES_MODULES and DALI_MODULE), and those of the loaders
+# named in DLBN_LOADER (MODULE:QUALNAME,...).  torchdata's are listed from
+# the start: imported first, they import torch from inside their own
+# execution, after their spec was found.
 _DLBN_TARGETS = ("torch.utils.data.dataloader",
-                 "torchdata.stateful_dataloader.stateful_dataloader")
+                 "torchdata.stateful_dataloader.stateful_dataloader",
+                 "torchdata.nodes.base_node", "torchdata.nodes.loader",
+                 "nvidia.dali.plugin.pytorch")
+
+
+def _dlbn_named_modules():
+    """The modules of DLBN_LOADER's items (their syntax is checked later)."""
+    text = os.environ.get("DLBN_LOADER", "")
+    names = []
+    for item in text.replace(";", ",").split(","):
+        module = item.partition(":")[0].strip()
+        if module and module != "__main__" and module not in names:
+            names.append(module)
+    return tuple(names)
 
 
 def _dlbn_is_own_dir(path):
@@ -169,14 +185,17 @@ def _dlbn_start():
                    if not (p and os.path.abspath(p) == _DLBN_DIR)]
     if os.environ.get("DLBN_PYTHON", "1") == "0":
         return
-    hook = _DlbnDataLoaderHook(_DLBN_TARGETS)
-    for name in _DLBN_TARGETS:  # imported before start-up (torch first)
+    targets = _DLBN_TARGETS + _dlbn_named_modules()
+    hook = _DlbnDataLoaderHook(targets)
+    for name in targets:  # imported before start-up (torch first)
         if name in sys.modules:
             hook.pending.discard(name)
             wanted = _dlbn_load_boot().patch_module(name, sys.modules[name])
             hook.pending &= set(wanted)
     if hook.pending:
         sys.meta_path.insert(0, hook)
+    if "__main__:" in os.environ.get("DLBN_LOADER", ""):
+        _dlbn_load_boot()._setup()  # watches the script's class statements
 
 
 def _dlbn_find_shadowed_sitecustomize():

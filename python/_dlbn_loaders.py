@@ -1,0 +1,698 @@
+"""dlbn Python bootstrap, the loaders that are not torch's DataLoader.
+
+The unit of analysis is the loop's fetch of its next batch, whatever
+produces it.  _dlbn_boot marks torch's DataLoader (and torchdata's
+StatefulDataLoader); this module marks the other loaders a PyTorch loop
+iterates, with the same marks (ITER_BEGIN, CONFIG, FETCH_BEGIN/END/STOP),
+so that the analyzer treats each like a DataLoader:
+
+  nodes  torchdata.nodes.  Loader.__iter__ starts an epoch (ITER_BEGIN, the
+         iterator's CONFIG); BaseNode.__next__ is a fetch when the loop calls
+         it: not when torchdata.nodes' own code does (the Loader's iterator
+         asking its root, a Prefetcher's thread asking its source), and not
+         inside another fetch of the same thread (a user's node asking its
+         source).  A BaseNode the loop iterates without a Loader starts an
+         epoch at its first fetch and after each StopIteration.
+  dali   DALI's PyTorch iterators (nvidia.dali.plugin.pytorch:
+         DALIGenericIterator, DALIClassificationIterator, DALIRaggedIterator):
+         their __next__, called by the loop (DALI's own first-batch prefetch
+         in the constructor is not a fetch).  An epoch starts at the first
+         fetch and after each StopIteration.
+  named  DLBN_LOADER=MODULE:QUALNAME[,MODULE:QUALNAME...] (dlbn-run
+         --loader): a class whose iterators yield batches (its __next__ when
+         it has one, else what its __iter__ returns), or a function that
+         returns an iterable (a generator function: a thread-fed prefetcher).
+         MODULE is patched when it is imported; a class defined in the script
+         itself is __main__:QUALNAME (caught as the class statement runs).
+         A function defined in the script itself cannot be reached before
+         the loop calls it: put it in a module.
+
+CONFIG of each epoch: kind (nodes, dali, named), loader (id of the object),
+loader_class, and what the kind tells: batch_size, num_workers (nodes'
+ParallelMapper workers; DALI runs none: 0), prefetch_factor (nodes'
+Prefetcher; DALI's prefetch_queue_depth), worker_method (nodes: thread or
+process), threads (DALI's num_threads), device (DALI: cpu or gpu), cpus.
+
+Replay (DLBN_REPLAY=N) serves N copies of the first batches, cycled, as for
+a DataLoader: len(loader) batches an epoch where the loader has a length
+(DALI's iterators), else without end (the loop's own bound, or dlbn-run
+--max-steps, ends the run; said once on stderr).  DALI reuses its output
+buffers, so cached batches are always copies.
+
+The same rules as _dlbn_boot: dlbn's failures never raise into the program,
+the program's exceptions pass through with the traceback they would have.
+"""
+
+import sys
+
+KIND_NODES = "nodes"
+KIND_DALI = "dali"
+KIND_NAMED = "named"
+
+NODES_MODULES = ("torchdata.nodes.base_node", "torchdata.nodes.loader")
+DALI_MODULE = "nvidia.dali.plugin.pytorch"
+DALI_ITERATORS = ("DALIGenericIterator", "DALIClassificationIterator", "DALIRaggedIterator")
+
+_boot = None       # the _dlbn_boot module (its marker API and settings)
+_named = {}        # DLBN_LOADER: module name -> [qualname, ...] still to patch
+_patched = set()   # modules handled
+_local = None      # threading.local(): .open, a fetch of this thread is open
+_OWN_FILE = __file__
+
+
+def setup(boot, environ):
+    """Called once by _dlbn_boot after its marker API is set up."""
+    global _boot, _local
+    _boot = boot
+    import threading
+    _local = threading.local()
+    _named.clear()
+    for module, qualname in parse_loader_names(environ.get("DLBN_LOADER", ""), warn=True):
+        _named.setdefault(module, []).append(qualname)
+    if "__main__" in _named:
+        _watch_main_classes()
+
+
+def parse_loader_names(text, warn=False):
+    """[(module, qualname)] of DLBN_LOADER ("MODULE:QUALNAME,..."); a bad
+    item is said on stderr (warn) and left out."""
+    items = []
+    for item in text.replace(";", ",").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        module, colon, qualname = item.partition(":")
+        module, qualname = module.strip(), qualname.strip()
+        ok = colon and module and qualname and all(
+            part.isidentifier() for part in module.split(".") + qualname.split("."))
+        if not ok:
+            if warn:
+                _boot._warn("DLBN_LOADER: %r is not MODULE:QUALNAME; left out" % item)
+            continue
+        items.append((module, qualname))
+    return items
+
+
+def fetch_open():
+    """A fetch of one of these loaders is open on this thread: a DataLoader
+    it iterates inside is part of that fetch, not a fetch of the loop."""
+    return getattr(_local, "open", False)
+
+
+def wanted():
+    """The modules still worth being handed (sitecustomize's hook)."""
+    names = [name for name in _named if name != "__main__" and name not in _patched]
+    for name in NODES_MODULES + (DALI_MODULE,):
+        if name not in _patched:
+            names.append(name)
+    return tuple(names)
+
+
+def patch(name, module):
+    """Patch one module sitecustomize saw executed (or found loaded)."""
+    if name in _patched or name == "__main__":
+        return
+    _patched.add(name)
+    try:
+        if name == "torchdata.nodes.base_node":
+            _patch_nodes_base(module)
+        elif name == "torchdata.nodes.loader":
+            _patch_nodes_loader(module)
+        elif name == DALI_MODULE:
+            _patch_dali(module)
+        for qualname in _named.get(name, ()):
+            _patch_named(module, qualname)
+    except Exception:
+        pass
+
+
+# ---------------------------------------------------------------------------
+# The fetch: marks around the real __next__ (or a cached batch under replay)
+
+
+class _Epoch:
+    """One epoch of one loader: its iter_id and the batches it yielded."""
+
+    __slots__ = ("iter_id", "index", "ended", "replay")
+
+    def __init__(self, iter_id):
+        self.iter_id = iter_id
+        self.index = 0
+        self.ended = False
+        self.replay = None  # _Replay of the loader, under DLBN_REPLAY
+
+
+def _begin_epoch(loader, it, kind, epochs_holder):
+    """ITER_BEGIN and CONFIG for a new epoch of loader; returns its _Epoch."""
+    boot = _boot
+    iter_id = boot._new_iter_id()
+    count = getattr(epochs_holder, "_dlbn_epochs", 0)
+    try:
+        epochs_holder._dlbn_epochs = count + 1
+    except Exception:
+        pass
+    boot._emit(boot.MARK_ITER_BEGIN, iter_id, count)
+    if boot._max_steps:
+        boot._max_steps_iter(loader, iter_id, *_depth(loader, kind))
+    epoch = _Epoch(iter_id)
+    try:
+        text = config_text(kind, loader, it)
+        if boot._settings or boot._max_steps:
+            for key, value in boot._settings_config(None, iter_id):
+                text += ";%s=%s" % (key, value)
+        if boot._replay:
+            text += ";replay=%d" % boot._replay
+        boot._api.config(iter_id, text.encode("utf-8", "replace"))
+    except Exception:
+        pass
+    return epoch
+
+
+def _fetch(epoch, call, arg):
+    """One marked fetch: call(arg) is the real __next__ (or the replay's)."""
+    boot = _boot
+    iter_id, index = epoch.iter_id, epoch.index
+    stop = boot._max_steps_due(iter_id, index) if boot._max_steps else None
+    if stop is not None:
+        raise stop
+    boot._emit(boot.MARK_FETCH_BEGIN, iter_id, index)
+    _local.open = True
+    try:
+        data = call(arg)
+    except StopIteration as exc:
+        epoch.ended = True
+        boot._emit(boot.MARK_FETCH_STOP, iter_id, index)
+        boot._drop_own_frames(exc)
+        raise
+    except BaseException as exc:
+        boot._emit(boot.MARK_FETCH_STOP, iter_id, -1)
+        boot._drop_own_frames(exc)
+        raise
+    finally:
+        _local.open = False
+    epoch.index = index + 1
+    boot._emit(boot.MARK_FETCH_END, iter_id, index)
+    if boot._max_steps:
+        boot._max_steps_count(iter_id)
+    return data
+
+
+def _caller_module(depth):
+    try:
+        return sys._getframe(depth).f_globals.get("__name__") or ""
+    except Exception:
+        return ""
+
+
+def _depth(loader, kind):
+    """(workers, prefetch) for --max-steps' warm-up (prefetch depth + 1)."""
+    try:
+        info = _describe(kind, loader)
+        return int(info.get("num_workers") or 0), int(info.get("prefetch_factor") or 0)
+    except Exception:
+        return 0, 0
+
+
+# ---------------------------------------------------------------------------
+# Replay (DLBN_REPLAY): N copies of the first batches, cycled
+
+
+class _Replay:
+    """One loader's replay: filled from the real iterator at the first
+    fetch, then served.  Lives on the loader object."""
+
+    def __init__(self, steps):
+        self.cache = None
+        self.steps = steps  # batches per epoch, None: no length
+
+    def fill(self, real_next):
+        cache = []
+        try:
+            while len(cache) < _boot._replay:
+                try:
+                    batch = real_next()
+                except StopIteration:
+                    break
+                cache.append(_boot._copy_batch(batch))
+                del batch
+        finally:
+            self.cache = cache
+
+    def batch(self, epoch, real_next):
+        if self.cache is None:
+            self.fill(real_next)
+        if not self.cache or (self.steps is not None and epoch.index >= self.steps):
+            raise StopIteration
+        cached = self.cache[epoch.index % len(self.cache)]
+        return _boot._copy_batch(cached) if _boot._replay_copy else cached
+
+
+_endless_said = []
+
+
+def _replay_of(loader):
+    """The loader's _Replay, made at its first epoch."""
+    replay = getattr(loader, "_dlbn_replay_state", None)
+    if replay is None:
+        try:
+            steps = len(loader)
+        except Exception:
+            steps = None
+        if steps is None and not _endless_said and not _boot._in_child_process():
+            _endless_said.append(True)
+            _boot._warn("DLBN_REPLAY: %s has no len(): the replayed batches do not end an "
+                        "epoch; the loop's own bound or --max-steps ends the run"
+                        % type(loader).__name__)
+        replay = _Replay(steps)
+        try:
+            loader._dlbn_replay_state = replay
+        except Exception:
+            pass
+    return replay
+
+
+# ---------------------------------------------------------------------------
+# Iterator objects (DALI's iterators, a bare BaseNode, a named iterator
+# class): their own __next__ wrapped, the epoch kept on the object.
+
+
+def _object_next_wrapper(orig_next, kind, internal, depth=2):
+    """__next__ for iterator classes whose objects live across epochs.
+    internal: module-name prefix of the library's own callers (their
+    calls are not the loop's fetches); depth: the caller's frame (one more
+    when another wrapper calls this one)."""
+
+    def __next__(self):
+        try:
+            skip = (_boot._api is None
+                    or (internal and _caller_module(depth).startswith(internal))
+                    or getattr(_local, "open", False))
+            if not skip:
+                epoch = self.__dict__.get("_dlbn_epoch")
+                if epoch is None or epoch.ended:
+                    epoch = _begin_epoch(self, self, kind, self)
+                    if _boot._replay:
+                        epoch.replay = _replay_of(self)
+                    self.__dict__["_dlbn_epoch"] = epoch
+        except Exception:
+            skip = True
+        if skip:
+            try:
+                return orig_next(self)
+            except BaseException as exc:
+                _boot._drop_own_frames(exc)
+                raise
+        if epoch.replay is not None:
+            return _fetch(epoch, _replayed, (epoch, self, orig_next))
+        return _fetch(epoch, orig_next, self)
+
+    _boot._copy_names(__next__, orig_next)
+    return __next__
+
+
+def _replayed(args):
+    epoch, obj, orig_next = args
+    return epoch.replay.batch(epoch, lambda: orig_next(obj))
+
+
+# ---------------------------------------------------------------------------
+# Iterables (nodes' Loader, a named iterable class or function): what their
+# __iter__ returns is marked.
+
+
+class _MarkedIterator:
+    """The iterator of a named iterable (or the iterable a named function
+    returned), its fetches marked.  Attributes, len(), send(), throw() and
+    close() reach the real iterator."""
+
+    def __init__(self, inner, epoch):
+        self._dlbn_inner = inner
+        self._dlbn_epoch = epoch
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        epoch = self._dlbn_epoch
+        if epoch.replay is not None:
+            return _fetch(epoch, _replayed_inner, self)
+        return _fetch(epoch, _next_of, self._dlbn_inner)
+
+    def __len__(self):
+        return len(self._dlbn_inner)
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["_dlbn_inner"], name)
+
+
+def _next_of(inner):
+    return next(inner)
+
+
+def _replayed_inner(marked):
+    epoch = marked._dlbn_epoch
+    return epoch.replay.batch(epoch, lambda: next(marked._dlbn_inner))
+
+
+def _marked(loader, result, kind):
+    """iter(result), marked as one epoch of loader (never raises for dlbn)."""
+    inner = iter(result)
+    try:
+        epoch = _begin_epoch(loader, result, kind, loader)
+        if _boot._replay:
+            epoch.replay = _replay_of(loader)
+    except Exception:
+        return inner
+    return _MarkedIterator(inner, epoch)
+
+
+def _iter_wrapper(orig_iter, kind):
+    def __iter__(self):
+        try:
+            result = orig_iter(self)
+        except BaseException as exc:
+            _boot._drop_own_frames(exc)
+            raise
+        if _boot._api is None:
+            return result
+        return _marked(self, result, kind)
+
+    _boot._copy_names(__iter__, orig_iter)
+    return __iter__
+
+
+def _function_wrapper(func, label):
+    """A named function: each call's iterable is an epoch of one loader,
+    the function (its id and label in CONFIG)."""
+    import functools
+
+    @functools.wraps(func)
+    def call(*args, **kwargs):
+        try:
+            result = func(*args, **kwargs)
+        except BaseException as exc:
+            _boot._drop_own_frames(exc)
+            raise
+        if _boot._api is None:
+            return result
+        return _marked(call, result, KIND_NAMED)
+
+    call._dlbn_named = label
+    return call
+
+
+# ---------------------------------------------------------------------------
+# torchdata.nodes
+
+
+def _patch_nodes_base(module):
+    base = getattr(module, "BaseNode", None)
+    orig_next = base.__dict__.get("__next__") if isinstance(base, type) else None
+    if orig_next is None:
+        _refused("torchdata.nodes", "BaseNode.__next__ missing")
+        return
+    base.__next__ = _nodes_next_wrapper(orig_next)
+
+
+def _nodes_next_wrapper(orig_next):
+    """BaseNode.__next__: a fetch of the Loader's iterator (tagged by the
+    wrapped Loader.__iter__), or of a node the loop iterates itself."""
+    bare_next = _object_next_wrapper(orig_next, KIND_NODES, "torchdata.nodes", depth=3)
+
+    def __next__(self):
+        try:
+            epoch = self.__dict__.get("_dlbn_loader_epoch")
+        except Exception:
+            epoch = None
+        if epoch is None:
+            return bare_next(self)
+        try:
+            if getattr(_local, "open", False) or _caller_module(2).startswith(
+                    "torchdata.nodes"):
+                epoch = None  # has_next() reads ahead from inside the Loader
+        except Exception:
+            epoch = None
+        if epoch is None:
+            try:
+                return orig_next(self)
+            except BaseException as exc:
+                _boot._drop_own_frames(exc)
+                raise
+        if epoch.replay is not None:
+            return _fetch(epoch, _replayed, (epoch, self, orig_next))
+        return _fetch(epoch, orig_next, self)
+
+    _boot._copy_names(__next__, orig_next)
+    return __next__
+
+
+def _patch_nodes_loader(module):
+    loader_cls = getattr(module, "Loader", None)
+    orig_iter = loader_cls.__dict__.get("__iter__") if isinstance(loader_cls, type) else None
+    if orig_iter is None:
+        _refused("torchdata.nodes", "Loader.__iter__ missing")
+        return
+
+    def __iter__(self):
+        try:
+            it = orig_iter(self)  # resets the graph: workers start here
+        except BaseException as exc:
+            _boot._drop_own_frames(exc)
+            raise
+        try:
+            if _boot._api is not None:
+                # The marks' ITER_BEGIN is the epoch's: taken before the
+                # reset above would be better, but the iterator it makes
+                # is only known after it; the start-up is charged from the
+                # loop's side either way (the first fetch waits for it).
+                epoch = _begin_epoch(self, it, KIND_NODES, self)
+                if _boot._replay:
+                    epoch.replay = _replay_of(self)
+                it.__dict__["_dlbn_loader_epoch"] = epoch
+        except Exception:
+            pass
+        return it
+
+    _boot._copy_names(__iter__, orig_iter)
+    loader_cls.__iter__ = __iter__
+
+
+def _nodes_graph(root):
+    """The nodes of a torchdata.nodes graph from its root (sources followed
+    through .source / .root / ._source, a few dozen at most)."""
+    seen, todo, out = set(), [root], []
+    while todo and len(out) < 64:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        out.append(node)
+        d = getattr(node, "__dict__", {})
+        for attr in ("root", "source", "_source", "_it"):
+            child = d.get(attr)
+            if child is not None and hasattr(child, "__next__"):
+                todo.append(child)
+        for child in d.get("sources", None) or ():
+            if hasattr(child, "__next__"):
+                todo.append(child)
+    return out
+
+
+def _describe_nodes(loader):
+    """What the graph tells: its widest mapper's workers and method, the
+    first Batcher's batch size and Prefetcher's depth."""
+    root = getattr(loader, "root", loader)
+    workers, method, prefetch, batch = 0, None, None, None
+    for node in _nodes_graph(root):
+        d = getattr(node, "__dict__", None)
+        if not isinstance(d, dict):
+            continue
+        name = type(node).__name__
+        count = d.get("num_workers")
+        if isinstance(count, int) and count > workers:
+            workers, method = count, d.get("method")
+        if "prefetch_factor" in d and prefetch is None:
+            prefetch = d.get("prefetch_factor")
+        if "batch_size" in d and batch is None and "Batch" in name:
+            batch = d.get("batch_size")
+    info = {"num_workers": workers, "prefetch_factor": prefetch, "batch_size": batch}
+    if workers and method is not None:
+        info["worker_method"] = method
+    info["workers"] = _nodes_worker_pids(root) if method == "process" else []
+    return info
+
+
+def _nodes_worker_pids(root):
+    """Pids of a ParallelMapper's worker processes (method="process")."""
+    pids = []
+    for node in _nodes_graph(root):
+        it = getattr(node, "__dict__", {}).get("_it")
+        for holder in (node, it):
+            procs = getattr(holder, "_workers", None) if holder is not None else None
+            for proc in procs or ():
+                pid = getattr(proc, "pid", None)
+                if isinstance(pid, int) and pid > 0 and pid not in pids:
+                    pids.append(pid)
+    return pids[:64]
+
+
+# ---------------------------------------------------------------------------
+# DALI
+
+
+def _patch_dali(module):
+    done = 0
+    for name in DALI_ITERATORS:
+        cls = getattr(module, name, None)
+        orig_next = cls.__dict__.get("__next__") if isinstance(cls, type) else None
+        if orig_next is None:
+            continue  # a subclass that inherits the wrapped __next__
+        cls.__next__ = _object_next_wrapper(orig_next, KIND_DALI, "nvidia.dali")
+        done += 1
+    if not done:
+        _refused("DALI", "no iterator class with its own __next__")
+
+
+def _describe_dali(it):
+    info = {"num_workers": 0}
+    info["batch_size"] = getattr(it, "batch_size", None)
+    pipes = getattr(it, "_pipes", None) or ()
+    pipe = pipes[0] if pipes else None
+    if pipe is not None:
+        info["threads"] = _int_or_none(getattr(pipe, "num_threads", None))
+        depth = getattr(pipe, "prefetch_queue_depth", None)
+        if isinstance(depth, dict):
+            depth = depth.get("cpu_size")
+        info["prefetch_factor"] = _int_or_none(depth)
+        device_id = getattr(pipe, "device_id", None)
+        info["device"] = "cpu" if device_id is None else "gpu"
+        info["pipelines"] = len(pipes)
+    return info
+
+
+def _int_or_none(value):
+    try:
+        return int(value)
+    except Exception:
+        return None
+
+
+# ---------------------------------------------------------------------------
+# Named loaders (DLBN_LOADER)
+
+
+def _patch_named(module, qualname):
+    owner, _, name = qualname.rpartition(".")
+    holder = module
+    for part in owner.split(".") if owner else ():
+        holder = getattr(holder, part, None)
+    target = getattr(holder, name, None) if holder is not None else None
+    if target is None:
+        _refused_named(module.__name__, qualname, "not found")
+        return
+    if isinstance(target, type):
+        _wrap_named_class(target, "%s:%s" % (module.__name__, qualname))
+    elif callable(target):
+        setattr(holder, name, _function_wrapper(target, "%s:%s" % (module.__name__, qualname)))
+    else:
+        _refused_named(module.__name__, qualname, "neither a class nor a function")
+
+
+def _wrap_named_class(cls, label):
+    if "_dlbn_named" in cls.__dict__:
+        return
+    cls._dlbn_named = label
+    orig_next = _own_in_mro(cls, "__next__")
+    if orig_next is not None:
+        cls.__next__ = _object_next_wrapper(orig_next, KIND_NAMED, None)
+        return
+    orig_iter = _own_in_mro(cls, "__iter__")
+    if orig_iter is None:
+        _refused_named(label, "", "has neither __next__ nor __iter__")
+        return
+    cls.__iter__ = _iter_wrapper(orig_iter, KIND_NAMED)
+
+
+def _own_in_mro(cls, name):
+    import types
+    for klass in cls.__mro__:
+        value = klass.__dict__.get(name)
+        if isinstance(value, types.FunctionType):
+            return value
+        if value is not None:
+            return None
+    return None
+
+
+def _watch_main_classes():
+    """A class of the script itself (__main__:QUALNAME): wrapped as its
+    class statement completes (builtins.__build_class__)."""
+    import builtins
+    wanted_names = set(_named.get("__main__", ()))
+    orig_build = builtins.__build_class__
+
+    def __build_class__(func, name, *args, **kwargs):
+        cls = orig_build(func, name, *args, **kwargs)
+        try:
+            if (name in wanted_names and isinstance(cls, type)
+                    and getattr(cls, "__module__", None) == "__main__"
+                    and cls.__qualname__ in wanted_names):
+                _wrap_named_class(cls, "__main__:%s" % cls.__qualname__)
+        except Exception:
+            pass
+        return cls
+
+    builtins.__build_class__ = __build_class__
+
+
+def _refused_named(module, qualname, why):
+    label = "%s:%s" % (module, qualname) if qualname else module
+    if not _boot._in_child_process():
+        _boot._warn("DLBN_LOADER: %s %s; it is not marked" % (label, why))
+
+
+def _refused(library, why):
+    _boot._note("loaders=incompatible;library=%s;reason=%s"
+                % (library, _boot._note_text(why)))
+    if not (_boot._in_child_process() or _boot._quiet(_boot._environ)):
+        _boot._warn("%s differs from what the bootstrap knows (%s): its batches are not "
+                    "marked" % (library, why))
+
+
+# ---------------------------------------------------------------------------
+# CONFIG
+
+
+def _describe(kind, loader):
+    if kind == KIND_NODES:
+        return _describe_nodes(loader)
+    if kind == KIND_DALI:
+        return _describe_dali(loader)
+    info = {}
+    for key in ("batch_size", "num_workers", "prefetch_factor"):
+        value = getattr(loader, key, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            info[key] = value
+    return info
+
+
+def config_text(kind, loader, it):
+    """The CONFIG text of an epoch of loader (str, under the 500-byte cap)."""
+    boot = _boot
+    info = _describe(kind, loader)
+    items = [("kind", kind)]
+    for key in ("num_workers", "batch_size", "prefetch_factor", "worker_method",
+                "threads", "device", "pipelines"):
+        if info.get(key) is not None:
+            items.append((key, info[key]))
+    items.append(("cpus", boot._cpu_count()))
+    items.append(("loader", id(loader)))
+    label = getattr(loader, "_dlbn_named", None)  # a named class's or function's
+    items.append(("loader_class", label or type(loader).__name__))
+    text = ";".join("%s=%s" % (key, boot._config_value(value)) for key, value in items)
+    pids = info.get("workers") or ()
+    if pids:
+        text += ";workers=" + ",".join(str(pid) for pid in pids)
+        while len(text) >= boot._CONFIG_MAX and "," in text.rsplit(";workers=", 1)[1]:
+            text = text.rsplit(",", 1)[0]
+    return text
