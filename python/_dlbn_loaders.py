@@ -100,12 +100,38 @@ def fetch_open():
 
 
 def wanted():
-    """The modules still worth being handed (sitecustomize's hook)."""
+    """The modules still worth being handed (sitecustomize's hook): the
+    named ones, and nodes' and DALI's where those are installed."""
     names = [name for name in _named if name != "__main__" and name not in _patched]
-    for name in NODES_MODULES + (DALI_MODULE,):
-        if name not in _patched:
-            names.append(name)
+    for package, modules in (("torchdata.nodes", NODES_MODULES), ("nvidia.dali", (DALI_MODULE,))):
+        if _installed(package):
+            names.extend(name for name in modules if name not in _patched)
     return tuple(names)
+
+
+_installed_cache = {}
+
+
+def _installed(dotted):
+    """Whether package `dotted` can be imported, found without importing
+    it (nor its parents: "nvidia" is a namespace other wheels share)."""
+    found = _installed_cache.get(dotted)
+    if found is None:
+        found = False
+        try:
+            import _frozen_importlib_external
+            path = None
+            for part in dotted.split("."):
+                spec = _frozen_importlib_external.PathFinder.find_spec(part, path)
+                if spec is None:
+                    break
+                path = spec.submodule_search_locations
+            else:
+                found = True
+        except Exception:
+            found = False
+        _installed_cache[dotted] = found
+    return found
 
 
 def patch(name, module):

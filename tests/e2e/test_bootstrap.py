@@ -51,10 +51,20 @@ def test_lazy_hook_and_path_hygiene():
     assert not facts["boot_loaded_before_torch"], "torch-side half loaded at start-up"
     assert not facts["boot_dir_on_sys_path"], "dlbn's directory left on sys.path"
     assert facts["boot_loaded_after_torch"]
-    # The hook stays only to see torchdata's StatefulDataLoader module, and
-    # only where torchdata is installed.
+    # The hook stays only to see torchdata's StatefulDataLoader and nodes
+    # modules and DALI's PyTorch plugin, and only where they are installed.
+    import importlib.util
+    expected = []
     if facts["torchdata_installed"]:
-        assert facts["hook_pending"] == [STATEFUL_MODULE]
+        expected += [STATEFUL_MODULE, "torchdata.nodes.base_node", "torchdata.nodes.loader"]
+    try:
+        dali = importlib.util.find_spec("nvidia.dali") is not None
+    except (ImportError, ValueError):
+        dali = False
+    if dali:
+        expected.append("nvidia.dali.plugin.pytorch")
+    if expected:
+        assert facts["hook_pending"] == sorted(expected)
     else:
         assert not facts["hook_left_after_import"], "import hook not removed after firing"
     assert facts["iter_wrapped"]
