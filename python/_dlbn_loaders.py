@@ -67,15 +67,15 @@ def setup(boot, environ):
     import threading
     _local = threading.local()
     _named.clear()
-    for module, qualname in parse_loader_names(environ.get("DLBN_LOADER", ""), warn=True):
+    for module, qualname in parse_loader_names(environ.get("DLBN_LOADER", "")):
         _named.setdefault(module, []).append(qualname)
     if "__main__" in _named:
         _watch_main_classes()
 
 
-def parse_loader_names(text, warn=False):
+def parse_loader_names(text):
     """[(module, qualname)] of DLBN_LOADER ("MODULE:QUALNAME,..."); a bad
-    item is said on stderr (warn) and left out."""
+    item is said on stderr and left out."""
     items = []
     for item in text.replace(";", ",").split(","):
         item = item.strip()
@@ -86,8 +86,7 @@ def parse_loader_names(text, warn=False):
         ok = colon and module and qualname and all(
             part.isidentifier() for part in module.split(".") + qualname.split("."))
         if not ok:
-            if warn:
-                _boot._warn("DLBN_LOADER: %r is not MODULE:QUALNAME; left out" % item)
+            _boot._warn("DLBN_LOADER: %r is not MODULE:QUALNAME; left out" % item)
             continue
         items.append((module, qualname))
     return items
@@ -202,7 +201,7 @@ def _fetch(epoch, call, arg):
     if stop is not None:
         raise stop
     boot._emit(boot.MARK_FETCH_BEGIN, iter_id, index)
-    _local.open = True
+    was_open, _local.open = getattr(_local, "open", False), True
     try:
         data = call(arg)
     except StopIteration as exc:
@@ -215,7 +214,7 @@ def _fetch(epoch, call, arg):
         boot._drop_own_frames(exc)
         raise
     finally:
-        _local.open = False
+        _local.open = was_open
     epoch.index = index + 1
     boot._emit(boot.MARK_FETCH_END, iter_id, index)
     if boot._max_steps:
@@ -302,27 +301,17 @@ def _replay_of(loader):
 # class): their own __next__ wrapped, the epoch kept on the object.
 
 
-def _object_next_wrapper(orig_next, kind, internal, depth=2):
+def _object_next_wrapper(orig_next, kind, internal):
     """__next__ for iterator classes whose objects live across epochs.
     internal: module-name prefix of the library's own callers (their
-    calls are not the loop's fetches); depth: the caller's frame (one more
-    when another wrapper calls this one)."""
+    calls are not the loop's fetches)."""
 
     def __next__(self):
         try:
-            skip = (_boot._api is None
-                    or (internal and _caller_module(depth).startswith(internal))
-                    or getattr(_local, "open", False))
-            if not skip:
-                epoch = self.__dict__.get("_dlbn_epoch")
-                if epoch is None or epoch.ended:
-                    epoch = _begin_epoch(self, self, kind, self)
-                    if _boot._replay:
-                        epoch.replay = _replay_of(self)
-                    self.__dict__["_dlbn_epoch"] = epoch
+            epoch = _loop_epoch(self, kind, internal)
         except Exception:
-            skip = True
-        if skip:
+            epoch = None
+        if epoch is None:
             try:
                 return orig_next(self)
             except BaseException as exc:
@@ -334,6 +323,29 @@ def _object_next_wrapper(orig_next, kind, internal, depth=2):
 
     _boot._copy_names(__next__, orig_next)
     return __next__
+
+
+def _loop_epoch(obj, kind, internal):
+    """The epoch a fetch from obj belongs to when the loop makes it, else
+    None: the recorder is off, a fetch of this thread is open already, or
+    the caller (frame 3: the wrapper's) is the library's own code.  A nodes
+    Loader's iterator carries the epoch its iter() began; any other object
+    begins one at its first fetch and after each StopIteration."""
+    if _boot._api is None or getattr(_local, "open", False):
+        return None
+    if internal and _caller_module(3).startswith(internal):
+        return None
+    d = obj.__dict__
+    epoch = d.get("_dlbn_loader_epoch")
+    if epoch is not None:
+        return epoch
+    epoch = d.get("_dlbn_epoch")
+    if epoch is None or epoch.ended:
+        epoch = _begin_epoch(obj, obj, kind, obj)
+        if _boot._replay:
+            epoch.replay = _replay_of(obj)
+        d["_dlbn_epoch"] = epoch
+    return epoch
 
 
 def _replayed(args):
@@ -360,6 +372,8 @@ class _MarkedIterator:
 
     def __next__(self):
         epoch = self._dlbn_epoch
+        if getattr(_local, "open", False):  # inside another loader's fetch
+            return next(self._dlbn_inner)
         if epoch.replay is not None:
             return _fetch(epoch, _replayed_inner, self)
         return _fetch(epoch, _next_of, self._dlbn_inner)
@@ -437,39 +451,10 @@ def _patch_nodes_base(module):
     if orig_next is None:
         _refused("torchdata.nodes", "BaseNode.__next__ missing")
         return
-    base.__next__ = _nodes_next_wrapper(orig_next)
-
-
-def _nodes_next_wrapper(orig_next):
-    """BaseNode.__next__: a fetch of the Loader's iterator (tagged by the
-    wrapped Loader.__iter__), or of a node the loop iterates itself."""
-    bare_next = _object_next_wrapper(orig_next, KIND_NODES, "torchdata.nodes", depth=3)
-
-    def __next__(self):
-        try:
-            epoch = self.__dict__.get("_dlbn_loader_epoch")
-        except Exception:
-            epoch = None
-        if epoch is None:
-            return bare_next(self)
-        try:
-            if getattr(_local, "open", False) or _caller_module(2).startswith(
-                    "torchdata.nodes"):
-                epoch = None  # has_next() reads ahead from inside the Loader
-        except Exception:
-            epoch = None
-        if epoch is None:
-            try:
-                return orig_next(self)
-            except BaseException as exc:
-                _boot._drop_own_frames(exc)
-                raise
-        if epoch.replay is not None:
-            return _fetch(epoch, _replayed, (epoch, self, orig_next))
-        return _fetch(epoch, orig_next, self)
-
-    _boot._copy_names(__next__, orig_next)
-    return __next__
+    # A fetch of the Loader's iterator (tagged by the wrapped Loader.__iter__)
+    # or of a node the loop iterates itself; has_next() reads ahead from
+    # inside the Loader (torchdata.nodes' own call: not a fetch).
+    base.__next__ = _object_next_wrapper(orig_next, KIND_NODES, "torchdata.nodes")
 
 
 def _patch_nodes_loader(module):

@@ -13,12 +13,12 @@ give INCONCLUSIVE with the hint, never NOT_DETECTED.
 """
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from e2e_common import LIB, PYTHON, RUN_TIMEOUT_S, analyze_ok, clean_env, report_text, \
     require_binaries
-from pathlib import Path
 
 WORKLOAD = Path(__file__).resolve().parent / "loaders_workload.py"
 NAMED = "loaders_feeder:prefetched"
@@ -67,12 +67,26 @@ def judged(tmp, kind, *args, env=None):
     return analyze_ok(trace), per_step(real) / per_step(replay)
 
 
+def training_loader(a):
+    loaders = [l for l in a["loaders"] if l["training"]]
+    assert len(loaders) == 1, a["loaders"]
+    return loaders[0]
+
+
+def check_compute_bound(tmp, kind, loop_ms, env=None):
+    """The loop sleeps loop_ms a step (the GPU's time as the host sees it),
+    longer than the loader needs for a batch: never DETECTED."""
+    trace, _, _ = run(tmp, kind + "-compute", kind, "--sleep", "--loop-ms", str(loop_ms),
+                      env=env)
+    a = analyze_ok(trace)
+    assert a["verdict"] == "NOT_DETECTED", (a["verdict"], a["predicted_speedup"], a["reasons"])
+
+
 def check_input_bound(a, measured, kind):
     assert a["verdict"] == "DETECTED" and measured > 1.5, (a["verdict"], measured, a["reasons"])
     predicted = a["predicted_speedup"]
     assert abs(predicted / measured - 1) <= TOLERANCE, (predicted, measured, a["reasons"])
-    training = [l for l in a["loaders"] if l["training"]]
-    assert training and training[0]["kind"] == kind, a["loaders"]
+    assert training_loader(a)["kind"] == kind, a["loaders"]
     assert a["view"] == "python"
 
 
@@ -82,30 +96,24 @@ def test_nodes_input_bound(tmp_path, method):
     a, measured = judged(tmp_path, "nodes-" + method)
     check_input_bound(a, measured, "nodes")
     assert a["steps"]["total"] == 40, a["steps"]  # batches, not samples
-    loader = [l for l in a["loaders"] if l["training"]][0]
+    loader = training_loader(a)
     assert loader["workers"] == 2 and loader["batch_size"] == 4, loader
     assert "num_workers 2 ->" in report_text(a), a["recommendations"]
 
 
 @needs_nodes
 def test_nodes_compute_bound(tmp_path):
-    trace, _, _ = run(tmp_path, "nodes-compute", "nodes-thread", "--sleep", "--loop-ms", "40")
-    a = analyze_ok(trace)
-    assert a["verdict"] == "NOT_DETECTED", (a["verdict"], a["predicted_speedup"], a["reasons"])
+    check_compute_bound(tmp_path, "nodes-thread", 40)
 
 
 def test_named_thread_fed_generator(tmp_path):
     a, measured = judged(tmp_path, "named", env={"DLBN_LOADER": NAMED})
     check_input_bound(a, measured, "named")
-    loader = [l for l in a["loaders"] if l["training"]][0]
-    assert loader["loader_class"] == NAMED, loader
+    assert training_loader(a)["loader_class"] == NAMED, a["loaders"]
 
 
 def test_named_compute_bound(tmp_path):
-    trace, _, _ = run(tmp_path, "named-compute", "named", "--sleep", "--loop-ms", "40",
-                      env={"DLBN_LOADER": NAMED})
-    a = analyze_ok(trace)
-    assert a["verdict"] == "NOT_DETECTED", (a["verdict"], a["predicted_speedup"], a["reasons"])
+    check_compute_bound(tmp_path, "named", 40, env={"DLBN_LOADER": NAMED})
 
 
 def test_unnamed_generator_is_inconclusive_with_the_hint(tmp_path):
@@ -129,18 +137,16 @@ def test_dali_input_bound(tmp_path):
     queued, on the loop's cores, and the Replay run's step time moved
     between 2.1 and 3.6 ms in five runs (S 13..21 against a predicted
     20..24).  The verdict, the loader and the advice are checked."""
-    trace, real, _ = run(tmp_path, "dali-real", "dali")
+    trace, _, _ = run(tmp_path, "dali-real", "dali")
     a = analyze_ok(trace)
     assert a["verdict"] == "DETECTED", (a["verdict"], a["reasons"])
-    training = [l for l in a["loaders"] if l["training"]]
-    assert training and training[0]["kind"] == "dali", a["loaders"]
-    assert training[0]["threads"] == 2 and training[0]["batch_size"] == 8, training
+    loader = training_loader(a)
+    assert loader["kind"] == "dali", a["loaders"]
+    assert loader["threads"] == 2 and loader["batch_size"] == 8, loader
     assert a["cause"] == "dali_pipeline", a["cause"]
     assert "num_threads 2 ->" in report_text(a), a["recommendations"]
 
 
 @needs_dali
 def test_dali_compute_bound(tmp_path):
-    trace, _, _ = run(tmp_path, "dali-compute", "dali", "--sleep", "--loop-ms", "90")
-    a = analyze_ok(trace)
-    assert a["verdict"] == "NOT_DETECTED", (a["verdict"], a["predicted_speedup"], a["reasons"])
+    check_compute_bound(tmp_path, "dali", 90)
