@@ -130,7 +130,8 @@ static int setup_procs(struct dlbn_model *m, struct dlbn_reader *r)
 	}
 	m->training = m->main_thread = m->pin_thread = m->mark_thread = m->nvtx_thread = -1;
 	m->range_names = dlbn_range_names_new();
-	if (!m->range_names || dlbn_wait_stacks_init(&m->stacks, ns) != 0)
+	if (!m->range_names || dlbn_wait_stacks_init(&m->stacks, ns) != 0 ||
+	    dlbn_lib_ops_init(&m->lib_ops, ns) != 0)
 		return -1;
 	m->t0 = INT64_MAX;
 	m->t_end = INT64_MIN;
@@ -369,6 +370,8 @@ static int run_pass2(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 			int in_window = m->steps && m->steps->w.window > 0;
 			if (dlbn_wait_stacks_record(&m->stacks, rec, rec_dur(rec), in_window) != 0)
 				ps.oom = 1;
+			if (rec->type == DLBN_REC_RANGE_PUSH || rec->type == DLBN_REC_RANGE_POP)
+				dlbn_lib_ops_record(&m->lib_ops, rec, in_window);
 			if (ps.gpu) {
 				dlbn_gpu_pass_record(ps.gpu, rec);
 				dlbn_gpu_pass_horizon(ps.gpu, horizon(&ps, rec->t_ns));
@@ -425,6 +428,7 @@ int dlbn_model_build(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 	if (!m->prefetch_known)
 		dlbn_prefetch_depth(m);
 	dlbn_wait_stacks_finish(&m->stacks);
+	dlbn_lib_ops_sort(&m->lib_ops);
 	/* The chosen view's GPU window is the verdict's: steps ending in
 	 * (ws, we] (the IPC view when there is none, as the verdict's). */
 	dlbn_gpu_finish(&m->gpu, m->py_steps.n ? 0 : 1, view_index(m, m->steps), m->steps->w.ws,
@@ -473,5 +477,6 @@ void dlbn_model_free(struct dlbn_model *m)
 	dlbn_range_names_free(m->range_names);
 	model_pipe_table_free(m->pipes);
 	dlbn_wait_stacks_free(&m->stacks);
+	dlbn_lib_ops_free(&m->lib_ops);
 	memset(m, 0, sizeof(*m));
 }

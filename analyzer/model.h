@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include "gpu.h"
+#include "lib_ops.h"
 #include "loaders.h"
 #include "ranges.h"
 #include "reader.h"
@@ -328,6 +329,10 @@ struct dlbn_model {
 	uint64_t nvtx_data_ranges; /* outermost data ranges closed on nvtx_thread */
 	uint64_t nvtx_step_ranges; /* step ranges closed on nvtx_thread */
 	int64_t nvtx_step_ns;	   /* their total duration */
+
+	/* A loader library's operators, from its own ranges (lib_ops.h),
+	 * sorted by busy time after the build. */
+	struct dlbn_lib_ops lib_ops;
 
 	/* The GPU split and evidence (gpu.h), final after the build. */
 	struct dlbn_gpu gpu;

@@ -41,7 +41,12 @@ int dlbn_range_classify(const char *s, size_t n)
 {
 	static const char *const data_words[] = {"data", "load", "batch", "fetch"};
 	static const char *const step_words[] = {"step", "iter"};
-	if (!s)
+	/* A library's own ranges ("[DALI][DataReader] Prefetch #0" on its
+	 * reader thread) are where it works, not the loop waiting: lib_ops.c
+	 * reads them. */
+	static const char library_tag[] = "[DALI]";
+	if (!s ||
+	    (n >= sizeof(library_tag) - 1 && !memcmp(s, library_tag, sizeof(library_tag) - 1)))
 		return DLBN_RANGE_OTHER;
 	for (size_t i = 0; i < sizeof(data_words) / sizeof(data_words[0]); i++)
 		if (has_word(s, n, data_words[i]))

@@ -4,6 +4,7 @@
  * ("data", "load", "batch", "fetch", case-insensitive) is the loop waiting
  * for its input; one named like a step ("step", "iter") is a training step.
  * Data wins when a name has both ("data_iter" is the loader's iterator).
+ * A library's own ranges ("[DALI]...") are neither: lib_ops.h reads them.
  *
  * Names come inline in the range record or as registered strings (STRING
  * id, text) that are per process instance and shared by its threads; ranges

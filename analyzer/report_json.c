@@ -264,6 +264,24 @@ static void json_loaders(FILE *out, const struct dlbn_model *m, const struct dlb
 	fputc(']', out);
 }
 
+/* "library_operators": a loader library's operators by busy time in the
+ * window (lib_ops.h), e.g. DALI's. */
+static void json_lib_ops(FILE *out, const struct dlbn_lib_ops *o)
+{
+	fputc('[', out);
+	for (size_t i = 0; i < o->n; i++) {
+		fprintf(out, "%s{\"name\":", i ? "," : "");
+		jstr(out, o->v[i].name);
+		fputs(",\"busy_s\":", out);
+		dlbn_json_number(out, (double)o->v[i].busy_ns / 1e9);
+		fputs(",\"share\":", out);
+		dlbn_json_number(out,
+				 o->busy_ns > 0 ? (double)o->v[i].busy_ns / (double)o->busy_ns : 0);
+		fprintf(out, ",\"runs\":%llu}", (unsigned long long)o->v[i].runs);
+	}
+	fputc(']', out);
+}
+
 /* "stacks": the longest waits of the training process with their frames. */
 static void json_stacks(FILE *out, const struct dlbn_model *m)
 {
@@ -371,6 +389,8 @@ void dlbn_report_json(FILE *out, const struct dlbn_report_input *in)
 	json_config(out, in->m, a);
 	fputs(",\"loaders\":", out);
 	json_loaders(out, in->m, a);
+	fputs(",\"library_operators\":", out);
+	json_lib_ops(out, &in->m->lib_ops);
 	fputs(",\"cause\":", out);
 	jstr(out, a->cause);
 	fputs(",\"recommendations\":", out);

@@ -373,24 +373,58 @@ static int ceil_ratio(double num, double den)
  * with the loop takes N x (wait + loop) / loop of them, cores permitting.
  * Said in the loader's own terms.  0 when c is torch's DataLoader.
  */
-static int other_loader(const struct dlbn_config *c, struct dlbn_analysis *a)
+/*
+ * DALI: the pipeline's throughput, and its operators' busy time in the
+ * window (lib_ops.h) naming the stage that costs it.  Decoding on the CPU
+ * first: the GPU decoder is the fix DALI is made for.
+ */
+static void dali_pipeline(const struct dlbn_model *m, const struct dlbn_config *c,
+			  struct dlbn_analysis *a, double period)
+{
+	const struct dlbn_lib_ops *o = &m->lib_ops;
+	int threads = c->threads > 0 ? c->threads : 1;
+	int need = ceil_ratio(threads * period, a->loop_ms);
+	int gpu = strstr(c->text, "device=gpu") != NULL;
+	snprintf(a->cause, sizeof(a->cause), "dali_pipeline");
+	REASON("DALI pipeline (%d thread%s, %s): it delivers a batch every %.1f ms, the loop "
+	       "consumes one every %.1f ms",
+	       threads, threads == 1 ? "" : "s", gpu ? "GPU pipeline" : "CPU-only pipeline", period,
+	       a->loop_ms);
+	if (o->n && o->busy_ns > 0) {
+		char list[200];
+		size_t len = 0;
+		for (size_t i = 0; i < o->n && i < 4 && len < sizeof(list); i++)
+			len += (size_t)snprintf(list + len, sizeof(list) - len,
+						"%s%s %.0f%% (%.2f s)", i ? ", " : "", o->v[i].name,
+						100.0 * (double)o->v[i].busy_ns /
+							(double)o->busy_ns,
+						(double)o->v[i].busy_ns / 1e9);
+		REASON("DALI's operators by busy time in the window: %s", list);
+	}
+	int cpu_decode = !gpu && o->n && o->busy_ns > 0 && strcasestr(o->v[0].name, "decode") &&
+			 !strstr(o->v[0].name, "(");
+	if (cpu_decode)
+		REC("decoding is DALI's costliest operator (%.0f%% of its busy time): decode on "
+		    "the "
+		    "GPU (decoders.image device=\"mixed\"), or DALI num_threads %d -> %d if the "
+		    "machine has the cores",
+		    100.0 * (double)o->v[0].busy_ns / (double)o->busy_ns, threads,
+		    need > threads ? need : threads + 1);
+	else
+		REC("DALI num_threads %d -> %d (if the machine has the cores), or move decoding to "
+		    "the GPU (decoders.image device=\"mixed\") and the other operators with it",
+		    threads, need > threads ? need : threads + 1);
+}
+
+static int other_loader(const struct dlbn_model *m, const struct dlbn_config *c,
+			struct dlbn_analysis *a)
 {
 	const char *kind = dlbn_loader_kind(c);
 	if (!strcmp(kind, "dataloader") || a->loop_ms <= 0)
 		return 0;
 	double period = a->mean_ms + a->loop_ms;
 	if (!strcmp(kind, "dali")) {
-		int threads = c->threads > 0 ? c->threads : 1;
-		int need = ceil_ratio(threads * period, a->loop_ms);
-		snprintf(a->cause, sizeof(a->cause), "dali_pipeline");
-		REASON("DALI pipeline (%d thread%s, %s): it delivers a batch every %.1f ms, the "
-		       "loop consumes one every %.1f ms",
-		       threads, threads == 1 ? "" : "s",
-		       strstr(c->text, "device=gpu") ? "GPU pipeline" : "CPU-only pipeline", period,
-		       a->loop_ms);
-		REC("DALI num_threads %d -> %d (if the machine has the cores), or move decoding "
-		    "to the GPU (decoders.image device=\"mixed\") and the other operators with it",
-		    threads, need > threads ? need : threads + 1);
+		dali_pipeline(m, c, a, period);
 		return 1;
 	}
 	int workers = c->num_workers > 0 ? c->num_workers : 0;
@@ -451,7 +485,7 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 		snprintf(a->cause, sizeof(a->cause), "none");
 		return;
 	}
-	if (a->mean_busy < 0 && other_loader(c, a))
+	if (a->mean_busy < 0 && other_loader(m, c, a))
 		return;
 	/* The loader runs in the loop's thread: num_workers=0, or (NVTX view,
 	 * no bootstrap) no worker process in the trace at all. */
@@ -551,7 +585,7 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 	if (a->mean_busy >= 0 && a->mean_busy < 0.5)
 		REASON("workers idle %.0f%% of the window: they are not the bottleneck",
 		       (1 - a->mean_busy) * 100);
-	if (!a->cause[0] && other_loader(c, a))
+	if (!a->cause[0] && other_loader(m, c, a))
 		return;
 	if (!a->cause[0]) {
 		snprintf(a->cause, sizeof(a->cause), "unknown");
