@@ -730,11 +730,17 @@ def _old_reraise():
     return sys.version_info < (3, 11) and sys.implementation.name == "cpython"
 
 
+def _own_files():
+    """This file and _dlbn_loaders.py beside it: a traceback that passes
+    through their wrappers loses their frames."""
+    import os
+    here = _drop_own_frames.__code__.co_filename
+    return frozenset((here, os.path.join(os.path.dirname(here), "_dlbn_loaders.py")))
+
+
 _OLD_RERAISE = _old_reraise()
 _OWN_FILE = _drop_own_frames.__code__.co_filename
-# The bootstrap's files whose frames a traceback loses (_dlbn_loaders'
-# wrappers too: it lives in the same directory).
-_OWN_FILES = frozenset((_OWN_FILE, _OWN_FILE[:-len("_dlbn_boot.py")] + "_dlbn_loaders.py"))
+_OWN_FILES = _own_files()
 
 
 def _make_iter_wrapper(orig_iter):
@@ -1206,6 +1212,9 @@ def _clone_tensor(tensor):
 #   CONFIG: max_steps=N on that loader's iterators and in the process note.
 
 _SETTING_KEYS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
+# DALI's pipeline knobs (_dlbn_loaders applies them); num_workers and
+# prefetch_factor also set torchdata.nodes' ParallelMapper and Prefetcher.
+_OTHER_SETTING_KEYS = ("num_threads", "prefetch_queue_depth")
 _settings = ()        # parsed DLBN_SET: (selector, key, value), in order
 _max_steps = 0        # DLBN_MAX_STEPS, 0 = off
 _loaders_made = 0     # DataLoaders whose __init__ returned (creation order)
@@ -1223,7 +1232,7 @@ def setting_value(key, text):
     """The value of KEY=text, or raise ValueError with the reason (also
     used by tests; dlbn-run validates the same way before the run)."""
     text = text.strip()
-    if key in ("num_workers", "prefetch_factor"):
+    if key in ("num_workers", "prefetch_factor") + _OTHER_SETTING_KEYS:
         try:
             value = int(text, 10)
         except ValueError:
@@ -1239,7 +1248,8 @@ def setting_value(key, text):
         if lowered in ("0", "false"):
             return False
         raise ValueError("%s takes 0, 1, true or false, not %r" % (key, text))
-    raise ValueError("unknown setting %r (known: %s)" % (key, ", ".join(_SETTING_KEYS)))
+    raise ValueError("unknown setting %r (known: %s)"
+                     % (key, ", ".join(_SETTING_KEYS + _OTHER_SETTING_KEYS)))
 
 
 def parse_settings(text):
@@ -1368,7 +1378,7 @@ def _settings_init(loader, defaults):
     sequential = _sequential(loader)
     wanted = {}
     for selector, key, value in _settings:
-        if _selected(selector, index, sequential):
+        if key in _SETTING_KEYS and _selected(selector, index, sequential):
             wanted[key] = value
     if not wanted:
         return

@@ -57,7 +57,6 @@ _boot = None       # the _dlbn_boot module (its marker API and settings)
 _named = {}        # DLBN_LOADER: module name -> [qualname, ...] still to patch
 _patched = set()   # modules handled
 _local = None      # threading.local(): .open, a fetch of this thread is open
-_OWN_FILE = __file__
 
 
 def setup(boot, environ):
@@ -92,6 +91,103 @@ def parse_loader_names(text):
     return items
 
 
+# ---------------------------------------------------------------------------
+# Settings (dlbn-run --set, DLBN_SET): these loaders' own knobs, given to
+# the constructors that take them as their objects are made.  Selectors:
+# none or "train" apply (these loaders have no sampler to tell an
+# evaluation loader by, nor a creation count shared with the DataLoaders);
+# "eval" and loader numbers are said once on stderr and not applied.  A
+# mapper without workers (nodes' Mapper is a ParallelMapper of 0 workers,
+# mapping inline) keeps none.
+
+# (module, class) -> the DLBN_SET keys its __init__ takes
+SETTABLE = {
+    ("torchdata.nodes.map", "ParallelMapper"): ("num_workers",),
+    ("torchdata.nodes.prefetch", "Prefetcher"): ("prefetch_factor",),
+    ("nvidia.dali.pipeline", "Pipeline"): ("num_threads", "prefetch_queue_depth"),
+}
+_said = set()
+
+
+def _wanted_settings(keys):
+    """{key: value} of DLBN_SET for these keys (later items win)."""
+    out = {}
+    for selector, key, value in _boot._settings:
+        if key not in keys:
+            continue
+        if selector not in (None, "train"):
+            if (key, selector) not in _said and not _boot._in_child_process():
+                _said.add((key, selector))
+                _boot._warn("DLBN_SET %s:%s=%s not applied: selectors other than train "
+                            "apply to DataLoaders only" % (selector, key, value))
+            continue
+        out[key] = value
+    return out
+
+
+def _settings_modules():
+    """The modules whose classes DLBN_SET changes (sitecustomize's hook)."""
+    keys = set(key for _, key, _ in (_boot._settings or ()))
+    return tuple(module for (module, _), takes in SETTABLE.items() if keys & set(takes))
+
+
+def _patch_settings(module):
+    for (name, cls_name), keys in SETTABLE.items():
+        if name != module.__name__:
+            continue
+        wanted = _wanted_settings(keys)
+        cls = getattr(module, cls_name, None)
+        orig_init = cls.__dict__.get("__init__") if isinstance(cls, type) else None
+        if not wanted or orig_init is None:
+            continue
+        try:
+            import inspect
+            signature = inspect.signature(orig_init)
+            if any(key not in signature.parameters for key in wanted):
+                raise ValueError("no such argument")
+        except Exception:
+            if not _boot._in_child_process():
+                _boot._warn("DLBN_SET %s not applied: %s.__init__ does not take it"
+                            % (",".join(wanted), cls_name))
+            continue
+        cls.__init__ = _init_with_settings(orig_init, signature, wanted)
+
+
+def _init_with_settings(orig_init, signature, wanted):
+    """__init__ called with the wanted arguments in place of the caller's;
+    the object keeps what was set (set=, set_from= in its loader's CONFIG)."""
+
+    def __init__(self, *args, **kwargs):
+        own = None
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+            own = {key: bound.arguments.get(key, signature.parameters[key].default)
+                   for key in wanted}
+            if own.get("num_workers", 1) != 0:  # nodes' Mapper: inline, stays so
+                bound.arguments.update(wanted)
+                args, kwargs = bound.args[1:], bound.kwargs
+            else:
+                own = None
+        except Exception:
+            own = None  # arguments the signature does not take: the call's error
+        try:
+            orig_init(self, *args, **kwargs)
+        except BaseException as exc:
+            _boot._drop_own_frames(exc)
+            raise
+        if own is not None:
+            try:
+                self._dlbn_set = ",".join("%s=%s" % kv for kv in sorted(wanted.items()))
+                self._dlbn_set_from = ",".join(
+                    "%s=%s" % (key, own[key]) for key in sorted(wanted)
+                    if own[key] != wanted[key])
+            except Exception:
+                pass
+
+    _boot._copy_names(__init__, orig_init)
+    return __init__
+
+
 def fetch_open():
     """A fetch of one of these loaders is open on this thread: a DataLoader
     it iterates inside is part of that fetch, not a fetch of the loop."""
@@ -102,9 +198,12 @@ def wanted():
     """The modules still worth being handed (sitecustomize's hook): the
     named ones, and nodes' and DALI's where those are installed."""
     names = [name for name in _named if name != "__main__" and name not in _patched]
-    for package, modules in (("torchdata.nodes", NODES_MODULES), ("nvidia.dali", (DALI_MODULE,))):
+    for package, modules in (("torchdata.nodes", NODES_MODULES + _settings_modules()),
+                             ("nvidia.dali", (DALI_MODULE,) + _settings_modules())):
         if _installed(package):
-            names.extend(name for name in modules if name not in _patched)
+            names.extend(name for name in modules
+                         if name.startswith(package) and name not in _patched
+                         and name not in names)
     return tuple(names)
 
 
@@ -139,6 +238,8 @@ def patch(name, module):
         return
     _patched.add(name)
     try:
+        if any(name == settable for settable, _ in SETTABLE):
+            _patch_settings(module)
         if name == "torchdata.nodes.base_node":
             _patch_nodes_base(module)
         elif name == "torchdata.nodes.loader":
@@ -167,34 +268,47 @@ class _Epoch:
         self.replay = None  # _Replay of the loader, under DLBN_REPLAY
 
 
-def _begin_epoch(loader, it, kind, epochs_holder):
-    """ITER_BEGIN and CONFIG for a new epoch of loader; returns its _Epoch."""
+def _begin_epoch(loader, kind, config=True):
+    """ITER_BEGIN (and, with config, the CONFIG) of a new epoch of loader;
+    returns its _Epoch.  A loader whose iter() starts its workers marks
+    the epoch before that and its CONFIG after (_epoch_config), as the
+    DataLoader's does: the start-up is the first fetch's wait."""
     boot = _boot
     iter_id = boot._new_iter_id()
-    count = getattr(epochs_holder, "_dlbn_epochs", 0)
+    count = getattr(loader, "_dlbn_epochs", 0)
     try:
-        epochs_holder._dlbn_epochs = count + 1
+        loader._dlbn_epochs = count + 1
     except Exception:
         pass
     boot._emit(boot.MARK_ITER_BEGIN, iter_id, count)
     if boot._max_steps:
         boot._max_steps_iter(loader, iter_id, *_depth(loader, kind))
     epoch = _Epoch(iter_id)
-    try:
-        text = config_text(kind, loader, it)
-        if boot._settings or boot._max_steps:
-            for key, value in boot._settings_config(None, iter_id):
-                text += ";%s=%s" % (key, value)
-        if boot._replay:
-            text += ";replay=%d" % boot._replay
-        boot._api.config(iter_id, text.encode("utf-8", "replace"))
-    except Exception:
-        pass
+    if boot._replay:
+        epoch.replay = _replay_of(loader)
+    if config:
+        _epoch_config(epoch, loader, kind)
     return epoch
 
 
+def _epoch_config(epoch, loader, kind):
+    boot = _boot
+    try:
+        text = config_text(kind, loader)
+        if boot._settings or boot._max_steps:
+            for key, value in boot._settings_config(None, epoch.iter_id):
+                text += ";%s=%s" % (key, value)
+        if boot._replay:
+            text += ";replay=%d" % boot._replay
+        boot._api.config(epoch.iter_id, text.encode("utf-8", "replace"))
+    except Exception:
+        pass
+
+
 def _fetch(epoch, call, arg):
-    """One marked fetch: call(arg) is the real __next__ (or the replay's)."""
+    """One marked fetch: call(arg) is the real __next__ (or the replay's).
+    Exceptions pass through; the outermost wrapper frame drops dlbn's
+    frames from them."""
     boot = _boot
     iter_id, index = epoch.iter_id, epoch.index
     stop = boot._max_steps_due(iter_id, index) if boot._max_steps else None
@@ -204,14 +318,12 @@ def _fetch(epoch, call, arg):
     was_open, _local.open = getattr(_local, "open", False), True
     try:
         data = call(arg)
-    except StopIteration as exc:
+    except StopIteration:
         epoch.ended = True
         boot._emit(boot.MARK_FETCH_STOP, iter_id, index)
-        boot._drop_own_frames(exc)
         raise
-    except BaseException as exc:
+    except BaseException:
         boot._emit(boot.MARK_FETCH_STOP, iter_id, -1)
-        boot._drop_own_frames(exc)
         raise
     finally:
         _local.open = was_open
@@ -244,24 +356,53 @@ def _depth(loader, kind):
 
 class _Replay:
     """One loader's replay: filled from the real iterator at the first
-    fetch, then served.  Lives on the loader object."""
+    fetch, then served.  Lives on the loader object.
 
-    def __init__(self, steps):
+    The fill takes the first N batches (copies), then reads the rest of
+    that epoch, as DALI's LoaderEvaluator caches a whole epoch before the
+    loop: a loader without len() thus tells its epoch length, and the
+    loader's own machinery (nodes' mappers and prefetch thread, DALI's
+    executor, a producer thread) ends the epoch with nothing queued, so
+    none of its work overlaps the replayed steps.  A loader whose epoch
+    is not over after DRAIN_LIMIT_S is left where it is: its epochs then
+    have its len(), or no end (said once on stderr).  Then it waits, up to
+    QUIET_LIMIT_S, until the process stops using CPU (work the loader had
+    already queued, e.g. DALI's prefetched runs past the epoch's end)."""
+
+    DRAIN_LIMIT_S = 60.0
+    QUIET_LIMIT_S = 2.0
+
+    def __init__(self, loader):
+        self.loader = loader
         self.cache = None
-        self.steps = steps  # batches per epoch, None: no length
+        try:
+            self.steps = len(loader)  # batches per epoch, None: no length
+        except Exception:
+            self.steps = None
 
     def fill(self, real_next):
-        cache = []
+        import time
+        cache, count = [], 0
+        deadline = time.monotonic() + self.DRAIN_LIMIT_S
         try:
-            while len(cache) < _boot._replay:
+            while True:
                 try:
                     batch = real_next()
                 except StopIteration:
+                    if self.steps is None:
+                        self.steps = count
                     break
-                cache.append(_boot._copy_batch(batch))
+                count += 1
+                if len(cache) < _boot._replay:
+                    cache.append(_boot._copy_batch(batch))
                 del batch
+                if len(cache) >= _boot._replay and time.monotonic() > deadline:
+                    break
         finally:
             self.cache = cache
+        if self.steps is None:
+            _say_endless(self.loader)
+        _wait_quiet(self.QUIET_LIMIT_S)
 
     def batch(self, epoch, real_next):
         if self.cache is None:
@@ -272,28 +413,52 @@ class _Replay:
         return _boot._copy_batch(cached) if _boot._replay_copy else cached
 
 
+def _wait_quiet(limit_s):
+    """Sleep until the process used under a fifth of a CPU over 20 ms (its
+    loop is here, sleeping: what runs is the loader's queued work), or
+    limit_s passed."""
+    import time
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        cpu, wall = time.process_time(), time.monotonic()
+        time.sleep(0.02)
+        if time.process_time() - cpu < 0.2 * (time.monotonic() - wall):
+            return
+
+
 _endless_said = []
+
+
+def _say_endless(loader):
+    if _endless_said or _boot._in_child_process():
+        return
+    _endless_said.append(True)
+    _boot._warn("DLBN_REPLAY: %s has no len() and its first epoch did not end within "
+                "%d s: the replayed batches do not end an epoch; the loop's own bound "
+                "or --max-steps ends the run"
+                % (type(loader).__name__, _Replay.DRAIN_LIMIT_S))
 
 
 def _replay_of(loader):
     """The loader's _Replay, made at its first epoch."""
     replay = getattr(loader, "_dlbn_replay_state", None)
     if replay is None:
-        try:
-            steps = len(loader)
-        except Exception:
-            steps = None
-        if steps is None and not _endless_said and not _boot._in_child_process():
-            _endless_said.append(True)
-            _boot._warn("DLBN_REPLAY: %s has no len(): the replayed batches do not end an "
-                        "epoch; the loop's own bound or --max-steps ends the run"
-                        % type(loader).__name__)
-        replay = _Replay(steps)
+        replay = _Replay(loader)
         try:
             loader._dlbn_replay_state = replay
         except Exception:
             pass
     return replay
+
+
+def _replay_filled(loader):
+    """The loader's _Replay once its cache is filled, else None: from then
+    on no epoch starts on the real loader (no reset, no worker start), as a
+    replayed DataLoader makes no real iterator after its first epoch."""
+    if not _boot._replay:
+        return None
+    replay = getattr(loader, "_dlbn_replay_state", None)
+    return replay if replay is not None and replay.cache is not None else None
 
 
 # ---------------------------------------------------------------------------
@@ -311,15 +476,15 @@ def _object_next_wrapper(orig_next, kind, internal):
             epoch = _loop_epoch(self, kind, internal)
         except Exception:
             epoch = None
-        if epoch is None:
-            try:
+        try:
+            if epoch is None:
                 return orig_next(self)
-            except BaseException as exc:
-                _boot._drop_own_frames(exc)
-                raise
-        if epoch.replay is not None:
-            return _fetch(epoch, _replayed, (epoch, self, orig_next))
-        return _fetch(epoch, orig_next, self)
+            if epoch.replay is not None:
+                return _fetch(epoch, _replayed, (epoch, self, orig_next))
+            return _fetch(epoch, orig_next, self)
+        except BaseException as exc:  # the program's: without dlbn's frames
+            _boot._drop_own_frames(exc)
+            raise
 
     _boot._copy_names(__next__, orig_next)
     return __next__
@@ -341,10 +506,7 @@ def _loop_epoch(obj, kind, internal):
         return epoch
     epoch = d.get("_dlbn_epoch")
     if epoch is None or epoch.ended:
-        epoch = _begin_epoch(obj, obj, kind, obj)
-        if _boot._replay:
-            epoch.replay = _replay_of(obj)
-        d["_dlbn_epoch"] = epoch
+        epoch = d["_dlbn_epoch"] = _begin_epoch(obj, kind)
     return epoch
 
 
@@ -372,11 +534,15 @@ class _MarkedIterator:
 
     def __next__(self):
         epoch = self._dlbn_epoch
-        if getattr(_local, "open", False):  # inside another loader's fetch
-            return next(self._dlbn_inner)
-        if epoch.replay is not None:
-            return _fetch(epoch, _replayed_inner, self)
-        return _fetch(epoch, _next_of, self._dlbn_inner)
+        try:
+            if getattr(_local, "open", False):  # inside another loader's fetch
+                return next(self._dlbn_inner)
+            if epoch.replay is not None:
+                return _fetch(epoch, _replayed_inner, self)
+            return _fetch(epoch, _next_of, self._dlbn_inner)
+        except BaseException as exc:  # the program's: without dlbn's frames
+            _boot._drop_own_frames(exc)
+            raise
 
     def __len__(self):
         return len(self._dlbn_inner)
@@ -394,28 +560,28 @@ def _replayed_inner(marked):
     return epoch.replay.batch(epoch, lambda: next(marked._dlbn_inner))
 
 
-def _marked(loader, result, kind):
-    """iter(result), marked as one epoch of loader (never raises for dlbn)."""
-    inner = iter(result)
+def _marked(loader, start, kind):
+    """An epoch of loader: start() makes its iterable (not called once a
+    replay's cache is filled), iterated with its fetches marked.  Without
+    the recorder the iterable itself.  The caller, the outermost wrapper
+    frame, takes dlbn's frames off the program's exceptions."""
+    if _boot._api is None:
+        return start()
     try:
-        epoch = _begin_epoch(loader, result, kind, loader)
-        if _boot._replay:
-            epoch.replay = _replay_of(loader)
+        epoch = _begin_epoch(loader, kind)
     except Exception:
-        return inner
+        return iter(start())
+    inner = iter(start() if _replay_filled(loader) is None else ())
     return _MarkedIterator(inner, epoch)
 
 
 def _iter_wrapper(orig_iter, kind):
     def __iter__(self):
         try:
-            result = orig_iter(self)
+            return _marked(self, lambda: orig_iter(self), kind)
         except BaseException as exc:
             _boot._drop_own_frames(exc)
             raise
-        if _boot._api is None:
-            return result
-        return _marked(self, result, kind)
 
     _boot._copy_names(__iter__, orig_iter)
     return __iter__
@@ -429,13 +595,10 @@ def _function_wrapper(func, label):
     @functools.wraps(func)
     def call(*args, **kwargs):
         try:
-            result = func(*args, **kwargs)
+            return _marked(call, lambda: func(*args, **kwargs), KIND_NAMED)
         except BaseException as exc:
             _boot._drop_own_frames(exc)
             raise
-        if _boot._api is None:
-            return result
-        return _marked(call, result, KIND_NAMED)
 
     call._dlbn_named = label
     return call
@@ -465,23 +628,25 @@ def _patch_nodes_loader(module):
         return
 
     def __iter__(self):
-        try:
-            it = orig_iter(self)  # resets the graph: workers start here
-        except BaseException as exc:
-            _boot._drop_own_frames(exc)
-            raise
+        epoch = None
         try:
             if _boot._api is not None:
-                # The marks' ITER_BEGIN is the epoch's: taken before the
-                # reset above would be better, but the iterator it makes
-                # is only known after it; the start-up is charged from the
-                # loop's side either way (the first fetch waits for it).
-                epoch = _begin_epoch(self, it, KIND_NODES, self)
-                if _boot._replay:
-                    epoch.replay = _replay_of(self)
-                it.__dict__["_dlbn_loader_epoch"] = epoch
+                epoch = _begin_epoch(self, KIND_NODES, config=False)
+            it = self.__dict__.get("_it") if _replay_filled(self) else None
         except Exception:
-            pass
+            it = None
+        if it is None:
+            try:
+                it = orig_iter(self)  # resets the graph: workers start here
+            except BaseException as exc:
+                _boot._drop_own_frames(exc)
+                raise
+        if epoch is not None:
+            try:
+                _epoch_config(epoch, self, KIND_NODES)
+                it.__dict__["_dlbn_loader_epoch"] = epoch
+            except Exception:
+                pass
         return it
 
     _boot._copy_names(__iter__, orig_iter)
@@ -514,6 +679,7 @@ def _describe_nodes(loader):
     first Batcher's batch size and Prefetcher's depth."""
     root = getattr(loader, "root", loader)
     workers, method, prefetch, batch = 0, None, None, None
+    info_set = {}
     for node in _nodes_graph(root):
         d = getattr(node, "__dict__", None)
         if not isinstance(d, dict):
@@ -526,7 +692,9 @@ def _describe_nodes(loader):
             prefetch = d.get("prefetch_factor")
         if "batch_size" in d and batch is None and "Batch" in name:
             batch = d.get("batch_size")
+        _add_set(info_set, d)
     info = {"num_workers": workers, "prefetch_factor": prefetch, "batch_size": batch}
+    info.update(info_set)
     if workers and method is not None:
         info["worker_method"] = method
     info["workers"] = _nodes_worker_pids(root) if method == "process" else []
@@ -559,9 +727,27 @@ def _patch_dali(module):
         if orig_next is None:
             continue  # a subclass that inherits the wrapped __next__
         cls.__next__ = _object_next_wrapper(orig_next, KIND_DALI, "nvidia.dali")
+        cls.__iter__ = _dali_iter_wrapper(cls.__iter__)
         done += 1
     if not done:
         _refused("DALI", "no iterator class with its own __next__")
+
+
+def _dali_iter_wrapper(orig_iter):
+    """iter() of a DALI iterator resets its pipeline for the next epoch;
+    not once a replay's cache is filled (the pipeline stays idle)."""
+
+    def __iter__(self):
+        if _replay_filled(self) is not None:
+            return self
+        try:
+            return orig_iter(self)
+        except BaseException as exc:
+            _boot._drop_own_frames(exc)
+            raise
+
+    _boot._copy_names(__iter__, orig_iter)
+    return __iter__
 
 
 def _describe_dali(it):
@@ -578,7 +764,16 @@ def _describe_dali(it):
         device_id = getattr(pipe, "device_id", None)
         info["device"] = "cpu" if device_id is None else "gpu"
         info["pipelines"] = len(pipes)
+        _add_set(info, getattr(pipe, "__dict__", {}))
     return info
+
+
+def _add_set(info, d):
+    """What --set changed on an object (set=, set_from=), added to info."""
+    for key in ("set", "set_from"):
+        text = d.get("_dlbn_" + key)
+        if text:
+            info[key] = info[key] + "," + text if info.get(key) else text
 
 
 def _int_or_none(value):
@@ -687,7 +882,7 @@ def _describe(kind, loader):
     return info
 
 
-def config_text(kind, loader, it):
+def config_text(kind, loader):
     """The CONFIG text of an epoch of loader (str, under the 500-byte cap)."""
     boot = _boot
     info = _describe(kind, loader)
@@ -701,6 +896,9 @@ def config_text(kind, loader, it):
     label = getattr(loader, "_dlbn_named", None)  # a named class's or function's
     items.append(("loader_class", label or type(loader).__name__))
     text = ";".join("%s=%s" % (key, boot._config_value(value)) for key, value in items)
+    for key in ("set", "set_from"):  # KEY=VALUE lists, kept as they are
+        if info.get(key):
+            text += ";%s=%s" % (key, info[key])
     pids = info.get("workers") or ()
     if pids:
         text += ";workers=" + ",".join(str(pid) for pid in pids)

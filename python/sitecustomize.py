@@ -25,14 +25,16 @@ import sys
 
 _DLBN_DIR = os.path.dirname(os.path.abspath(__file__))
 # The modules _dlbn_boot patches (its TORCH_MODULE and STATEFUL_MODULE, and
-# _dlbn_loaders' NODES_MODULES and DALI_MODULE), and those of the loaders
+# _dlbn_loaders' NODES_MODULES, DALI_MODULE and SETTABLE), and those of the loaders
 # named in DLBN_LOADER (MODULE:QUALNAME,...).  torchdata's are listed from
 # the start: imported first, they import torch from inside their own
 # execution, after their spec was found.
 _DLBN_TARGETS = ("torch.utils.data.dataloader",
                  "torchdata.stateful_dataloader.stateful_dataloader",
                  "torchdata.nodes.base_node", "torchdata.nodes.loader",
-                 "nvidia.dali.plugin.pytorch")
+                 "nvidia.dali.plugin.pytorch",
+                 # their knobs, when DLBN_SET changes them
+                 "torchdata.nodes.map", "torchdata.nodes.prefetch", "nvidia.dali.pipeline")
 
 
 def _dlbn_named_modules():
