@@ -233,6 +233,7 @@ class Runner:
             if os.path.exists(path):
                 os.unlink(path)
         env = dict(self.env)
+        env.update(scenario.get("env") or {})
         mode = {"preload": "real", "dlbn-replay": "real"}.get(kind, kind)
         if kind in PRELOADED:
             env["LD_PRELOAD"] = self.snap.lib
@@ -371,8 +372,9 @@ def median_round(analyses):
 
 def run_scenario(runner, scenario, rounds, ref_rounds):
     runs = {k: [] for k in BASE_KINDS + REF_KINDS}
+    ref_kinds = REF_KINDS if scenario.get("le", True) else ("dlbn-replay",)
     for r in range(1, rounds + 1):
-        kinds = BASE_KINDS + (REF_KINDS if r <= ref_rounds else ())
+        kinds = BASE_KINDS + (ref_kinds if r <= ref_rounds else ())
         for kind in kinds:
             runs[kind].append(runner.run(scenario, kind, r))
     real = statistics.median(x["window_s"] for x in runs["real"])
@@ -435,6 +437,7 @@ def run_scenario(runner, scenario, rounds, ref_rounds):
         "error_util": (S_util / S - 1.0) if S_util else None,
         "S_dr": S_dr,
         "S_LE": S_LE,
+        "le_applies": scenario.get("le", True),
         "agreement": disagreement({"S": S, "predicted": predicted, "S_dr": S_dr,
                                    "S_LE": S_LE, "predicted_dr": predicted_dr}),
         "expected": expected_text(S),
@@ -471,6 +474,11 @@ def run_scenario(runner, scenario, rounds, ref_rounds):
 
 def fmt(x, spec):
     return spec % x if is_number(x) or isinstance(x, (int, float)) else "-"
+
+
+def le_text(r):
+    """S_LE, or "n/a" where LoaderEvaluator cannot wrap the loader."""
+    return fmt(r["S_LE"], "%.2f") if r.get("le_applies", True) else "n/a"
 
 
 def agree_text(r):
@@ -526,7 +534,7 @@ def print_table(results, out=sys.stdout):
             r["name"], fmt(r["S"], "%.2f"), fmt(r["predicted"], "%.2f"),
             fmt(r.get("S_util"), "%.2f"),
             fmt(r["S_dr"], "%.2f"), fmt(r["reference"]["S_dr_window"], "%.2f"),
-            fmt(r["S_LE"], "%.2f"), agree_text(r),
+            le_text(r), agree_text(r),
             r["expected"], r["verdict"], "yes" if r["right"] else "WRONG",
             fmt((r["overhead"] - 1) * 100, "%+.1f%%"), fmt(r["S_own"], "%.2f"),
             "; ".join(notes_of(r))), file=out)
@@ -553,7 +561,7 @@ def markdown_table(results):
             r["name"], fmt(r["S"], "%.2f"), fmt(r["predicted"], "%.2f"),
             fmt(r.get("S_util"), "%.2f"),
             fmt(r["S_dr"], "%.2f"), fmt(r["reference"]["S_dr_window"], "%.2f"),
-            fmt(r["S_LE"], "%.2f"), agree,
+            le_text(r), agree,
             r["expected"].replace("|", " or "), r["verdict"],
             "yes" if r["right"] else "**WRONG**",
             fmt((r["overhead"] - 1) * 100, "%+.1f%%"), fmt(r["S_own"], "%.2f"),

@@ -231,4 +231,49 @@ PIPELINES = [
              "DETECTED"),
 ]
 
-SCENARIOS = SCENARIOS + PIPELINES
+# ---------------------------------------------------------------------------
+# Loaders other than torch's DataLoader (tests/pipelines/other_loaders.py).
+# LoaderEvaluator wraps what has len(): DALI's iterators, not nodes' Loader
+# nor a generator ("le": False, its column says n/a).
+
+
+def other_loader(name, loader, setting, covers, built_for, le=False, env=None):
+    return dict(name=name, program="tests/pipelines/other_loaders.py",
+                args=["--loader", loader, "--setting", setting], covers=covers,
+                built_for=built_for, rounds=PIPELINE_ROUNDS, le=le, env=env or {})
+
+
+NAMED = {"DLBN_LOADER": "loaders_feeder:prefetched"}
+OTHER_LOADERS = [
+    other_loader("nodes_process_input", "nodes-process", "input",
+                 "torchdata.nodes ParallelMapper, 2 process workers (5 ms of CPU per "
+                 "sample, 4 per batch), Prefetcher, Loader; GPU 3 ms",
+                 "DETECTED (~3x)"),
+    other_loader("nodes_process_compute", "nodes-process", "compute",
+                 "torchdata.nodes, process workers; GPU 30 ms with a sync each step",
+                 "NOT_DETECTED (1.0x)"),
+    other_loader("nodes_thread_input", "nodes-thread", "input",
+                 "torchdata.nodes ParallelMapper, 2 thread workers (5 ms of I/O-like "
+                 "sleep per sample); GPU 3 ms",
+                 "DETECTED (~3x)"),
+    other_loader("nodes_thread_compute", "nodes-thread", "compute",
+                 "torchdata.nodes, thread workers; GPU 30 ms with a sync each step",
+                 "NOT_DETECTED (1.0x)"),
+    other_loader("named_input", "named", "input",
+                 "a generator fed by a background thread through queue.Queue (20 ms "
+                 "a batch), named with DLBN_LOADER; GPU 3 ms",
+                 "DETECTED (~6x)", env=NAMED),
+    other_loader("named_compute", "named", "compute",
+                 "the thread-fed generator, named; GPU 30 ms with a sync each step",
+                 "NOT_DETECTED (1.0x)", env=NAMED),
+    other_loader("dali_input", "dali", "input",
+                 "DALI DALIGenericIterator, CPU-only pipeline (file reader, "
+                 "decoders.image, resize, crop_mirror_normalize), 2 threads, 8 JPEGs of "
+                 "480x360 a batch; GPU 5 ms",
+                 "DETECTED", le=True),
+    other_loader("dali_compute", "dali", "compute",
+                 "the DALI pipeline; GPU 90 ms with a sync each step",
+                 "NOT_DETECTED (1.0x)", le=True),
+]
+
+SCENARIOS = SCENARIOS + PIPELINES + OTHER_LOADERS

@@ -409,6 +409,17 @@ def shutdown_workers(loader, iterator=None):
             obj._iterator = None
 
 
+def wait_quiet(limit_s):
+    """Sleep until this process used under a fifth of a CPU over 20 ms, or
+    limit_s passed."""
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        cpu, wall = time.process_time(), time.monotonic()
+        time.sleep(0.02)
+        if time.process_time() - cpu < 0.2 * (time.monotonic() - wall):
+            return
+
+
 def epoch_length(loader, length=None):
     if length is not None:
         return length
@@ -422,18 +433,36 @@ def epoch_length(loader, length=None):
 class Replay:
     """The reference method's Replay source: the first n batches of a loader,
     taken before the loop (its workers then shut down), cycled for the
-    epoch length of the real loader - the cached objects themselves."""
+    epoch length of the real loader - the cached objects themselves.
 
-    def __init__(self, loader, n, length=None):
-        self.length = epoch_length(loader, length)
+    drain: read the rest of that first epoch too, as LoaderEvaluator does
+    (it caches a whole epoch before the loop): for loaders whose workers
+    shutdown_workers cannot stop (torchdata.nodes' mappers and prefetch
+    thread, DALI's executor, a producer thread), so that they have nothing
+    left to do while the replayed steps run; the epoch's length is then
+    the count read when the loader has no len().  Then it waits for the
+    process's CPU use to settle (work queued past the epoch's end)."""
+
+    def __init__(self, loader, n, length=None, drain=False):
         self.cache = []
         iterator = iter(loader)
+        count = 0
         for batch in iterator:
-            self.cache.append(batch)
-            if len(self.cache) >= n:
+            count += 1
+            if len(self.cache) < n:
+                self.cache.append(batch)
+            if len(self.cache) >= n and not drain:
                 break
+        if length is None and drain:
+            try:
+                length = len(loader)
+            except TypeError:
+                length = count
+        self.length = epoch_length(loader, length)
         shutdown_workers(loader, iterator)
         del iterator
+        if drain:
+            wait_quiet(2.0)
         if not self.cache:
             raise RuntimeError("replay: the loader yielded no batch")
 

@@ -1,0 +1,158 @@
+"""other_loaders.py - training loops fed by loaders that are not torch's
+DataLoader, for the eval suite (loop.py's modes, knobs, record, exit status):
+
+    other_loaders.py --loader nodes-process|nodes-thread|named|dali
+                     --setting input|compute --mode real|replay|le-log|le-replay ...
+
+  nodes-process  torchdata.nodes: SamplerWrapper -> ParallelMapper(--workers
+                 process workers, --sample-ms of CPU per sample) -> Batcher ->
+                 Mapper(torch.stack) -> Prefetcher(--prefetch-factor) -> Loader
+  nodes-thread   the same with thread workers sleeping --sample-ms per sample
+                 (work that releases the GIL: reads, decoding in C)
+  named          a generator fed by a background thread through queue.Queue
+                 (tests/e2e/loaders_feeder.py: --sample-ms x batch size per
+                 batch), for DLBN_LOADER=loaders_feeder:prefetched
+  dali           DALI's DALIGenericIterator over a CPU-only pipeline (file
+                 reader -> decoders.image -> resize -> crop_mirror_normalize,
+                 --workers threads) over the ImageFolder JPEGs data.py makes
+
+Replay (eval's own) reads the loader's first epoch to its end before the
+loop, keeping the first --replay-batches batches, as LoaderEvaluator does,
+so that the loader's threads and processes have nothing left to do while
+the replayed steps run.  LoaderEvaluator needs len() of what it wraps:
+nodes' Loader and a generator have none (the scenarios say so); DALI's
+iterators have.  torchdata.nodes and DALI install with torch 2.x only: on
+torch 1.13 those loaders exit 77.  Presets (GPU: the simulated driver):
+  input    the loader well slower than the kernel (Replay ~3-8x);
+  compute  the kernel well longer than a batch's loading (~1.0x).
+"""
+
+import os
+import sys
+
+import loop
+
+LOADERS = ("nodes-process", "nodes-thread", "named", "dali")
+
+
+def presets(pre):
+    dali = pre.loader == "dali"
+    knobs = dict(steps=40, batch_size=8 if dali else 4, workers=2, prefetch_factor=2)
+    if pre.loader == "named":
+        knobs["workers"] = 0   # one producer thread; no worker processes
+    if pre.setting == "input":
+        knobs.update(kernel_us=5000 if dali else 3000)
+    else:
+        knobs.update(kernel_us=90000 if dali else 30000, sync="step")
+    return knobs
+
+
+def add_args(ap):
+    ap.add_argument("--loader", choices=LOADERS, required=True)
+    ap.add_argument("--sample-ms", type=float, default=5.0,
+                    help="work per sample (nodes, named)")
+
+
+class SleepWork:
+    """Picklable per-sample work that sleeps (thread workers)."""
+
+    def __init__(self, ms):
+        self.ms = ms
+
+    def __call__(self, i):
+        import time
+        import torch
+        time.sleep(self.ms / 1000.0)
+        return torch.full((64,), float(i))
+
+
+class CpuWork(SleepWork):
+    """Picklable per-sample CPU work (process workers)."""
+
+    def __call__(self, i):
+        import time
+        import torch
+        t = time.process_time()
+        while time.process_time() - t < self.ms / 1000.0:
+            pass
+        return torch.full((64,), float(i))
+
+
+def build(args):
+    """(loader, epoch length or None)."""
+    if args.loader.startswith("nodes-"):
+        import torch
+        tn = loop.require("torchdata.nodes")
+        method = args.loader[len("nodes-"):]
+        node = tn.SamplerWrapper(torch.utils.data.SequentialSampler(
+            range(args.steps * args.batch_size)))
+        work = CpuWork(args.sample_ms) if method == "process" else SleepWork(args.sample_ms)
+        node = tn.ParallelMapper(node, map_fn=work, num_workers=args.workers, method=method)
+        node = tn.Batcher(node, batch_size=args.batch_size)
+        node = tn.Mapper(node, torch.stack)
+        node = tn.Prefetcher(node, prefetch_factor=args.prefetch_factor)
+        return tn.Loader(node), None
+    if args.loader == "named":
+        import loaders_feeder
+        return NamedEpochs(loaders_feeder, args), None
+    return dali_iterator(args), None
+
+
+class NamedEpochs:
+    """Each iter() is one epoch of loaders_feeder.prefetched (the function
+    DLBN_LOADER names: looked up at each call, so the bootstrap's wrapper
+    is the one called)."""
+
+    def __init__(self, module, args):
+        self.module, self.args = module, args
+
+    def __iter__(self):
+        a = self.args
+        return iter(self.module.prefetched(a.steps, ms=a.sample_ms * a.batch_size))
+
+
+def dali_iterator(args):
+    loop.require("nvidia.dali.plugin.pytorch")
+    import data
+    from nvidia.dali import fn, pipeline_def, types
+    from nvidia.dali.plugin.pytorch import DALIGenericIterator
+    root = data.imagefolder(args.data_dir, args.steps * args.batch_size, size=args.image_size)
+
+    @pipeline_def(batch_size=args.batch_size, num_threads=args.workers, device_id=None,
+                  prefetch_queue_depth=args.prefetch_factor, seed=args.seed + 1)
+    def pipe():
+        jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
+        images = fn.decoders.image(jpegs, device="cpu")
+        images = fn.resize(images, resize_x=224, resize_y=224)
+        images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW",
+                                          mean=[0.485 * 255] * 3, std=[0.229 * 255] * 3)
+        return images, labels
+
+    p = pipe()
+    p.build()
+    return DALIGenericIterator(p, ["data", "label"], reader_name="Reader")
+
+
+def run(args, rec):
+    loader, length = build(args)
+    if args.loader == "dali" or args.loader == "named":
+        # No worker processes: the analyzer's warm-up is 1 step.
+        rec.prefetch_depth = 0
+    if args.mode == "replay":
+        src = loop.Replay(loader, args.replay_batches, length, drain=True)
+    elif args.mode.startswith("le-") and args.loader != "dali":
+        sys.stderr.write("other_loaders.py: skipped: LoaderEvaluator needs len() of what "
+                         "it wraps; %s has none\n" % args.loader)
+        sys.exit(loop.SKIP_STATUS)
+    else:
+        src = loop.source(args, rec, loader, length)
+    for _ in range(args.epochs):
+        rec.epoch_start()
+        for batch in src:
+            rec.step(batch)
+        rec.le_epoch_done()
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.join(loop.TESTS, "e2e"))
+    sys.exit(loop.main(__doc__.split("\n")[0], presets, run=run, add_args=add_args))
