@@ -4,9 +4,8 @@ tests/e2e/loaders_workload.py feeds a loop from torchdata.nodes (process
 and thread workers), DALI's DALIGenericIterator over a CPU-only JPEG
 pipeline, and a generator fed by a background thread (named with
 DLBN_LOADER, and unnamed).  Each input-bound case is judged against a
-measured Replay of the same program (DLBN_REPLAY=4 with
-DLBN_REPLAY_COPY=0: cached batches handed out as they are, the reference
-method's way): the verdict and the predicted speedup within 25% of the
+measured Replay of the same program (DLBN_REPLAY=4: the cached batches
+handed out as they are, the reference method's way): the verdict and the predicted speedup within 25% of the
 measured one.  Compute-bound cases (the loop sleeps as it would wait for a
 GPU) must not be DETECTED, and a loader the bootstrap does not know must
 give INCONCLUSIVE with the hint, never NOT_DETECTED.  Also: DALI's
@@ -63,7 +62,7 @@ def per_step(times):
 def judged(tmp, kind, *args, env=None):
     """(analysis, measured Replay speedup) of an input-bound case."""
     trace, real, _ = run(tmp, kind + "-real", kind, *args, env=env)
-    replay_env = dict(env or {}, DLBN_REPLAY="4", DLBN_REPLAY_COPY="0")
+    replay_env = dict(env or {}, DLBN_REPLAY="4")
     _, replay, _ = run(tmp, kind + "-replay", kind, *args, env=replay_env)
     return analyze_ok(trace), per_step(real) / per_step(replay)
 

@@ -145,10 +145,11 @@ def epoch_marks(iter_id, batches, epoch):
 
 
 def test_replay_cycles_the_first_n_batches_for_the_epoch_length():
-    result = probe("cycle", "3")
+    result = probe("cycle", "3", DLBN_REPLAY_COPY="1")
     facts = result["facts"]
     # Batches 0, 2, 4 (first value of each) cycled; 10 steps per epoch as
-    # len(loader); the loop's in-place changes never reach the cache.
+    # len(loader); with a copy per step the loop's in-place changes never
+    # reach the cache.
     assert facts["epochs"] == [[0, 2, 4] * 3 + [0]] * 2
     # Only the first 3 batches were ever loaded (6 samples), in both epochs.
     assert facts["fetched"] == list(range(6))
@@ -157,10 +158,13 @@ def test_replay_cycles_the_first_n_batches_for_the_epoch_length():
         assert config["replay"] == "3" and config["num_workers"] == "0"
 
 
-def test_replay_copy_off_hands_out_the_cached_objects():
-    """DLBN_REPLAY_COPY=0: the loop's in-place change reaches the cache
-    (batch 2 is seen x100 on its second visit) - the copy is what stops it."""
-    epoch = probe("cycle", "3", DLBN_REPLAY_COPY="0")["facts"]["epochs"][0]
+@pytest.mark.parametrize("copy", [None, "0"])
+def test_replay_hands_out_the_cached_objects(copy):
+    """By default (and DLBN_REPLAY_COPY=0), as LoaderEvaluator does: the
+    loop's in-place change reaches the cache (batch 2 is seen x100 on its
+    second visit) - DLBN_REPLAY_COPY=1's copy is what stops it."""
+    env = {} if copy is None else {"DLBN_REPLAY_COPY": copy}
+    epoch = probe("cycle", "3", **env)["facts"]["epochs"][0]
     assert epoch[:3] == [0, 2, 4] and epoch[4] == 200
 
 
