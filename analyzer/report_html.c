@@ -278,7 +278,7 @@ static void whatif_card(FILE *out, const struct dlbn_whatif *w, const struct dlb
 		w->batch_ms, w->worker_cpu_ms, w->loop_ms, w->main_cpu_ms, w->handoff_ms,
 		w->startup_ms);
 	html_esc(out, w->cores_from);
-	fprintf(out, ". Fewest workers for the best step: <b>%d</b>.</p>\n", w->best_workers);
+	fprintf(out, ". Fewest %s for the best step: <b>%d</b>.</p>\n", w->knob, w->best_workers);
 	fputs("<table id=\"whatif-table\"><thead><tr><th>setting</th><th>value</th>"
 	      "<th>predicted step (ms)</th><th>speedup</th><th>limited by</th>"
 	      "<th>measured (ms)</th></tr></thead><tbody>\n",

@@ -301,11 +301,11 @@ void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep 
 	double ymax = w->measured_ms;
 	int xmax = w->max_workers;
 	for (size_t i = 0; i < w->nrows; i++)
-		if (!strcmp(w->rows[i].setting, "num_workers") && w->rows[i].step_ms > ymax)
+		if (!strcmp(w->rows[i].setting, w->knob) && w->rows[i].step_ms > ymax)
 			ymax = w->rows[i].step_ms;
 	for (size_t i = 0; sweep && i < sweep->n; i++) {
 		const struct dlbn_sweep_point *p = &sweep->v[i];
-		if (strcmp(p->setting, "num_workers") != 0)
+		if (strcmp(p->setting, w->knob) != 0)
 			continue;
 		if (p->measured_ms > ymax)
 			ymax = p->measured_ms;
@@ -314,10 +314,12 @@ void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep 
 	}
 	struct scale x = {0, xmax > 0 ? xmax : 1, L, W - R};
 	struct scale y = {0, ymax * 1.12, H - B, T};
-	svg_open(out, W, H, "whatif-curve", "Predicted step time against num_workers");
+	char title[64];
+	snprintf(title, sizeof(title), "Predicted step time against %s", w->knob);
+	svg_open(out, W, H, "whatif-curve", title);
 	y_axis(out, &y, L, W - R, "");
 	x_axis(out, &x, T, H - B, 1, "", xmax < 12 ? xmax : 12);
-	text_at(out, (L + W - R) / 2.0, H - 8, "middle", "axislabel", "num_workers");
+	text_at(out, (L + W - R) / 2.0, H - 8, "middle", "axislabel", w->knob);
 	fprintf(out,
 		"<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\" "
 		"class=\"axislabel\">step time (ms)</text>\n",
@@ -325,13 +327,13 @@ void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep 
 	/* The predicted curve, then its points coloured by their limit. */
 	fputs("<polyline class=\"curve\" points=\"", out);
 	for (size_t i = 0; i < w->nrows; i++)
-		if (!strcmp(w->rows[i].setting, "num_workers"))
+		if (!strcmp(w->rows[i].setting, w->knob))
 			fprintf(out, "%.1f,%.1f ", at(&x, w->rows[i].value),
 				at(&y, w->rows[i].step_ms));
 	fputs("\"/>\n", out);
 	for (size_t i = 0; i < w->nrows; i++) {
 		const struct dlbn_whatif_row *r = &w->rows[i];
-		if (strcmp(r->setting, "num_workers") != 0)
+		if (strcmp(r->setting, w->knob) != 0)
 			continue;
 		fprintf(out,
 			"<circle class=\"whatif-point lim-%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\" "
@@ -353,7 +355,7 @@ void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep 
 	}
 	for (size_t i = 0; sweep && i < sweep->n; i++) {
 		const struct dlbn_sweep_point *p = &sweep->v[i];
-		if (strcmp(p->setting, "num_workers") != 0 || p->value < 0 || p->value > xmax)
+		if (strcmp(p->setting, w->knob) != 0 || p->value < 0 || p->value > xmax)
 			continue;
 		double cx = at(&x, p->value);
 		if (p->measured_ms > 0) {

@@ -19,11 +19,23 @@ static const char *value_text(const struct dlbn_whatif_row *r, char *buf, size_t
 
 static void basis_line(FILE *out, const struct dlbn_whatif *w, const char *indent)
 {
-	fprintf(out,
-		"%sinputs: a worker needs %.1f ms per batch (%.1f ms CPU), the loop %.2f ms per "
-		"step (%.2f ms CPU), hand-off %.2f ms, epoch start-up %.2f ms per step; GPU ",
-		indent, w->batch_ms, w->worker_cpu_ms, w->loop_ms, w->main_cpu_ms, w->handoff_ms,
-		w->startup_ms);
+	if (w->in_process)
+		fprintf(out,
+			"%sinputs: one loader thread needs %.1f ms per batch, the loop %.2f ms "
+			"per step (the process %.2f ms CPU, the loader's threads included), "
+			"epoch start-up %.2f ms per step",
+			indent, w->batch_ms, w->loop_ms, w->main_cpu_ms, w->startup_ms);
+	else
+		fprintf(out,
+			"%sinputs: a worker needs %.1f ms per batch (%.1f ms CPU), the loop %.2f "
+			"ms per "
+			"step (%.2f ms CPU), hand-off %.2f ms, epoch start-up %.2f ms per step",
+			indent, w->batch_ms, w->worker_cpu_ms, w->loop_ms, w->main_cpu_ms,
+			w->handoff_ms, w->startup_ms);
+	if (w->stage_ms > 0)
+		fprintf(out, "; a loader stage that more %s do not shorten %.1f ms per batch",
+			w->knob, w->stage_ms);
+	fputs("; GPU ", out);
 	if (w->gpu_step_ms > 0)
 		fprintf(out, "%.2f ms per step", w->gpu_step_ms);
 	else
@@ -54,7 +66,7 @@ void dlbn_whatif_text(FILE *out, const struct dlbn_whatif *w)
 			fprintf(out, "   <- this run (measured %.2f ms)", r->measured_ms);
 		fputc('\n', out);
 	}
-	fprintf(out, "  fewest workers for the best step: %d\n", w->best_workers);
+	fprintf(out, "  fewest %s for the best step: %d\n", w->knob, w->best_workers);
 	for (size_t i = 0; i < w->nnotes; i++)
 		fprintf(out, "  - %s\n", w->notes[i]);
 }
@@ -138,12 +150,13 @@ void dlbn_whatif_json(FILE *out, const struct dlbn_whatif *w)
 		fputs("null", out);
 	else
 		dlbn_json_str(out, w->why_not);
-	static const char *const keys[] = {
-		"measured_step_ms", "batch_ms",	  "worker_cpu_ms", "loop_ms", "main_cpu_ms",
-		"handoff_ms",	    "startup_ms", "file_share",	   "cores",   "gpu_step_ms"};
-	const double vals[] = {w->measured_ms, w->batch_ms,   w->worker_cpu_ms, w->loop_ms,
-			       w->main_cpu_ms, w->handoff_ms, w->startup_ms,	w->file_share,
-			       w->cores,       w->gpu_step_ms};
+	static const char *const keys[] = {"measured_step_ms", "batch_ms",    "worker_cpu_ms",
+					   "loop_ms",	       "main_cpu_ms", "handoff_ms",
+					   "startup_ms",       "file_share",  "cores",
+					   "gpu_step_ms",      "stage_ms"};
+	const double vals[] = {w->measured_ms, w->batch_ms,    w->worker_cpu_ms, w->loop_ms,
+			       w->main_cpu_ms, w->handoff_ms,  w->startup_ms,	 w->file_share,
+			       w->cores,       w->gpu_step_ms, w->stage_ms};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		dlbn_json_key(out, keys[i], &first);
 		if ((!strcmp(keys[i], "cores") || !strcmp(keys[i], "gpu_step_ms")) && vals[i] <= 0)
@@ -157,6 +170,10 @@ void dlbn_whatif_json(FILE *out, const struct dlbn_whatif *w)
 	fprintf(out, "%d", w->num_workers);
 	dlbn_json_key(out, "best_workers", &first);
 	fprintf(out, "%d", w->best_workers);
+	dlbn_json_key(out, "curve_setting", &first);
+	dlbn_json_str(out, w->knob);
+	dlbn_json_key(out, "loader_kind", &first);
+	dlbn_json_str(out, w->kind);
 	dlbn_json_key(out, "gpu_paced", &first);
 	fputs(w->gpu_paced ? "true" : "false", out);
 	dlbn_json_key(out, "notes", &first);

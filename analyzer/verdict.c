@@ -359,6 +359,10 @@ static void straggler(struct dlbn_analysis *a)
 	}
 }
 
+/* The traced threads use this share of the training process's CPUs: more
+ * loader threads or workers would only queue for them. */
+#define CORES_FULL_SHARE 0.85
+
 /* ceil(num / den), immune to a ratio that is whole but for rounding. */
 static int ceil_ratio(double num, double den)
 {
@@ -379,7 +383,7 @@ static int ceil_ratio(double num, double den)
  * first: the GPU decoder is the fix DALI is made for.
  */
 static void dali_pipeline(const struct dlbn_model *m, const struct dlbn_config *c,
-			  struct dlbn_analysis *a, double period)
+			  struct dlbn_analysis *a, double period, int cores_full)
 {
 	const struct dlbn_lib_ops *o = &m->lib_ops;
 	int threads = c->threads > 0 ? c->threads : 1;
@@ -403,7 +407,12 @@ static void dali_pipeline(const struct dlbn_model *m, const struct dlbn_config *
 	}
 	int cpu_decode = !gpu && o->n && o->busy_ns > 0 && strcasestr(o->v[0].name, "decode") &&
 			 !strstr(o->v[0].name, "(");
-	if (cpu_decode)
+	if (cores_full)
+		REC("decode on the GPU (decoders.image device=\"mixed\") and move the other "
+		    "operators with it, or run on more cores: DALI num_threads %d -> %d would "
+		    "only queue for the %d CPUs (%.1f in use)",
+		    threads, need > threads ? need : threads + 1, c->cpus, a->cpus_used);
+	else if (cpu_decode)
 		REC("decoding is DALI's costliest operator (%.0f%% of its busy time): decode on "
 		    "the "
 		    "GPU (decoders.image device=\"mixed\"), or DALI num_threads %d -> %d if the "
@@ -420,11 +429,14 @@ static int other_loader(const struct dlbn_model *m, const struct dlbn_config *c,
 			struct dlbn_analysis *a)
 {
 	const char *kind = dlbn_loader_kind(c);
-	if (!strcmp(kind, "dataloader") || a->loop_ms <= 0)
+	if (!strcmp(kind, "dataloader") || a->loop_ms <= 0 || !a->steps_window)
 		return 0;
-	double period = a->mean_ms + a->loop_ms;
+	/* The loop waited: the loader delivered one batch per step. */
+	double period = a->wall_s * 1e3 / (double)a->steps_window;
+	int cores_full =
+		a->cpu_contended || (c->cpus > 0 && a->cpus_used >= CORES_FULL_SHARE * c->cpus);
 	if (!strcmp(kind, "dali")) {
-		dali_pipeline(m, c, a, period);
+		dali_pipeline(m, c, a, period, cores_full);
 		return 1;
 	}
 	int workers = c->num_workers > 0 ? c->num_workers : 0;
@@ -435,10 +447,17 @@ static int other_loader(const struct dlbn_model *m, const struct dlbn_config *c,
 		       "loop consumes one every %.1f ms",
 		       workers, c->worker_method[0] ? c->worker_method : "map",
 		       workers == 1 ? "" : "s", period, a->loop_ms);
-		REC("ParallelMapper num_workers %d -> %d (if the machine has the cores; "
-		    "method=\"process\" when the map function holds the GIL), or a cheaper map "
-		    "function",
-		    workers, need > workers ? need : workers + 1);
+		if (cores_full)
+			REC("cores are the limit: ParallelMapper num_workers %d -> %d would keep "
+			    "up only with the cores for them (%.1f CPUs in use%s); make the map "
+			    "function cheaper, or run on more cores",
+			    workers, need > workers ? need : workers + 1, a->cpus_used,
+			    a->cpu_contended ? ", the threads queueing for one" : "");
+		else
+			REC("ParallelMapper num_workers %d -> %d (if the machine has the cores; "
+			    "method=\"process\" when the map function holds the GIL), or a "
+			    "cheaper map function",
+			    workers, need > workers ? need : workers + 1);
 	} else if (!strcmp(kind, "nodes")) {
 		REASON("torchdata.nodes: the map runs in the loop's thread (no ParallelMapper "
 		       "workers): loading costs %.1f ms per step",

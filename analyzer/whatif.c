@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loaders.h"
 #include "whatif.h"
 
 #define MAX_CURVE_WORKERS 32
@@ -29,20 +30,6 @@ static void note(struct dlbn_whatif *w, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(w->notes[w->nnotes++], DLBN_LINE, fmt, ap);
 	va_end(ap);
-}
-
-int dlbn_config_int(const struct dlbn_config *c, const char *key)
-{
-	for (int i = 0; c->present && i < c->n; i++) {
-		if (strcmp(c->key[i], key) != 0)
-			continue;
-		char *end;
-		long v = strtol(c->val[i], &end, 10);
-		if (end == c->val[i] || *end || v < 0 || v > 1000000)
-			return -1;
-		return (int)v;
-	}
-	return -1;
 }
 
 /* The floor: the loop's own work (+ hand-off with workers) or the GPU's
@@ -77,6 +64,8 @@ static double steady_ms(const struct dlbn_whatif *w, int n, const char **limited
 		}
 	} else {
 		double supply = w->batch_ms / n;
+		if (w->stage_ms > supply)
+			supply = w->stage_ms;
 		if (supply > step) {
 			step = supply;
 			lim = w->file_share >= FILE_BOUND_SHARE ? DLBN_LIMIT_STORAGE
@@ -127,9 +116,11 @@ static void mark_current(struct dlbn_whatif *w, struct dlbn_whatif_row *r)
 	r->measured_ms = w->measured_ms;
 }
 
-/* Worker figures over the window: time per batch, file share, CPU per batch. */
+/* Worker figures over the window: time per batch, file share, CPU per
+ * batch.  per_loop_batch: the workers map samples (nodes' ParallelMapper),
+ * so their figures are summed per batch the loop took. */
 static void worker_inputs(const struct dlbn_model *m, const struct dlbn_analysis *a,
-			  struct dlbn_whatif *w)
+			  struct dlbn_whatif *w, int per_loop_batch)
 {
 	double ms = 0, busy = 0, file = 0;
 	uint64_t batches = 0;
@@ -151,6 +142,8 @@ static void worker_inputs(const struct dlbn_model *m, const struct dlbn_analysis
 		busy += ws->busy_s;
 		file += ws->file_read_s;
 	}
+	if (per_loop_batch && batches)
+		batches = a->steps_window;
 	double raw = batches ? ms / (double)batches : 0;
 	w->file_share = busy > 0 ? file / busy : 0;
 	w->batch_ms = raw;
@@ -189,6 +182,54 @@ static void worker_inputs(const struct dlbn_model *m, const struct dlbn_analysis
 		     "with a core of its own",
 		     raw, raw - w->batch_ms, w->batch_ms);
 	}
+}
+
+/*
+ * A loader whose workers are threads of the training process (DALI's
+ * pool, nodes' thread workers): no figures per thread, so the time per
+ * batch on one thread is what the run's threads took per batch times
+ * their number.  DALI names its operators' runs (lib_ops.h): the CPU
+ * operators' busy time per batch is the stage its threads share, the GPU
+ * and mixed operators' a stage of its own that threads do not shorten.
+ * Otherwise the loader delivered a batch every step.  The
+ * CPU per step: the traced threads' CPU use over the step.
+ */
+static void thread_inputs(const struct dlbn_model *m, const struct dlbn_analysis *a,
+			  struct dlbn_whatif *w)
+{
+	const struct dlbn_lib_ops *o = &m->lib_ops;
+	double steps = (double)a->steps_window;
+	int64_t cpu_ns = 0, other_ns = 0;
+	for (size_t i = 0; i < o->n; i++) {
+		if (strchr(o->v[i].name, '('))
+			other_ns += o->v[i].busy_ns;
+		else if (strcmp(o->v[i].name, "reader") != 0)
+			cpu_ns += o->v[i].busy_ns;
+	}
+	double units = w->num_workers;
+	if (cpu_ns > 0) {
+		w->batch_ms = (double)cpu_ns / 1e6 / steps * units;
+		w->stage_ms = (double)other_ns / 1e6 / steps;
+		note(w,
+		     "DALI's CPU operators ran %.1f ms per batch on %d thread(s), taken as %.1f ms "
+		     "on one (they split a batch's samples among the threads)%s",
+		     w->batch_ms / units, w->num_workers, w->batch_ms,
+		     w->stage_ms > 0 ? "; its GPU and mixed operators stay as they are" : "");
+	} else {
+		w->batch_ms = w->measured_ms * units;
+		note(w,
+		     "the loader's %d thread(s) are not measured one by one: taken as busy through "
+		     "every step (%.1f ms), which overstates them when the loop barely waits",
+		     w->num_workers, w->measured_ms);
+	}
+	w->in_process = 1;
+	if (a->cpus_used > 0) {
+		/* The loader's threads are the training process's: its CPU holds
+		 * theirs, and more threads do the same work. */
+		w->main_cpu_ms = a->cpus_used * w->measured_ms;
+		w->cpu_known = 1;
+	}
+	w->worker_cpu_ms = 0;
 }
 
 /* The training process's own CPU per step (schedstat, else an estimate). */
@@ -288,7 +329,7 @@ static double main_runq_share(const struct dlbn_model *m)
 static void find_cores(const struct dlbn_model *m, const struct dlbn_analysis *a,
 		       struct dlbn_whatif *w)
 {
-	int cfg = dlbn_config_int(&m->config, "cpus");
+	int cfg = m->config.cpus;
 	/* Queueing while the traced threads fill most CPUs: they are the
 	 * load, and what they got is the limit.  Queueing while they use a
 	 * fraction of them: other programs' load, which the trace does not
@@ -337,13 +378,13 @@ static double startup_excess_ms(const struct dlbn_analysis *a)
 static void workers_curve(struct dlbn_whatif *w)
 {
 	double best = 0;
-	for (int n = 0; n <= MAX_CURVE_WORKERS; n++) {
+	for (int n = w->min_units; n <= MAX_CURVE_WORKERS; n++) {
 		double s = dlbn_whatif_workers_ms(w, n, NULL);
-		if (n == 0 || s < best)
+		if (n == w->min_units || s < best)
 			best = s;
 	}
-	w->best_workers = 0;
-	for (int n = 0; n <= MAX_CURVE_WORKERS; n++)
+	w->best_workers = w->min_units;
+	for (int n = w->min_units; n <= MAX_CURVE_WORKERS; n++)
 		if (dlbn_whatif_workers_ms(w, n, NULL) <= best * BEST_WITHIN) {
 			w->best_workers = n;
 			break;
@@ -358,12 +399,12 @@ static void workers_curve(struct dlbn_whatif *w)
 	if (max > MAX_CURVE_WORKERS)
 		max = MAX_CURVE_WORKERS;
 	w->max_workers = max;
-	for (int n = 0; n <= max; n++) {
+	for (int n = w->min_units; n <= max; n++) {
 		const char *lim;
 		double s = dlbn_whatif_workers_ms(w, n, &lim);
 		if (n > 0 && w->startup_ms > 0 && w->startup_ms >= 0.5 * s)
 			lim = DLBN_LIMIT_STARTUP;
-		struct dlbn_whatif_row *r = add_row(w, "num_workers", n, s, lim);
+		struct dlbn_whatif_row *r = add_row(w, w->knob, n, s, lim);
 		if (n == w->num_workers)
 			mark_current(w, r);
 	}
@@ -402,8 +443,9 @@ static void persistent_rows(const struct dlbn_model *m, const struct dlbn_analys
 	add_row(w, "persistent_workers", 1, steady + per_step, lim);
 }
 
-/* prefetch_factor: no more throughput, only the jitter a deeper queue absorbs. */
-static void prefetch_rows(const struct dlbn_model *m, struct dlbn_whatif *w)
+/* prefetch_factor (nodes' Prefetcher, DALI's prefetch_queue_depth): no
+ * more throughput, only the jitter a deeper queue absorbs. */
+static void prefetch_rows(const struct dlbn_model *m, struct dlbn_whatif *w, const char *setting)
 {
 	if (w->num_workers <= 0)
 		return;
@@ -415,9 +457,9 @@ static void prefetch_rows(const struct dlbn_model *m, struct dlbn_whatif *w)
 	const char *lim;
 	double fluid = dlbn_whatif_workers_ms(w, w->num_workers, &lim);
 	double now = w->measured_ms;
-	mark_current(w, add_row(w, "prefetch_factor", pf, now, lim));
+	mark_current(w, add_row(w, setting, pf, now, lim));
 	for (int v = pf * 2; v <= pf * 4 && w->nrows < DLBN_WHATIF_ROWS; v *= 2)
-		add_row(w, "prefetch_factor", v, fluid < 0.99 * now ? fluid : now, lim);
+		add_row(w, setting, v, fluid < 0.99 * now ? fluid : now, lim);
 }
 
 static void pin_rows(const struct dlbn_model *m, const struct dlbn_analysis *a,
@@ -449,7 +491,8 @@ static void pin_rows(const struct dlbn_model *m, const struct dlbn_analysis *a,
 	}
 }
 
-static void cannot_know(const struct dlbn_analysis *a, struct dlbn_whatif *w, int sampled)
+static void cannot_know(const struct dlbn_analysis *a, struct dlbn_whatif *w, int sampled,
+			int threads)
 {
 	if (w->cores <= 0)
 		note(w, "the CPUs the job may use are not in the trace (no cpus= in the loader "
@@ -458,7 +501,9 @@ static void cannot_know(const struct dlbn_analysis *a, struct dlbn_whatif *w, in
 		note(w,
 		     "no schedstat samples of the %s: the CPU a batch costs is unknown (sleep "
 		     "and CPU look alike), so the curve applies no core limit",
-		     w->num_workers > 0 ? "workers" : "training loop");
+		     threads		  ? "training process"
+		     : w->num_workers > 0 ? "workers"
+					  : "training loop");
 	else if (!sampled)
 		note(w, "no schedstat samples of the training process: its CPU per step is taken "
 			"as the loop's time less host syncs");
@@ -470,11 +515,14 @@ static void cannot_know(const struct dlbn_analysis *a, struct dlbn_whatif *w, in
 		     w->file_share * 100);
 	if (w->startup_ms > 0)
 		note(w,
-		     "epoch start-up (%.2f ms per step) is taken as the same for any "
-		     "num_workers; more workers usually start slower",
-		     w->startup_ms);
+		     "epoch start-up (%.2f ms per step) is taken as the same for any %s; more "
+		     "workers usually start slower",
+		     w->startup_ms, w->knob);
 	double kib = a->recv_kib > 0 ? a->recv_kib : 0;
-	if (kib >= 1)
+	if (threads)
+		note(w, "not in the trace: the host memory each further thread's batches in "
+			"flight take");
+	else if (kib >= 1)
 		note(w,
 		     "not in the trace: host memory per worker (each is a copy of the loader's "
 		     "process) and the /dev/shm room for the batches in flight (num_workers x "
@@ -505,7 +553,28 @@ int dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *
 			   (gw->wait_s > 0 && gw->wait_gpu_busy_s / gw->wait_s >= GPU_PACED_BUSY));
 	find_cores(m, a, w); /* first: w->saturated decides which waits stay */
 	int sampled = main_cpu(m, a, w);
-	if (w->num_workers == 0) {
+	const struct dlbn_config *c = &m->config;
+	snprintf(w->kind, sizeof(w->kind), "%s", dlbn_loader_kind(c));
+	snprintf(w->knob, sizeof(w->knob), "num_workers");
+	int dali = !strcmp(w->kind, "dali");
+	int process_workers = !strcmp(w->kind, "nodes") && a->nworkers > 0;
+	if (!strcmp(w->kind, "named")) {
+		snprintf(w->why_not, sizeof(w->why_not),
+			 "a named loader has no setting dlbn knows how to change (how many "
+			 "producers it runs is the program's own); the verdict's stall is the "
+			 "figure");
+		return 0;
+	}
+	int threads = dali || (strcmp(w->kind, "dataloader") != 0 && w->num_workers > 0 &&
+			       !process_workers);
+	if (dali) {
+		snprintf(w->knob, sizeof(w->knob), "num_threads");
+		w->num_workers = c->threads > 0 ? c->threads : 1;
+		w->min_units = 1;
+	}
+	if (threads) {
+		thread_inputs(m, a, w);
+	} else if (w->num_workers == 0) {
 		/* Loading in the loop: the wait is the batch's cost, and the
 		 * loop's CPU holds it. */
 		w->batch_ms = a->mean_ms;
@@ -517,7 +586,7 @@ int dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *
 		note(w, "num_workers=0 in this run: workers' hand-off cost is unknown (receiving a "
 			"batch costs the loop about 1-2 ms per 256 KiB on a small machine)");
 	} else if (a->nworkers) {
-		worker_inputs(m, a, w);
+		worker_inputs(m, a, w, process_workers);
 	} else {
 		snprintf(w->why_not, sizeof(w->why_not),
 			 "no worker figures in the window (num_workers=%d)", w->num_workers);
@@ -527,7 +596,7 @@ int dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *
 		snprintf(w->why_not, sizeof(w->why_not), "no time per batch in the window");
 		return 0;
 	}
-	if (w->num_workers > 0 && a->recv_ms > 0) {
+	if (w->num_workers > 0 && !threads && a->recv_ms > 0) {
 		double exposed = 1;
 		if (a->gpu && a->exposed_s > 0)
 			exposed = a->stall_s / a->exposed_s < 1 ? a->stall_s / a->exposed_s : 1;
@@ -554,17 +623,19 @@ int dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *
 	}
 	w->valid = 1;
 	workers_curve(w);
-	persistent_rows(m, a, w);
-	prefetch_rows(m, w);
-	pin_rows(m, a, w);
+	if (!strcmp(w->kind, "dataloader")) {
+		persistent_rows(m, a, w);
+		prefetch_rows(m, w, "prefetch_factor");
+		pin_rows(m, a, w);
+	} else {
+		prefetch_rows(m, w, dali ? "prefetch_queue_depth" : "prefetch_factor");
+	}
 	double model =
 		steady_ms(w, w->num_workers, NULL) + (w->num_workers > 0 ? w->startup_ms : 0);
-	note(w,
-	     "at the run's num_workers=%d the model gives %.2f ms per step, %.2f ms measured "
-	     "(%+.0f%%)",
-	     w->num_workers, model, w->measured_ms, (model / w->measured_ms - 1) * 100);
+	note(w, "at the run's %s=%d the model gives %.2f ms per step, %.2f ms measured (%+.0f%%)",
+	     w->knob, w->num_workers, model, w->measured_ms, (model / w->measured_ms - 1) * 100);
 	if (a->verdict == DLBN_VERDICT_INCONCLUSIVE)
 		note(w, "the verdict is INCONCLUSIVE: these figures rest on thin evidence");
-	cannot_know(a, w, sampled);
+	cannot_know(a, w, sampled || threads, threads);
 	return 0;
 }

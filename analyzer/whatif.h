@@ -38,6 +38,20 @@
  * row of the run's own setting also carries the measured step time, so
  * the reader sees how well the model reproduces it.
  *
+ * Loaders other than torch's DataLoader (the CONFIG kind) keep the same
+ * formula in their own terms.  torchdata.nodes' ParallelMapper with
+ * process workers is measured as a DataLoader's workers are, but its
+ * workers map samples: their figures are taken per loop batch.  Threads
+ * inside the training process (DALI's pool, nodes' thread workers) are
+ * not measured one by one: the loader's time per batch on one thread is
+ * what the run's threads took per batch (DALI: its CPU operators' busy
+ * time from its own ranges, a GPU stage kept as a floor of its own, else
+ * the loop's wait + loop period) times their number, and the CPU per step
+ * is the traced threads' CPU use.  The curve's setting is the loader's
+ * own knob (num_workers, DALI num_threads); persistent_workers and
+ * pin_memory rows are the DataLoader's only; a named loader has no knob
+ * and gets no rows.
+ *
  * What it cannot know, said in its notes: host memory per worker and the
  * shared-memory (/dev/shm) room more workers and deeper prefetch need, the
  * storage's spare bandwidth, the start-up cost of more workers.
@@ -94,8 +108,15 @@ struct dlbn_whatif {
 	double gpu_step_ms;   /* the GPU's own time per step; 0 unknown / no GPU */
 	size_t gpu_samples;   /* steps that measured it */
 	int gpu_paced;	      /* the GPU sets the pace (host waits on it, or never idles) */
-	int max_workers;      /* the curve's last num_workers */
-	int best_workers;     /* fewest workers within 2% of the curve's best */
+	double stage_ms;      /* a loader stage the curve's setting does not scale
+			       * (DALI's GPU/mixed operators per batch); 0 none */
+	char kind[16];	      /* the loader's CONFIG kind (dlbn_loader_kind) */
+	char knob[24];	      /* the curve's setting: num_workers, num_threads */
+	int min_units;	      /* the curve's first value (DALI: one thread) */
+	int in_process;	      /* the loader's workers are threads of the training
+			       * process: main_cpu_ms holds theirs */
+	int max_workers;      /* the curve's last value */
+	int best_workers;     /* fewest units within 2% of the curve's best */
 	size_t nrows;
 	struct dlbn_whatif_row rows[DLBN_WHATIF_ROWS];
 	size_t nnotes;
@@ -114,8 +135,5 @@ int dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *
 /* The model's step time for num_workers = n (n >= 0), and its limit; w
  * as dlbn_whatif_compute left it (valid). */
 double dlbn_whatif_workers_ms(const struct dlbn_whatif *w, int n, const char **limited_by);
-
-/* A CONFIG value of the training loader as an int (key absent: -1). */
-int dlbn_config_int(const struct dlbn_config *c, const char *key);
 
 #endif /* DLBN_WHATIF_H */

@@ -11,8 +11,11 @@ GPU) must not be DETECTED, and a loader the bootstrap does not know must
 give INCONCLUSIVE with the hint, never NOT_DETECTED.  Also: DALI's
 operators named from its own ranges (decoding first), --set reaching
 nodes' and DALI's knobs, a class of the script itself named as
-__main__:QUALNAME with the program's traceback left as it is, and
-dlbn-run refusing bad --loader / --set values.
+__main__:QUALNAME with the program's traceback left as it is, the
+what-if in each loader's own knobs (nodes' num_workers and prefetch_factor,
+DALI's num_threads and prefetch_queue_depth, none for a named loader) with
+the run's own setting reproduced, and dlbn-run refusing bad --loader /
+--set values.
 """
 import json
 import subprocess
@@ -20,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e_common import LIB, PYTHON, RUN_TIMEOUT_S, analyze_ok, clean_env, report_text, \
-    require_binaries
+from e2e_common import LIB, PYTHON, RUN_TIMEOUT_S, analyze, analyze_ok, clean_env, \
+    report_text, require_binaries
 
 WORKLOAD = Path(__file__).resolve().parent / "loaders_workload.py"
 NAMED = "loaders_feeder:prefetched"
@@ -60,11 +63,38 @@ def per_step(times):
 
 
 def judged(tmp, kind, *args, env=None):
-    """(analysis, measured Replay speedup) of an input-bound case."""
+    """(analysis, measured Replay speedup) of an input-bound case; the
+    analysis carries its trace's path as "_trace"."""
     trace, real, _ = run(tmp, kind + "-real", kind, *args, env=env)
     replay_env = dict(env or {}, DLBN_REPLAY="4")
     _, replay, _ = run(tmp, kind + "-replay", kind, *args, env=replay_env)
-    return analyze_ok(trace), per_step(real) / per_step(replay)
+    a = analyze_ok(trace)
+    a["_trace"] = str(trace)
+    return a, per_step(real) / per_step(replay)
+
+
+def what_if(a):
+    """(rows, basis) of dlbn-analyze --what-if on the analysis' trace."""
+    proc = analyze(a["_trace"], "--format", "json", "--what-if")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    return result["what_if"], result["what_if_basis"]
+
+
+def check_what_if(a, kind, knob, current, queue):
+    """The curve is over the loader's own knob, starts where the knob can,
+    reproduces the run's step time at the run's setting, and offers no
+    DataLoader-only rows."""
+    rows, basis = what_if(a)
+    assert basis["valid"] and basis["loader_kind"] == kind, basis
+    assert basis["curve_setting"] == knob, basis
+    settings = {r["setting"] for r in rows}
+    assert settings == {knob, queue}, settings
+    now = [r for r in rows if r["setting"] == knob and r["current"]]
+    assert len(now) == 1 and now[0]["value"] == current, rows
+    assert abs(now[0]["predicted_step_ms"] / now[0]["measured_step_ms"] - 1) <= TOLERANCE, \
+        (now[0], basis["notes"])
+    return rows, basis
 
 
 def training_loader(a):
@@ -99,6 +129,8 @@ def test_nodes_input_bound(tmp_path, method):
     loader = training_loader(a)
     assert loader["workers"] == 2 and loader["batch_size"] == 4, loader
     assert "num_workers 2 ->" in report_text(a), a["recommendations"]
+    rows, _ = check_what_if(a, "nodes", "num_workers", 2, "prefetch_factor")
+    assert min(r["value"] for r in rows if r["setting"] == "num_workers") == 0, rows
 
 
 @needs_nodes
@@ -125,6 +157,9 @@ def test_named_thread_fed_generator(tmp_path):
     a, measured = judged(tmp_path, "named", env={"DLBN_LOADER": NAMED})
     check_input_bound(a, measured, "named")
     assert training_loader(a)["loader_class"] == NAMED, a["loaders"]
+    rows, basis = what_if(a)  # no knob dlbn can turn: said, no rows
+    assert rows == [] and not basis["valid"], (rows, basis)
+    assert "named loader" in basis["why_not"], basis
 
 
 def test_named_compute_bound(tmp_path):
@@ -161,6 +196,8 @@ def test_dali_input_bound(tmp_path):
     assert "Resize" in names and "CropMirrorNormalize" in names, names
     assert abs(sum(op["share"] for op in ops) - 1) < 0.01, ops
     assert 'device="mixed"' in a["recommendations"][0], a["recommendations"]
+    rows, _ = check_what_if(a, "dali", "num_threads", 2, "prefetch_queue_depth")
+    assert min(r["value"] for r in rows if r["setting"] == "num_threads") == 1, rows
 
 
 @needs_dali
