@@ -49,7 +49,7 @@ KIND_NODES = "nodes"
 KIND_DALI = "dali"
 KIND_NAMED = "named"
 
-NODES_MODULES = ("torchdata.nodes.base_node", "torchdata.nodes.loader")
+NODES_MODULES = ("torchdata.nodes.base_node", "torchdata.nodes.loader", "torchdata.nodes.map")
 DALI_MODULE = "nvidia.dali.plugin.pytorch"
 DALI_ITERATORS = ("DALIGenericIterator", "DALIClassificationIterator", "DALIRaggedIterator")
 
@@ -244,6 +244,8 @@ def patch(name, module):
             _patch_nodes_base(module)
         elif name == "torchdata.nodes.loader":
             _patch_nodes_loader(module)
+        elif name == "torchdata.nodes.map":
+            _patch_nodes_map(module)
         elif name == DALI_MODULE:
             _patch_dali(module)
         for qualname in _named.get(name, ()):
@@ -713,6 +715,31 @@ def _nodes_worker_pids(root):
                 if isinstance(pid, int) and pid > 0 and pid not in pids:
                     pids.append(pid)
     return pids[:64]
+
+
+def _patch_nodes_map(module):
+    """ParallelMapper's worker loop (_apply_udf, the target of its worker
+    processes and threads) profiles the map function in worker processes
+    (_dlbn_profile).  It is replaced under its own name in both modules
+    that hold it: a spawned worker receives its target by name, and finds
+    the original there when dlbn is not in that process."""
+    orig = module.__dict__.get("_apply_udf")
+    home = sys.modules.get(getattr(orig, "__module__", None) or "")
+    if not callable(orig) or getattr(home, "_apply_udf", None) is not orig:
+        return
+
+    def _apply_udf(worker_id, in_q, out_q, udf, stop_event):
+        try:
+            profile = _boot._profile
+            if profile is not None and _boot._in_child_process():
+                udf = profile.map_function(udf)  # a thread worker: not profiled
+        except Exception:
+            pass
+        return orig(worker_id, in_q, out_q, udf, stop_event)
+
+    _boot._copy_names(_apply_udf, orig)
+    home._apply_udf = _apply_udf
+    module._apply_udf = _apply_udf
 
 
 # ---------------------------------------------------------------------------

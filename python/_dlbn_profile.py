@@ -86,6 +86,7 @@ _interval_s = 0.010
 _state = None        # this process's _Profile (new after fork)
 _callsites = set()   # iterator ids whose call site was written
 _scope = 0           # iterator id of the main process's current fetch
+_map_worker = False  # this process is a torchdata.nodes ParallelMapper worker
 
 
 def _emit_noop(*args):
@@ -188,6 +189,38 @@ def _callsite_text(frame):
     return "\n".join(frames)
 
 
+def map_function(udf):
+    """udf, profiled as a worker's fetch of one item: torchdata.nodes'
+    ParallelMapper calls it once per item in a worker process
+    (_dlbn_loaders wraps its worker loop).  Its call is the "fetch", the
+    stages and samples inside it are the worker's, as in a DataLoader
+    worker; the pickling of its results for the queue is the hand-off."""
+    global _map_worker
+    try:
+        if _api is None or not callable(udf):
+            return udf
+        _map_worker = True
+        state = _profile_for_process()
+    except Exception:
+        return udf
+
+    def mapped(item):
+        if state.busy:
+            return udf(item)
+        try:
+            return state.fetch(_call_map, udf, item)
+        except BaseException as exc:
+            _drop_own_frames(exc)
+            raise
+
+    _copy_names(mapped, udf)
+    return mapped
+
+
+def _call_map(udf, item):
+    return udf(item)
+
+
 # ---------------------------------------------------------------------------
 # Per process aggregation
 
@@ -228,6 +261,8 @@ class _Profile:
 
     @staticmethod
     def _in_worker():
+        if _map_worker:
+            return True
         try:
             from torch.utils.data import get_worker_info
             return get_worker_info() is not None
@@ -462,6 +497,10 @@ class _Profile:
                  code.co_filename, code.co_firstlineno), [0, 0, 0])
         if self.worker and inner is not None:
             self._wrap_hf_transform(inner)
+        if dataset is None and callable(fetcher):   # a map function (map_function)
+            name, filename, line = _describe(fetcher)
+            self.stages.setdefault((PROF_GETITEM, self.scope, "map " + name, filename, line),
+                                   [0, 0, 0])
 
     def _wrap_hf_transform(self, dataset):
         """A Hugging Face datasets.Dataset with set_transform/with_transform:
