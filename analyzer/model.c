@@ -421,6 +421,14 @@ int dlbn_model_build(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 		return -1;
 	if (m->loaders.train >= 0 && m->loaders.v[m->loaders.train].has_config)
 		m->config = m->loaders.v[m->loaders.train].config;
+	/* Results read off the loop's thread are a pin-memory thread's only
+	 * in torch's DataLoader: another loader's own thread (nodes' sorting
+	 * and prefetch threads) pins nothing. */
+	if (m->path == DLBN_PATH_PIN && m->config.present &&
+	    strcmp(dlbn_loader_kind(&m->config), "dataloader") != 0) {
+		m->path = DLBN_PATH_NONE;
+		m->pin_thread = -1;
+	}
 	infer_num_workers(m);
 	choose_view(m, o);
 	m->warmup_steps = o->warmup_steps;

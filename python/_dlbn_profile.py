@@ -387,7 +387,7 @@ class _Profile:
         callers = []
         up = entry.f_back
         while up is not None and len(callers) < 6:
-            if up.f_code.co_filename != _OWN_FILE:
+            if up.f_code.co_filename not in _BOOT_FILES:
                 callers.append(up.f_code)
                 callers.append(up.f_lineno)
             up = up.f_back
@@ -859,3 +859,6 @@ def _drop_own_frames(exc):
 
 
 _OWN_FILE = _drop_own_frames.__code__.co_filename
+# The bootstrap's files (its wrappers are no callers of the user's code).
+_BOOT_FILES = frozenset(_OWN_FILE[:-len("_dlbn_profile.py")] + name for name in
+                        ("_dlbn_profile.py", "_dlbn_boot.py", "_dlbn_loaders.py"))

@@ -14,8 +14,9 @@ nodes' and DALI's knobs, a class of the script itself named as
 __main__:QUALNAME with the program's traceback left as it is, the
 what-if in each loader's own knobs (nodes' num_workers and prefetch_factor,
 DALI's num_threads and prefetch_queue_depth, none for a named loader) with
-the run's own setting reproduced, and dlbn-run refusing bad --loader /
---set values.
+the run's own setting reproduced, the worker profile naming the map
+function inside nodes' process workers, and dlbn-run refusing bad
+--loader / --set values.
 """
 import json
 import subprocess
@@ -131,6 +132,14 @@ def test_nodes_input_bound(tmp_path, method):
     assert "num_workers 2 ->" in report_text(a), a["recommendations"]
     rows, _ = check_what_if(a, "nodes", "num_workers", 2, "prefetch_factor")
     assert min(r["value"] for r in rows if r["setting"] == "num_workers") == 0, rows
+    assert a["path"] != "pin_memory", a["path"]  # nodes' own threads pin nothing
+    if method == "process":
+        # The worker profile in nodes' worker processes: the map function
+        # (a CPU loop) is where their time goes, no dlbn frame among its callers.
+        hot = [h for h in a["hotspots"] if h["loader"] == 1]
+        assert hot and hot[0].get("function") == "sample_cpu", a["hotspots"]
+        assert hot[0]["share"] > 0.5 and "_apply_udf:" in hot[0]["callers"], hot[0]
+        assert hot[0]["callers"].count("_apply_udf:") == 1, hot[0]["callers"]
 
 
 @needs_nodes
