@@ -59,7 +59,7 @@ void dlbn_config_parse(struct dlbn_config *c, const char *text, size_t len)
 	memset(c, 0, sizeof(*c));
 	c->present = 1;
 	c->num_workers = c->prefetch_factor = c->batch_size = -1;
-	c->pin_memory = c->persistent_workers = c->threads = c->cpus = -1;
+	c->pin_memory = c->persistent_workers = c->threads = c->cpus = c->dali_proxy = -1;
 	if (len >= sizeof(c->text))
 		len = sizeof(c->text) - 1;
 	memcpy(c->text, text, len);
@@ -99,6 +99,8 @@ void dlbn_config_parse(struct dlbn_config *c, const char *text, size_t len)
 			c->threads = config_int(v);
 		else if (!strcmp(k, "cpus"))
 			c->cpus = config_int(v);
+		else if (!strcmp(k, "dali_proxy"))
+			c->dali_proxy = config_int(v);
 		c->n++;
 	}
 }

@@ -193,8 +193,9 @@ struct dlbn_config {
 	char val[DLBN_CONFIG_MAX][64];
 	/* Parsed values; -1 unknown. */
 	int num_workers, prefetch_factor, batch_size, pin_memory, persistent_workers;
-	int threads; /* DALI's num_threads */
-	int cpus;    /* the CPUs the training process may run on (affinity) */
+	int threads;	/* DALI's num_threads */
+	int cpus;	/* the CPUs the training process may run on (affinity) */
+	int dali_proxy; /* 1: DALI's proxy DataLoader (threads, device: its pipeline's) */
 	char start_method[24], dataset_kind[24];
 	/* What kind of loader (the bootstrap's "kind"): "" torch's DataLoader,
 	 * "nodes" torchdata.nodes, "dali" DALI's iterators, "named" one the

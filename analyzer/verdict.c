@@ -383,13 +383,14 @@ static int ceil_ratio(double num, double den)
  * first: the GPU decoder is the fix DALI is made for.
  */
 static void dali_pipeline(const struct dlbn_model *m, const struct dlbn_config *c,
-			  struct dlbn_analysis *a, double period, int cores_full)
+			  struct dlbn_analysis *a, double period, int cpus_full)
 {
 	const struct dlbn_lib_ops *o = &m->lib_ops;
 	int threads = c->threads > 0 ? c->threads : 1;
 	int need = ceil_ratio(threads * period, a->loop_ms);
 	int gpu = strstr(c->text, "device=gpu") != NULL;
-	snprintf(a->cause, sizeof(a->cause), "dali_pipeline");
+	if (!a->cause[0])
+		snprintf(a->cause, sizeof(a->cause), "dali_pipeline");
 	REASON("DALI pipeline (%d thread%s, %s): it delivers a batch every %.1f ms, the loop "
 	       "consumes one every %.1f ms",
 	       threads, threads == 1 ? "" : "s", gpu ? "GPU pipeline" : "CPU-only pipeline", period,
@@ -407,11 +408,11 @@ static void dali_pipeline(const struct dlbn_model *m, const struct dlbn_config *
 	}
 	int cpu_decode = !gpu && o->n && o->busy_ns > 0 && strcasestr(o->v[0].name, "decode") &&
 			 !strstr(o->v[0].name, "(");
-	if (cores_full)
+	if (cpus_full)
 		REC("decode on the GPU (decoders.image device=\"mixed\") and move the other "
-		    "operators with it, or run on more cores: DALI num_threads %d -> %d would "
-		    "only queue for the %d CPUs (%.1f in use)",
-		    threads, need > threads ? need : threads + 1, c->cpus, a->cpus_used);
+		    "operators with it, or run on more cores: more DALI threads than num_threads "
+		    "%d would only queue for the %d CPUs (%.1f in use)",
+		    threads, c->cpus, a->cpus_used);
 	else if (cpu_decode)
 		REC("decoding is DALI's costliest operator (%.0f%% of its busy time): decode on "
 		    "the "
@@ -425,18 +426,26 @@ static void dali_pipeline(const struct dlbn_model *m, const struct dlbn_config *
 		    threads, need > threads ? need : threads + 1);
 }
 
+/* The loop waited: the loader delivered one batch per step. */
+static double loader_period_ms(const struct dlbn_analysis *a)
+{
+	return a->wall_s * 1e3 / (double)a->steps_window;
+}
+
+static int cores_full(const struct dlbn_config *c, const struct dlbn_analysis *a)
+{
+	return a->cpu_contended || (c->cpus > 0 && a->cpus_used >= CORES_FULL_SHARE * c->cpus);
+}
+
 static int other_loader(const struct dlbn_model *m, const struct dlbn_config *c,
 			struct dlbn_analysis *a)
 {
 	const char *kind = dlbn_loader_kind(c);
 	if (!strcmp(kind, "dataloader") || a->loop_ms <= 0 || !a->steps_window)
 		return 0;
-	/* The loop waited: the loader delivered one batch per step. */
-	double period = a->wall_s * 1e3 / (double)a->steps_window;
-	int cores_full =
-		a->cpu_contended || (c->cpus > 0 && a->cpus_used >= CORES_FULL_SHARE * c->cpus);
+	double period = loader_period_ms(a);
 	if (!strcmp(kind, "dali")) {
-		dali_pipeline(m, c, a, period, cores_full);
+		dali_pipeline(m, c, a, period, cores_full(c, a));
 		return 1;
 	}
 	int workers = c->num_workers > 0 ? c->num_workers : 0;
@@ -447,7 +456,7 @@ static int other_loader(const struct dlbn_model *m, const struct dlbn_config *c,
 		       "loop consumes one every %.1f ms",
 		       workers, c->worker_method[0] ? c->worker_method : "map",
 		       workers == 1 ? "" : "s", period, a->loop_ms);
-		if (cores_full)
+		if (cores_full(c, a))
 			REC("cores are the limit: ParallelMapper num_workers %d -> %d would keep "
 			    "up only with the cores for them (%.1f CPUs in use%s); make the map "
 			    "function cheaper, or run on more cores",
@@ -537,6 +546,15 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 		       a->startup_stall_s, a->stall_s);
 		if (c->persistent_workers != 1)
 			REC("persistent_workers=True would save about %.2f s", a->startup_stall_s);
+	}
+	if (c->dali_proxy == 1 && a->loop_ms > 0 && a->mean_busy < 0.5) {
+		/* DALI's proxy DataLoader: its workers only gather each sample's
+		 * inputs, DALI's pipeline in this process makes the batch. */
+		REASON("DALI proxy DataLoader: its workers only gather the inputs (busy %.0f%% of "
+		       "the window); DALI's pipeline in the training process makes each batch",
+		       a->mean_busy > 0 ? a->mean_busy * 100 : 0);
+		dali_pipeline(m, c, a, loader_period_ms(a), cores_full(c, a));
+		return;
 	}
 	if (a->mean_busy >= 0.9 && batch_ms > 0 && a->loop_ms > 0) {
 		int need = ceil_ratio(batch_ms, a->loop_ms);

@@ -32,7 +32,8 @@ Mark arguments (the kinds are DLBN_MARK_* of libintercept/dlbn_trace.h):
               num_workers, batch_size, prefetch_factor, pin_memory,
               persistent_workers, start_method, dataset_kind, drop_last,
               timeout, loader (its id()), loader_class, sampler (class name
-              of what orders the samples), replay (with DLBN_REPLAY), set,
+              of what orders the samples), dali_proxy, threads and device
+              (DALI's proxy DataLoader: its pipeline's), replay (with DLBN_REPLAY), set,
               set_from, set_ignored, max_steps (dlbn-run --set/--max-steps,
               see "Settings and bounded runs" at the end), workers (pids of a
               multiprocess iterator's workers, up to 64)
@@ -897,6 +898,7 @@ def _config_text(loader, it, replay=None, iter_id=0):
     if loader is not None:
         items.append(("loader", id(loader)))
         items.append(("loader_class", type(loader).__name__))
+        items.extend(_dali_proxy_items(loader))
     items.append(("sampler", _sampler_name(loader, it)))
     if replay is not None:
         items.append(("replay", replay))
@@ -906,6 +908,20 @@ def _config_text(loader, it, replay=None, iter_id=0):
         for key, value in _settings_config(loader, iter_id):
             text += ";%s=%s" % (key, value)
     return _add_workers(text.encode("utf-8", "replace"), it)
+
+
+def _dali_proxy_items(loader):
+    """DALI's proxy DataLoader (nvidia.dali.plugin.pytorch.experimental.proxy):
+    its workers gather each sample's inputs, a DALI pipeline in this process
+    makes the batch.  That pipeline's threads and device."""
+    if not type(loader).__module__.startswith("nvidia.dali."):
+        return []
+    pipe = getattr(getattr(loader, "dali_server", None), "_pipe", None)
+    if pipe is None:
+        return []
+    device = "cpu" if getattr(pipe, "device_id", None) is None else "gpu"
+    return [("dali_proxy", 1), ("threads", getattr(pipe, "num_threads", None)),
+            ("device", device)]
 
 
 def _add_workers(text, it):

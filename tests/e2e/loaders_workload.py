@@ -15,6 +15,10 @@ KIND
   dali           DALI's DALIGenericIterator over a CPU-only pipeline (file
                  reader -> decoders.image -> resize -> crop_mirror_normalize,
                  2 threads, batch 8) over 64 JPEGs it writes
+  dali-proxy     DALI's proxy DataLoader (2 persistent workers reading each
+                 sample's path, an ImageFolder of the same JPEGs, each 4 times
+                 an epoch) feeding the same CPU pipeline run by a DALIServer
+                 in this process
 
 The loop does MS of CPU work per step (--sleep: sleeps MS, the GPU's time
 as the host sees it, no CPU).  It bounds itself at N steps (Replay of a
@@ -90,6 +94,34 @@ def dali_loader():
     return DALIGenericIterator(p, ["data", "label"], reader_name="Reader")
 
 
+def dali_proxy_loader():
+    import numpy as np
+    import torchvision
+    from nvidia.dali import fn, pipeline_def, types
+    from nvidia.dali.plugin.pytorch.experimental import proxy
+    root = os.path.abspath("jpegs")
+    make_jpegs(root, 64, 512)
+
+    @pipeline_def(batch_size=8, num_threads=2, device_id=None, prefetch_queue_depth=4)
+    def pipe():
+        paths = fn.external_source(name="images", no_copy=True)
+        images = fn.decoders.image(fn.io.file.read(paths), device="cpu")
+        images = fn.resize(images, resize_x=224, resize_y=224)
+        return fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW",
+                                        mean=[0.485 * 255] * 3, std=[0.229 * 255] * 3)
+
+    def path_bytes(path):
+        return np.frombuffer(path.encode(), dtype=np.int8)
+
+    from torch.utils.data import Subset
+    server = proxy.DALIServer(pipe())   # the loader starts it at its first batch
+    dataset = torchvision.datasets.ImageFolder(root, transform=server.proxy,
+                                               loader=path_bytes)
+    dataset = Subset(dataset, list(range(len(dataset))) * 4)  # epochs longer than the run
+    return proxy.DataLoader(server, dataset, batch_size=8, num_workers=2, drop_last=True,
+                            persistent_workers=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("kind")
@@ -104,8 +136,8 @@ def main():
     elif args.kind in ("named", "unnamed"):
         import loaders_feeder
         epochs = [loaders_feeder.prefetched(args.steps + 8)]
-    elif args.kind == "dali":
-        it = dali_loader()
+    elif args.kind in ("dali", "dali-proxy"):
+        it = dali_loader() if args.kind == "dali" else dali_proxy_loader()
         epochs = [it] * (args.steps // max(len(it), 1) + 2)
     else:
         ap.error("unknown kind %r" % args.kind)

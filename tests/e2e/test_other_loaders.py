@@ -15,7 +15,8 @@ __main__:QUALNAME with the program's traceback left as it is, the
 what-if in each loader's own knobs (nodes' num_workers and prefetch_factor,
 DALI's num_threads and prefetch_queue_depth, none for a named loader) with
 the run's own setting reproduced, the worker profile naming the map
-function inside nodes' process workers, and dlbn-run refusing bad
+function inside nodes' process workers, DALI's proxy DataLoader seen as
+the DALI pipeline it feeds, and dlbn-run refusing bad
 --loader / --set values.
 """
 import json
@@ -197,7 +198,7 @@ def test_dali_input_bound(tmp_path):
     assert loader["kind"] == "dali", a["loaders"]
     assert loader["threads"] == 2 and loader["batch_size"] == 8, loader
     assert a["cause"] == "dali_pipeline", a["cause"]
-    assert "num_threads 2 ->" in report_text(a), a["recommendations"]
+    assert "num_threads 2" in report_text(a), a["recommendations"]
     # Where the time goes: DALI's own operator ranges, decoding first.
     ops = a["library_operators"]
     assert ops and ops[0]["name"] == "decoders__Image", ops
@@ -207,6 +208,21 @@ def test_dali_input_bound(tmp_path):
     assert 'device="mixed"' in a["recommendations"][0], a["recommendations"]
     rows, _ = check_what_if(a, "dali", "num_threads", 2, "prefetch_queue_depth")
     assert min(r["value"] for r in rows if r["setting"] == "num_threads") == 1, rows
+
+
+@needs_dali
+def test_dali_proxy_dataloader(tmp_path):
+    """DALI's proxy DataLoader: a torch DataLoader whose workers only read
+    each sample's path, a DALI pipeline in the training process making
+    each batch.  Judged against its Replay; the cause is DALI's pipeline,
+    named by its operators, not the idle workers."""
+    a, measured = judged(tmp_path, "dali-proxy")
+    check_input_bound(a, measured, "dataloader")
+    assert a["config"].get("dali_proxy") in (1, "1"), a["config"]
+    assert a["cause"] == "dali_pipeline", (a["cause"], a["reasons"])
+    names = [op["name"] for op in a["library_operators"]]
+    assert "decoders__Image" in names[:2], names
+    assert "num_threads 2" in report_text(a), a["recommendations"]
 
 
 @needs_dali
