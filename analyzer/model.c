@@ -187,6 +187,8 @@ void model_feed(struct pass2 *ps, struct dlbn_steps *st, struct dlbn_step *s)
 	s->gpu_lead_refill_ns = 0;
 	s->gpu_lead_wrap_idle_ns = 0;
 	dlbn_window_feed(m, st, s);
+	if (st == m->steps && st->w.window)
+		m->main_sem_wait_ns = ps->main_sem_wait; /* up to the window's last step */
 	if (st == &m->ipc_steps && s->bytes > 0 && m->nipc_head < DLBN_HEAD_STEPS)
 		m->ipc_head_bytes[m->nipc_head++] = s->bytes;
 	if (ps->gpu)
@@ -228,8 +230,11 @@ static void training_record(struct pass2 *ps, const struct dlbn_record *r)
 	if (m->path == DLBN_PATH_PIN) {
 		if (ti == m->pin_thread)
 			model_ipc_record(ps, r);
-		if (ti == m->main_thread && r->type == DLBN_REC_SEM_WAIT)
+		if (ti == m->main_thread && r->type == DLBN_REC_SEM_WAIT) {
 			model_pin_wait_record(ps, r);
+			if (m->steps && m->steps->w.warmup && r->t_ns >= m->steps->w.ws)
+				ps->main_sem_wait += rec_dur(r);
+		}
 		if (ti == m->pin_thread && r->type == DLBN_REC_SEM_POST)
 			model_pin_post_record(ps, r);
 	}

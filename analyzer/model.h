@@ -290,12 +290,16 @@ struct dlbn_model {
 	int has_cuda; /* CUDA records present (GPU rule pending) */
 	int has_marks;
 
-	ssize_t training;	  /* proc index, -1 none */
-	ssize_t main_thread;	  /* thread index, -1 none */
-	ssize_t pin_thread;	  /* thread index, -1 none */
-	ssize_t mark_thread;	  /* thread with FETCH marks, -1 none */
-	ssize_t nvtx_thread;	  /* main thread when it has NVTX data ranges, -1 none */
-	int path;		  /* DLBN_PATH_* */
+	ssize_t training;    /* proc index, -1 none */
+	ssize_t main_thread; /* thread index, -1 none */
+	ssize_t pin_thread;  /* thread index, -1 none */
+	ssize_t mark_thread; /* thread with FETCH marks, -1 none */
+	ssize_t nvtx_thread; /* main thread when it has NVTX data ranges, -1 none */
+	int path;	     /* DLBN_PATH_* */
+	/* Pin path: the loop thread's semaphore waits (on other threads of
+	 * its process: queues, locks) inside the chosen view's window, up to
+	 * its last step, matched to a batch or not. */
+	int64_t main_sem_wait_ns;
 	size_t nworkers_total;	  /* worker processes over the whole run */
 	int num_workers_inferred; /* workers of the first result pipe */
 	int prefetch_writes;	  /* index messages before the first result */

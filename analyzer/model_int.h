@@ -173,6 +173,7 @@ struct pass2 {
 	struct dlbn_step pin_held;
 	int has_pin_held;
 	int64_t pin_acc;
+	int64_t main_sem_wait; /* the loop thread's semaphore waits since the window began */
 	/* Earliest begin and latest end of the waits summed into pin_acc /
 	 * pin_held (the horizon: a pin-path wait interval ends at its step's
 	 * end and is as long as its sum, so it begins no earlier than the

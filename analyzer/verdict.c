@@ -774,6 +774,37 @@ static void gpu_pageable(const struct dlbn_gpu *g, struct dlbn_analysis *a)
 	    (long long)h->pageable_h2d);
 }
 
+/*
+ * The IPC view's pin path ties the loop thread's waits to batches through
+ * the pin-memory thread's posts.  A loop thread blocked most of the window
+ * on other threads of its process while the view ties hardly any of it to
+ * a batch is fed by something else (another loader's threads with the
+ * bootstrap off: torchdata.nodes, a thread prefetcher), whose pipe
+ * traffic the view took for batches: no verdict rests on that.
+ */
+#define UNMATCHED_BLOCKED_SHARE 0.5 /* of the window, blocked on its process's threads */
+#define UNMATCHED_TIED_SHARE	0.2 /* of that, tied to batches by the view */
+
+static int unmatched_waits(const struct dlbn_model *m, struct dlbn_analysis *a)
+{
+	double blocked = (double)m->main_sem_wait_ns / 1e9;
+	if (m->view != DLBN_VIEW_IPC || m->path != DLBN_PATH_PIN || a->wall_s <= 0 ||
+	    blocked < UNMATCHED_BLOCKED_SHARE * a->wall_s ||
+	    a->exposed_s > UNMATCHED_TIED_SHARE * blocked)
+		return 0;
+	a->verdict = DLBN_VERDICT_INCONCLUSIVE;
+	snprintf(a->cause, sizeof(a->cause), "unmatched_waits");
+	REASON("the loop's thread was blocked %.2f s (%.0f%% of the window) waiting on other "
+	       "threads of its process, of which the IPC view ties %.2f s to batch hand-offs: "
+	       "the loop is fed by something other than the DataLoader traffic the view reads "
+	       "(another loader's threads: torchdata.nodes, a thread prefetcher)",
+	       blocked, blocked / a->wall_s * 100, a->exposed_s);
+	REC("record with the Python bootstrap on (it is unless DLBN_PYTHON=0) so that the loop's "
+	    "fetches are marked, and name a loader dlbn does not know: dlbn-run --loader "
+	    "MODULE:QUALNAME");
+	return 1;
+}
+
 static int inconclusive_without_steps(const struct dlbn_model *m, struct dlbn_analysis *a)
 {
 	a->verdict = DLBN_VERDICT_INCONCLUSIVE;
@@ -895,6 +926,8 @@ static int analyze_intact(const struct dlbn_model *m, const struct dlbn_reader_s
 		basis_reason(a);
 		return 0;
 	}
+	if (unmatched_waits(m, a))
+		return 0;
 	basis_reason(a);
 	outside_reasons(a);
 	if (gpu && gpu_range(gpu, o, a, m->prefetch_depth)) {

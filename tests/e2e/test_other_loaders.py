@@ -8,7 +8,8 @@ measured Replay of the same program (DLBN_REPLAY=4: the cached batches
 handed out as they are, the reference method's way): the verdict and the predicted speedup within 25% of the
 measured one.  Compute-bound cases (the loop sleeps as it would wait for a
 GPU) must not be DETECTED, and a loader the bootstrap does not know must
-give INCONCLUSIVE with the hint, never NOT_DETECTED.  Also: DALI's
+give INCONCLUSIVE with the hint, never NOT_DETECTED (nor nodes' traffic
+with the bootstrap off).  Also: DALI's
 operators named from its own ranges (decoding first), --set reaching
 nodes' and DALI's knobs, a class of the script itself named as
 __main__:QUALNAME with the program's traceback left as it is, the
@@ -156,6 +157,19 @@ def test_nodes_settings(tmp_path):
     assert a["config"].get("prefetch_factor") in (3, "3"), a["config"]
     assert a["config"].get("set_from") == "prefetch_factor=2,num_workers=2", a["config"]
     assert "eval:num_workers=1 not applied" in stderr, stderr
+
+
+@needs_nodes
+def test_nodes_without_the_bootstrap_is_inconclusive(tmp_path):
+    """With the Python bootstrap off, the pipe traffic of nodes' process
+    workers (one message per sample, read by nodes' own thread) is not
+    taken for the loop's batches while the loop waits on nodes' threads:
+    INCONCLUSIVE with the hint, never NOT_DETECTED."""
+    trace, _, _ = run(tmp_path, "nodes-noboot", "nodes-process", env={"DLBN_PYTHON": "0"})
+    a = analyze_ok(trace)
+    assert a["verdict"] == "INCONCLUSIVE" and a["cause"] == "unmatched_waits", \
+        (a["verdict"], a["cause"], a["reasons"])
+    assert "--loader" in report_text(a), a["recommendations"]
 
 
 @needs_nodes
