@@ -274,6 +274,14 @@ OTHER_LOADERS = [
     other_loader("dali_compute", "dali", "compute",
                  "the DALI pipeline; GPU 90 ms with a sync each step",
                  "NOT_DETECTED (1.0x)", le=True),
+    other_loader("dali_proxy_input", "dali-proxy", "input",
+                 "DALI's proxy DataLoader: 2 persistent workers read the samples' "
+                 "paths, a DALIServer runs the same CPU pipeline in the training process "
+                 "(2 threads); GPU 5 ms",
+                 "DETECTED", le=True),
+    other_loader("dali_proxy_compute", "dali-proxy", "compute",
+                 "the DALI proxy DataLoader; GPU 90 ms with a sync each step",
+                 "NOT_DETECTED (1.0x)", le=True),
 ]
 
 SCENARIOS = SCENARIOS + PIPELINES + OTHER_LOADERS

@@ -1,7 +1,7 @@
 """other_loaders.py - training loops fed by loaders that are not torch's
 DataLoader, for the eval suite (loop.py's modes, knobs, record, exit status):
 
-    other_loaders.py --loader nodes-process|nodes-thread|named|dali
+    other_loaders.py --loader nodes-process|nodes-thread|named|dali|dali-proxy
                      --setting input|compute --mode real|replay|le-log|le-replay ...
 
   nodes-process  torchdata.nodes: SamplerWrapper -> ParallelMapper(--workers
@@ -15,6 +15,10 @@ DataLoader, for the eval suite (loop.py's modes, knobs, record, exit status):
   dali           DALI's DALIGenericIterator over a CPU-only pipeline (file
                  reader -> decoders.image -> resize -> crop_mirror_normalize,
                  --workers threads) over the ImageFolder JPEGs data.py makes
+  dali-proxy     DALI's proxy DataLoader: --workers persistent DataLoader
+                 workers read each sample's path from the same ImageFolder, a
+                 DALIServer in the training process runs the same pipeline
+                 (external source, file read, decode, resize, normalize)
 
 Replay (eval's own) reads the loader's first epoch to its end before the
 loop, keeping the first --replay-batches batches, as LoaderEvaluator does,
@@ -32,11 +36,11 @@ import sys
 
 import loop
 
-LOADERS = ("nodes-process", "nodes-thread", "named", "dali")
+LOADERS = ("nodes-process", "nodes-thread", "named", "dali", "dali-proxy")
 
 
 def presets(pre):
-    dali = pre.loader == "dali"
+    dali = pre.loader in ("dali", "dali-proxy")
     knobs = dict(steps=40, batch_size=8 if dali else 4, workers=2, prefetch_factor=2)
     if pre.loader == "named":
         knobs["workers"] = 0   # one producer thread; no worker processes
@@ -95,6 +99,9 @@ def build(args):
     if args.loader == "named":
         import loaders_feeder
         return NamedEpochs(loaders_feeder, args), None
+    if args.loader == "dali-proxy":
+        loader = dali_proxy_loader(args)
+        return loader, len(loader)
     return dali_iterator(args), None
 
 
@@ -133,6 +140,38 @@ def dali_iterator(args):
     return DALIGenericIterator(p, ["data", "label"], reader_name="Reader")
 
 
+def path_bytes(path):
+    """ImageFolder's loader for the DALI proxy: the path, for DALI to read."""
+    import numpy as np
+    return np.frombuffer(path.encode(), dtype=np.int8)
+
+
+def dali_proxy_loader(args):
+    loop.require("nvidia.dali.plugin.pytorch")
+    import data
+    import torchvision
+    from nvidia.dali import fn, pipeline_def, types
+    from nvidia.dali.plugin.pytorch.experimental import proxy
+    root = data.imagefolder(args.data_dir, args.steps * args.batch_size, size=args.image_size)
+
+    @pipeline_def(batch_size=args.batch_size, num_threads=args.workers, device_id=None,
+                  prefetch_queue_depth=args.prefetch_factor * args.workers,
+                  seed=args.seed + 1)
+    def pipe():
+        paths = fn.external_source(name="images", no_copy=True)
+        images = fn.decoders.image(fn.io.file.read(paths), device="cpu")
+        images = fn.resize(images, resize_x=224, resize_y=224)
+        return fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW",
+                                        mean=[0.485 * 255] * 3, std=[0.229 * 255] * 3)
+
+    server = proxy.DALIServer(pipe())   # the loader starts it at its first batch
+    dataset = torchvision.datasets.ImageFolder(root, transform=server.proxy,
+                                               loader=path_bytes)
+    return proxy.DataLoader(server, dataset, batch_size=args.batch_size,
+                            num_workers=args.workers, persistent_workers=True,
+                            drop_last=True)
+
+
 def run(args, rec):
     loader, length = build(args)
     if args.loader == "dali" or args.loader == "named":
@@ -140,7 +179,7 @@ def run(args, rec):
         rec.prefetch_depth = 0
     if args.mode == "replay":
         src = loop.Replay(loader, args.replay_batches, length, drain=True)
-    elif args.mode.startswith("le-") and args.loader != "dali":
+    elif args.mode.startswith("le-") and not args.loader.startswith("dali"):
         sys.stderr.write("other_loaders.py: skipped: LoaderEvaluator needs len() of what "
                          "it wraps; %s has none\n" % args.loader)
         sys.exit(loop.SKIP_STATUS)
