@@ -16,6 +16,13 @@ GPU work on the simulated driver's virtual timeline):
   fewer_workers   CPU-saturated: 4 workers burning 12 ms of CPU per batch on
                   a 2-core machine; B = the fewest workers the curve gives
                   the same step with.
+  dali_threads    DALI's CPU pipeline (tests/pipelines/other_loaders.py,
+                  input preset): A = 2 threads, B = num_threads=1 (its
+                  operators' ranges split among the threads).
+  nodes_threads   torchdata.nodes with 2 thread workers sleeping 5 ms per
+                  sample (input preset); B = 4 threads.
+The last two need DALI / torchdata.nodes (torch 2.x) and are skipped, said,
+where the interpreter lacks them.
 The measured step time of B is the workload's own clock (window_s over its
 steady-state window: done[k0-1] .. done[last], k0 = prefetch depth + 1,
 the analyzer's window), never dlbn's; with --rounds N, A and B run N times
@@ -43,6 +50,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 WORKLOAD = os.path.join(HERE, "eval_workload.py")
+OTHER_LOADERS = os.path.join(ROOT, "tests", "pipelines", "other_loaders.py")
 RUN_TIMEOUT_S = 180
 BUSY_CORES = 0.5  # foreign load above which timings are suspect (as eval.py)
 
@@ -67,6 +75,16 @@ CHECKS = [
          args=["--steps-per-epoch", "60", "--batch-size", "4", "--sample-cpu-ms", "3",
                "--kernel-us", "2000", "--host-ms", "1"],
          a=4, pick="fewest_same"),
+    dict(name="dali_threads",
+         covers="DALI CPU pipeline (decode, resize, normalize), 8 JPEGs a batch, GPU 5 ms",
+         program=OTHER_LOADERS, requires="nvidia.dali.plugin.pytorch",
+         setting="num_threads", args=["--loader", "dali", "--setting", "input"],
+         a=2, b=1),
+    dict(name="nodes_threads",
+         covers="torchdata.nodes, thread workers sleeping 5 ms a sample, GPU 3 ms",
+         program=OTHER_LOADERS, requires="torchdata.nodes",
+         setting="num_workers", args=["--loader", "nodes-thread", "--setting", "input"],
+         a=2, b=4),
 ]
 
 
@@ -75,7 +93,7 @@ class Broken(Exception):
 
 
 def setting_args(setting, value):
-    if setting == "num_workers":
+    if setting in ("num_workers", "num_threads"):  # other_loaders.py: DALI's threads
         return ["--workers", str(value)]
     if setting == "persistent_workers":
         return ["--persistent"] if value else []
@@ -102,7 +120,12 @@ class Runner:
         self.env = env
         os.makedirs(out_dir, exist_ok=True)
 
-    def run(self, tag, args, preload):
+    def has(self, module):
+        proc = subprocess.run([self.python, "-c", "import " + module], env=self.env,
+                              capture_output=True, timeout=RUN_TIMEOUT_S)
+        return proc.returncode == 0
+
+    def run(self, tag, args, preload, program=WORKLOAD):
         json_out = os.path.join(self.out_dir, tag + ".json")
         trace = os.path.join(self.out_dir, tag + ".bin")
         for path in (json_out, trace):
@@ -112,7 +135,7 @@ class Runner:
         if preload:
             env["LD_PRELOAD"] = self.lib
             env["DLBN_OUTPUT"] = trace
-        cmd = [self.python, WORKLOAD, "--mode", "real", "--json-out", json_out] + args
+        cmd = [self.python, program, "--mode", "real", "--json-out", json_out] + args
         try:
             proc = subprocess.run(cmd, env=env, cwd=self.out_dir, capture_output=True,
                                   text=True, timeout=RUN_TIMEOUT_S)
@@ -164,9 +187,10 @@ def pick_b(check, result):
 def run_check(runner, check, rounds):
     name = check["name"]
     a_args = check["args"] + setting_args(check["setting"], check["a"])
+    program = check.get("program", WORKLOAD)
     a_runs, predictions = [], []
     for k in range(rounds):
-        a = runner.run("%s-A-r%d" % (name, k), a_args, preload=True)
+        a = runner.run("%s-A-r%d" % (name, k), a_args, preload=True, program=program)
         result = runner.what_if(a["trace"])
         if k == 0:
             first, b_value = result, pick_b(check, result)
@@ -180,7 +204,7 @@ def run_check(runner, check, rounds):
     rows = rows_of(result, check["setting"])
     predicted = statistics.median(predictions)
     b_args = check["args"] + setting_args(check["setting"], b_value)
-    b_runs = [runner.run("%s-B-r%d" % (name, k), b_args, preload=False)
+    b_runs = [runner.run("%s-B-r%d" % (name, k), b_args, preload=False, program=program)
               for k in range(rounds)]
     measured = statistics.median(r["step_ms"] for r in b_runs)
     current = rows.get(check["a"], {})
@@ -233,8 +257,14 @@ def main(argv=None):
     print("%-14s %-22s %-22s %9s %9s %7s %-12s %5s" % (
         "check", "A (measured, model)", "B", "predicted", "measured", "error", "limited by",
         "load"))
+    skipped = []
     for check in CHECKS:
         if names and check["name"] not in names:
+            continue
+        if check.get("requires") and not runner.has(check["requires"]):
+            skipped.append(check["name"])
+            print("%-14s skipped: %s is not installed for %s" % (
+                check["name"], check["requires"], args.python))
             continue
         try:
             r = run_check(runner, check, args.rounds)
@@ -255,16 +285,18 @@ def main(argv=None):
             "ok" if r["passed"] else "miss (busy machine)" if r["suspect"] else "MISS"),
             flush=True)
     doc = dict(target=args.target, rounds=args.rounds, python=args.python,
-               elapsed_s=time.monotonic() - started, results=results, broken=broken)
+               elapsed_s=time.monotonic() - started, results=results, broken=broken,
+               skipped=skipped)
     with open(os.path.join(runner.out_dir, "whatif.json"), "w") as f:
         json.dump(doc, f, indent=1)
     passed = sum(r["passed"] for r in results)
     suspect = sum(1 for r in results if not r["passed"] and r["suspect"])
-    print("what-if: %d/%d within %.0f%% of the measured step time%s%s" % (
+    print("what-if: %d/%d within %.0f%% of the measured step time%s%s%s" % (
         passed, len(results), args.target * 100,
         "; %d miss(es) on a busy machine (other programs used > %.1f cores): noise, not "
         "counted" % (suspect, BUSY_CORES) if suspect else "",
-        "; %d broken" % len(broken) if broken else ""))
+        "; %d broken" % len(broken) if broken else "",
+        "; %d skipped (%s)" % (len(skipped), ", ".join(skipped)) if skipped else ""))
     if broken:
         return 2
     return 0 if passed + suspect == len(results) else 1
