@@ -214,13 +214,15 @@ def main():
     sys.path.insert(0, os.path.join(loop.TESTS, "e2e"))
     status = loop.main(__doc__.split("\n")[0], presets, run=run, add_args=add_args)
     if "--loader" in sys.argv and sys.argv[sys.argv.index("--loader") + 1] in (
-            "nodes-thread", "named"):
+            "nodes-thread", "named", "dali-proxy"):
         # The record is written.  An interpreter exit while nodes' mapper
         # threads (or the producer) are still alive can abort in torch's C++
         # destructors ("terminate called without an active exception"),
-        # with or without dlbn: leave without that teardown.  (Process
-        # workers are shut down the ordinary way: an _exit would leave them
-        # holding the output pipes.)
+        # and one with DALI's proxy server thread alive can hang in its
+        # teardown, with or without dlbn: leave without that teardown.
+        # (nodes' process workers are shut down the ordinary way: an _exit
+        # would leave them holding the output pipes; the proxy's DataLoader
+        # workers leave when their parent is gone.)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
