@@ -64,6 +64,8 @@ static double steady_ms(const struct dlbn_whatif *w, int n, const char **limited
 		}
 	} else {
 		double supply = w->batch_ms / n;
+		if (n < w->num_workers && w->fewer_batch_ms > 0)
+			supply = w->fewer_batch_ms / n;
 		if (w->stage_ms > supply)
 			supply = w->stage_ms;
 		if (supply > step) {
@@ -208,12 +210,22 @@ static void thread_inputs(const struct dlbn_model *m, const struct dlbn_analysis
 	}
 	double units = w->num_workers;
 	if (cpu_ns > 0) {
-		w->batch_ms = (double)cpu_ns / 1e6 / steps * units;
+		double ops_ms = (double)cpu_ns / 1e6 / steps;
+		w->batch_ms = ops_ms * units;
 		w->stage_ms = (double)other_ns / 1e6 / steps;
+		/* Threads sharing the cores did not each run at full speed: with
+		 * fewer of them, a batch needs at most the process's CPU per
+		 * step on one. */
+		double cpu_ms = a->cpus_used > 0 ? a->cpus_used * w->measured_ms : 0;
+		if (cpu_ms > 0 && cpu_ms < w->batch_ms)
+			w->fewer_batch_ms = cpu_ms;
 		note(w,
 		     "DALI's CPU operators ran %.1f ms per batch on %d thread(s), taken as %.1f ms "
-		     "on one (they split a batch's samples among the threads)%s",
-		     w->batch_ms / units, w->num_workers, w->batch_ms,
+		     "on one (they split a batch's samples among the threads)%s%s",
+		     ops_ms, w->num_workers, w->batch_ms,
+		     w->fewer_batch_ms > 0 ? "; with fewer threads at most the process's CPU per "
+					     "step"
+					   : "",
 		     w->stage_ms > 0 ? "; its GPU and mixed operators stay as they are" : "");
 	} else {
 		w->batch_ms = w->measured_ms * units;

@@ -93,30 +93,33 @@ struct dlbn_whatif {
 	double measured_ms; /* window wall / window steps */
 	int batch_size;	    /* -1 unknown (throughput in samples/s when known) */
 	/* The model's inputs (see above), ms per batch or per step. */
-	int num_workers;      /* the run's */
-	double batch_ms;      /* a worker's time per batch (contended: without runq waits) */
-	double worker_cpu_ms; /* CPU per batch in a worker */
-	double loop_ms;	      /* loop per step without the stall */
-	double main_cpu_ms;   /* training process CPU per step */
-	double handoff_ms;    /* exposed hand-off per batch */
-	double startup_ms;    /* epoch start-up stall per step */
-	double file_share;    /* file reads / worker busy time */
-	double cores;	      /* 0: unknown */
-	char cores_from[80];  /* how cores was found */
-	int saturated;	      /* the traced threads fill the CPUs and queue for them */
-	int cpu_known;	      /* schedstat gave the CPU per batch (else no core limit) */
-	double gpu_step_ms;   /* the GPU's own time per step; 0 unknown / no GPU */
-	size_t gpu_samples;   /* steps that measured it */
-	int gpu_paced;	      /* the GPU sets the pace (host waits on it, or never idles) */
-	double stage_ms;      /* a loader stage the curve's setting does not scale
-			       * (DALI's GPU/mixed operators per batch); 0 none */
-	char kind[16];	      /* the loader's CONFIG kind (dlbn_loader_kind) */
-	char knob[24];	      /* the curve's setting: num_workers, num_threads */
-	int min_units;	      /* the curve's first value (DALI: one thread) */
-	int in_process;	      /* the loader's workers are threads of the training
-			       * process: main_cpu_ms holds theirs */
-	int max_workers;      /* the curve's last value */
-	int best_workers;     /* fewest units within 2% of the curve's best */
+	int num_workers;       /* the run's */
+	double batch_ms;       /* a worker's time per batch (contended: without runq waits) */
+	double worker_cpu_ms;  /* CPU per batch in a worker */
+	double loop_ms;	       /* loop per step without the stall */
+	double main_cpu_ms;    /* training process CPU per step */
+	double handoff_ms;     /* exposed hand-off per batch */
+	double startup_ms;     /* epoch start-up stall per step */
+	double file_share;     /* file reads / worker busy time */
+	double cores;	       /* 0: unknown */
+	char cores_from[80];   /* how cores was found */
+	int saturated;	       /* the traced threads fill the CPUs and queue for them */
+	int cpu_known;	       /* schedstat gave the CPU per batch (else no core limit) */
+	double gpu_step_ms;    /* the GPU's own time per step; 0 unknown / no GPU */
+	size_t gpu_samples;    /* steps that measured it */
+	int gpu_paced;	       /* the GPU sets the pace (host waits on it, or never idles) */
+	double fewer_batch_ms; /* threads in the process: one thread's time per batch
+				* below the run's count (the process's CPU per step);
+				* 0: batch_ms */
+	double stage_ms;       /* a loader stage the curve's setting does not scale
+				* (DALI's GPU/mixed operators per batch); 0 none */
+	char kind[16];	       /* the loader's CONFIG kind (dlbn_loader_kind) */
+	char knob[24];	       /* the curve's setting: num_workers, num_threads */
+	int min_units;	       /* the curve's first value (DALI: one thread) */
+	int in_process;	       /* the loader's workers are threads of the training
+				* process: main_cpu_ms holds theirs */
+	int max_workers;       /* the curve's last value */
+	int best_workers;      /* fewest units within 2% of the curve's best */
 	size_t nrows;
 	struct dlbn_whatif_row rows[DLBN_WHATIF_ROWS];
 	size_t nnotes;

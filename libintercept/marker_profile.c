@@ -4,6 +4,8 @@
  * stacks and the training loop's next() call site, as PROF_STAGE,
  * PROF_SAMPLE and CALLSITE records (dlbn_trace.h, man/dlbn-trace.5).
  *
+ * Also the sampler's clock, a timer on the fetching thread's CPU time.
+ *
  * The bootstrap calls these through ctypes.PyDLL(None) (the GIL stays
  * held), once per summary entry and second of fetching, never per sample:
  * the aggregation happens in Python, these only put records in the
@@ -13,9 +15,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "recorder.h"
@@ -26,6 +30,7 @@ DLBN_EXPORT int dlbn_profile_sample(long long scope, long long weight_ns, long l
 				    long long in_stage, long long line, const char *text);
 DLBN_EXPORT int dlbn_callsite(long long iter_id, const char *text);
 DLBN_EXPORT long long dlbn_thread_runq_ns(void);
+DLBN_EXPORT int dlbn_profile_timer(long long first_ns, long long interval_ns);
 
 #define PROFILE_TEXT_MAX 1024
 
@@ -85,4 +90,53 @@ long long dlbn_thread_runq_ns(void)
 	}
 	errno = saved;
 	return wait;
+}
+
+/*
+ * The Python sampler's clock: SIGPROF to the calling thread every
+ * interval_ns of that thread's CPU time, the first after first_ns;
+ * interval_ns 0 disarms it.  Not ITIMER_PROF: while a process-wide CPU
+ * timer is armed, Linux keeps the process's CPU clock
+ * (CLOCK_PROCESS_CPUTIME_ID, Python's time.process_time()) in scheduler
+ * ticks, 4 ms steps instead of 1 us (measured), which the program would
+ * see.  A thread CPU-time timer leaves that clock alone, and counts the
+ * fetching thread only.  One timer per process, bound to the thread that
+ * armed it first (the Python main thread, the only one whose fetches are
+ * sampled); a forked child inherits no timer and makes its own.  0, or -1
+ * when no timer could be made or set (errno as it was).
+ */
+static timer_t prof_timer;
+static pid_t prof_timer_pid; /* the process that made prof_timer; 0 none */
+
+int dlbn_profile_timer(long long first_ns, long long interval_ns)
+{
+	int saved = errno, rc = 0;
+	pid_t pid = getpid();
+	if (prof_timer_pid != pid) {
+		if (interval_ns <= 0)
+			return 0;
+		struct sigevent sev;
+		memset(&sev, 0, sizeof(sev));
+		sev.sigev_notify = SIGEV_THREAD_ID;
+		sev.sigev_signo = SIGPROF;
+		sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+		if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &prof_timer) != 0) {
+			errno = saved;
+			return -1;
+		}
+		prof_timer_pid = pid;
+	}
+	struct itimerspec its;
+	memset(&its, 0, sizeof(its));
+	if (interval_ns > 0) {
+		long long first = first_ns > 0 ? first_ns : interval_ns;
+		its.it_interval.tv_sec = (time_t)(interval_ns / 1000000000LL);
+		its.it_interval.tv_nsec = (long)(interval_ns % 1000000000LL);
+		its.it_value.tv_sec = (time_t)(first / 1000000000LL);
+		its.it_value.tv_nsec = (long)(first % 1000000000LL);
+	}
+	if (timer_settime(prof_timer, 0, &its, NULL) != 0)
+		rc = -1;
+	errno = saved;
+	return rc;
 }

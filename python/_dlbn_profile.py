@@ -17,8 +17,9 @@ process (no per-sample or per-batch records):
             thread's CPU ns of each;
   sampled   the Python stack of the fetching thread, SIGPROF at a low rate
             (DLBN_PROFILE_INTERVAL_MS of process CPU time, default 10),
-            taken only while it fetches: ITIMER_PROF counts CPU time, so a
-            worker blocked waiting for its next index gets no signal, and
+            taken only while it fetches: the timer counts the fetching
+            thread's CPU time, so a worker blocked waiting for its next
+            index gets no signal, and
             one that comes between fetches is dropped at once.  Each sample
             is weighted by the thread CPU time since the previous one
             (intervals are cut at fetch and stage edges), so a long C call
@@ -28,9 +29,13 @@ process (no per-sample or per-batch records):
             in a timed stage or not, three callers, the innermost frame) ->
             samples, CPU ns.
 
-Why SIGPROF and ITIMER_PROF: it is the conventional profiling signal (few
-programs use it; a program that does keeps it - see below), it fires only
-while the process is on the CPU, so it practically never interrupts a
+Why SIGPROF on a CPU-time timer: it is the conventional profiling signal
+(few programs use it; a program that does keeps it - see below), and the
+timer (libdlbn's dlbn_profile_timer: a POSIX timer on the fetching thread's
+CPU clock that signals that thread; not ITIMER_PROF, a process-wide CPU
+timer, which makes Linux step the program's time.process_time() in
+scheduler ticks while armed) fires only
+while the thread is on the CPU, so it practically never interrupts a
 blocking system call (a worker reading a file, a C library that does not
 retry EINTR), and the handler runs in Python, which is what can read the
 Python frames.  Time spent off the CPU (storage, sleeps, locks) is not
@@ -94,11 +99,23 @@ def _emit_noop(*args):
 
 
 class _Api:
-    def __init__(self, stage, sample, callsite, runq=None):
+    def __init__(self, stage, sample, callsite, runq=None, timer=None):
         self.stage = stage
         self.sample = sample
         self.callsite = callsite
         self.runq = runq or (lambda: -1)
+        self.timer = timer   # (first_ns, interval_ns) -> 0; None: ITIMER_PROF
+
+
+def _arm(first_s, interval_s):
+    """The sampler's clock: the library's timer on this thread's CPU time
+    (ITIMER_PROF, a process-wide CPU timer, would coarsen the program's
+    time.process_time() to scheduler ticks while armed), ITIMER_PROF
+    where the library has none (tests' own api).  0, 0 disarms."""
+    import signal
+    timer = getattr(_api, "timer", None)
+    if timer is None or timer(int(first_s * 1e9), int(interval_s * 1e9)) != 0:
+        signal.setitimer(signal.ITIMER_PROF, first_s, interval_s)
 
 
 def _load_api():
@@ -109,12 +126,16 @@ def _load_api():
     runq.argtypes = ()
     runq.restype = ctypes.c_longlong
     ll = ctypes.c_longlong
+    timer = getattr(lib, "dlbn_profile_timer", None)
+    if timer is not None:
+        timer.argtypes = (ll, ll)
+        timer.restype = ctypes.c_int
     stage.argtypes = (ctypes.c_int, ll, ll, ll, ll, ll, ctypes.c_char_p)
     sample.argtypes = (ll, ll, ll, ll, ll, ctypes.c_char_p)
     callsite.argtypes = (ll, ctypes.c_char_p)
     for f in (stage, sample, callsite):
         f.restype = ctypes.c_int
-    return _Api(stage, sample, callsite, runq)
+    return _Api(stage, sample, callsite, runq, timer)
 
 
 def install(fetch_module=None, api=None, environ=None):
@@ -310,7 +331,7 @@ class _Profile:
             # interval.  It counts CPU time only, so a worker blocked waiting
             # for its next index gets no signal; one that arrives between
             # fetches finds busy False and returns at once.
-            signal.setitimer(signal.ITIMER_PROF, _interval_s, _interval_s)
+            _arm(_interval_s, _interval_s)
         return "on"
 
     def _arm_fetch(self):
@@ -319,8 +340,7 @@ class _Profile:
         untouched), started at a random phase so that fetches shorter than
         the interval are still sampled in proportion to their CPU time."""
         import random
-        import signal
-        signal.setitimer(signal.ITIMER_PROF, random.uniform(0.0005, _interval_s), _interval_s)
+        _arm(random.uniform(0.0005, _interval_s), _interval_s)
 
     def stop_timer(self):
         """At exit: CPython restores SIGPROF's default action (terminate)
@@ -328,7 +348,7 @@ class _Profile:
         try:
             import signal
             if self.sampler == "on" and signal.getsignal(signal.SIGPROF) is _on_sigprof:
-                signal.setitimer(signal.ITIMER_PROF, 0.0, 0.0)
+                _arm(0.0, 0.0)
         except Exception:
             pass
 
@@ -341,7 +361,9 @@ class _Profile:
             return True
         self.sampler = "stopped (the program installed its own SIGPROF handler)"
         try:
-            if abs(signal.getitimer(signal.ITIMER_PROF)[1] - _interval_s) < 1e-6:
+            if getattr(_api, "timer", None) is not None:
+                _api.timer(0, 0)   # ours; the program's ITIMER_PROF stays
+            elif abs(signal.getitimer(signal.ITIMER_PROF)[1] - _interval_s) < 1e-6:
                 signal.setitimer(signal.ITIMER_PROF, 0.0, 0.0)
         except Exception:
             pass
@@ -430,8 +452,7 @@ class _Profile:
             self.busy = False
             if sampling and not self.worker and self.sampler == "on":
                 try:
-                    import signal
-                    signal.setitimer(signal.ITIMER_PROF, 0.0, 0.0)
+                    _arm(0.0, 0.0)
                 except Exception:
                     pass
             t1, c1 = self.clock(), self.cpu()
