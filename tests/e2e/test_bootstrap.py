@@ -56,7 +56,8 @@ def test_lazy_hook_and_path_hygiene():
     import importlib.util
     expected = []
     if facts["torchdata_installed"]:
-        expected += [STATEFUL_MODULE, "torchdata.nodes.base_node", "torchdata.nodes.loader"]
+        expected += [STATEFUL_MODULE, "torchdata.nodes.base_node", "torchdata.nodes.loader",
+                     "torchdata.nodes.map"]
     try:
         dali = importlib.util.find_spec("nvidia.dali") is not None
     except (ImportError, ValueError):
