@@ -79,6 +79,9 @@ PROF_SAMPLER = 7
 PROF_RUNQ = 8
 
 FLUSH_NS = 1000000000   # summaries at most once a second while fetching
+# nodes' map workers: daemon processes their parent may terminate at its
+# exit before their loop ends (no exit finalizer then), so more often.
+MAP_FLUSH_NS = 200000000
 SAMPLES_KEPT = 40       # sampled leaves written per summary (the heaviest)
 CALLSITE_FRAMES = 4
 # Frames of these files are the DataLoader machinery, not the user's loop.
@@ -460,7 +463,7 @@ class _Profile:
             self.add(PROF_FETCH, "fetch", "", 0, t1 - t0, c1 - c0)
             if q0 >= 0 and q1 >= q0:
                 self.add(PROF_RUNQ, "run queue", "", 0, q1 - q0, 0)
-            if t1 - self.last_flush >= FLUSH_NS:
+            if t1 - self.last_flush >= (MAP_FLUSH_NS if _map_worker else FLUSH_NS):
                 self.flush()
 
     def add(self, kind, name, filename, line, wall, cpu):
