@@ -29,6 +29,8 @@ struct dlbn_hot_key {
 
 #define HOT_BUCKETS	       4096
 #define HOT_ENTRIES_PER_LOADER 12
+/* A loader thread busier than this is the producer holding the loop back. */
+#define HOT_THREAD_SATURATED 0.8
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
@@ -91,7 +93,8 @@ static int take_profile(struct dlbn_hotspots *h, int32_t *buckets, const struct 
 		k.kind = (int)r->f[0], k.scope = r->f[1], k.a = r->f[2], k.b = r->f[3];
 		k.c = r->f[4], k.line = (int)r->f[5];
 	} else {
-		k.scope = r->f[0], k.b = r->f[1], k.a = r->f[2], k.in_stage = r->f[3] != 0;
+		k.scope = r->f[0], k.b = r->f[1], k.a = r->f[2];
+		k.in_stage = r->f[3] >= 0 && r->f[3] <= DLBN_PROF_THREAD_OFF_CPU ? (int)r->f[3] : 1;
 		k.line = (int)r->f[4];
 	}
 	if (k.a < 0 || k.b < 0)
@@ -181,8 +184,8 @@ const char *dlbn_hot_category_fix(int c)
 		return "local copies of the data (or a faster file system), larger reads "
 		       "(packed shards), or more workers to overlap the reads";
 	case DLBN_HOT_WAIT:
-		return "find what __getitem__ waits for (network, sleeps, locks); more "
-		       "workers overlap such waits";
+		return "find what it waits for (network, sleeps, locks); more workers or "
+		       "threads overlap such waits";
 	case DLBN_HOT_TOKENIZE:
 		return "tokenize in batches (a fast tokenizer's batch call) or pre-tokenize the "
 		       "dataset offline";
@@ -277,6 +280,54 @@ static struct dlbn_hotspot *entry_add(struct dlbn_hotspots *h, size_t *cap, int 
 	return e;
 }
 
+/* A loader thread's two summaries (PROF_THREAD, PROF_THREAD_WATCHED). */
+struct thread_sum {
+	int loader;
+	uint32_t proc;
+	char name[96]; /* as split_text gives it */
+	int64_t busy, watched, samples;
+};
+
+#define HOT_THREADS 64
+
+static struct thread_sum *thread_slot(struct thread_sum *v, size_t *n, int loader, uint32_t proc,
+				      const char *name)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (v[i].loader == loader && v[i].proc == proc && !strcmp(v[i].name, name))
+			return &v[i];
+	if (*n == HOT_THREADS)
+		return NULL;
+	struct thread_sum *t = &v[(*n)++];
+	memset(t, 0, sizeof(*t));
+	t->loader = loader, t->proc = proc;
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	return t;
+}
+
+/* Per loader: its threads' count, busy and watched time, the busiest. */
+static void threads_finish(struct dlbn_hotspots *h, const struct thread_sum *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct dlbn_hot_loader *l = loader_slot(h, v[i].loader);
+		if (!l || v[i].watched <= 0)
+			continue;
+		double share = (double)v[i].busy / (double)v[i].watched;
+		l->threads++;
+		l->native_threads += v[i].samples == 0;
+		l->thread_busy_ns += v[i].busy;
+		l->thread_watched_ns += v[i].watched;
+		l->thread_samples += v[i].samples;
+		if (!l->busiest_thread[0] || share > l->busiest_thread_share) {
+			l->busiest_thread_share = share;
+			const char *name = v[i].name;
+			if (!strncmp(name, "thread ", 7))
+				name += 7;
+			snprintf(l->busiest_thread, sizeof(l->busiest_thread), "%.63s", name);
+		}
+	}
+}
+
 struct getitem_name {
 	int loader;
 	char name[96], file[200];
@@ -298,6 +349,8 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 	int64_t stage_cpu[DLBN_HOT_LOADERS], stage_wall[DLBN_HOT_LOADERS];
 	int64_t sampled_w[DLBN_HOT_LOADERS], sampled_in[DLBN_HOT_LOADERS];
 	size_t ngi = 0;
+	struct thread_sum ths[HOT_THREADS];
+	size_t nths = 0;
 	memset(stage_cpu, 0, sizeof(stage_cpu));
 	memset(stage_wall, 0, sizeof(stage_wall));
 	memset(sampled_w, 0, sizeof(sampled_w));
@@ -315,6 +368,27 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 		char name[96], file[200], callers[320];
 		split_text(k->text, name, sizeof(name), file, sizeof(file), callers,
 			   sizeof(callers));
+		if (k->type == DLBN_REC_PROF_SAMPLE && k->in_stage >= DLBN_PROF_THREAD_CPU) {
+			/* A loader thread's: wall time, on the CPU or not; the
+			 * heaviest key's line and callers name the entry (share
+			 * holds that weight until the shares are made). */
+			struct dlbn_hotspot *e = entry_add(h, &cap, loader, DLBN_HOT_THREAD_SAMPLED,
+							   name, file, 0, 1);
+			if (!e)
+				goto oom;
+			char *leaf = strchr(callers, '\t');
+			if (leaf)
+				*leaf++ = 0;
+			if ((double)k->b > e->share) {
+				e->share = (double)k->b, e->line = k->line;
+				snprintf(e->callers, sizeof(e->callers), "%s", callers);
+				snprintf(e->leaf, sizeof(e->leaf), "%s", leaf ? leaf : "");
+			}
+			e->ns += k->b;
+			if (k->in_stage == DLBN_PROF_THREAD_CPU)
+				e->cpu_ns += k->b;
+			continue;
+		}
 		if (k->type == DLBN_REC_PROF_SAMPLE) {
 			if (k->in_stage) { /* inside a stage that has its exact time */
 				sampled_in[li] += k->b;
@@ -361,6 +435,15 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 		case DLBN_PROF_RUNQ:
 			l->runq_ns += k->b;
 			break;
+		case DLBN_PROF_THREAD:
+		case DLBN_PROF_THREAD_WATCHED: {
+			struct thread_sum *t = thread_slot(ths, &nths, loader, k->proc, name);
+			if (t && k->kind == DLBN_PROF_THREAD)
+				t->busy = k->b, t->samples = k->a;
+			else if (t)
+				t->watched = k->b;
+			break;
+		}
 		case DLBN_PROF_SAMPLER:
 			l->sampler_cost_ns += k->b;
 			if (k->a)
@@ -408,6 +491,7 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 	}
 	free(proc_seen);
 	proc_seen = NULL;
+	threads_finish(h, ths, nths);
 
 	/* Exact stages: CPU or waiting; sampled: scaled to the CPU time
 	 * outside the stages; plus the waiting and send entries. */
@@ -439,7 +523,7 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 	}
 	for (size_t li = 0; li < h->nloaders; li++) {
 		struct dlbn_hot_loader *l = &h->loaders[li];
-		l->busy_ns = l->fetch_ns + l->send_ns;
+		l->busy_ns = l->fetch_ns + l->send_ns + l->thread_busy_ns;
 		int64_t rest = l->fetch_ns - stage_wall[li];
 		int64_t in_stages = sampled_in[li] ? sampled_in[li] : stage_cpu[li];
 		if (!in_stages && l->fetch_ns > 0) /* no samples: the fetches' CPU share */
@@ -470,6 +554,13 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 			struct dlbn_hotspot *e = &h->v[i];
 			if (e->loader != l->loader || e->exact)
 				continue;
+			if (e->kind == DLBN_HOT_THREAD_SAMPLED) { /* wall time as sampled */
+				e->io = 2 * e->cpu_ns < e->ns;
+				e->category = categorize(e->name, e->file, e->leaf);
+				if (e->io && e->category == DLBN_HOT_OTHER)
+					e->category = DLBN_HOT_WAIT;
+				continue;
+			}
 			e->ns = sampled_w[li] ? (int64_t)((double)e->ns / (double)sampled_w[li] *
 							  (double)rest_cpu)
 					      : 0;
@@ -543,9 +634,19 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 				 top->line);
 		else if (top->file[0])
 			snprintf(where, sizeof(where), " (%s)", dlbn_hot_short_file(top->file));
+		int thread = top->kind == DLBN_HOT_THREAD_SAMPLED;
+		const struct dlbn_hot_loader *tl = loader_slot(h, top->loader);
+		char busiest[200] = "";
+		if (thread && tl && tl->busiest_thread_share >= HOT_THREAD_SATURATED)
+			snprintf(busiest, sizeof(busiest),
+				 "its thread %.63s is busy %.0f%% of the time (one thread cannot "
+				 "produce faster: more threads or workers, or cheaper work per "
+				 "batch); ",
+				 tl->busiest_thread, tl->busiest_thread_share * 100);
 		snprintf(h->recommendation, sizeof(h->recommendation),
-			 "inside the workers, the largest cost is %s%s, %s: %.0f%% of their busy "
-			 "time (%s); what usually fixes it: %s",
+			 "%s%s, the largest cost is %s%s, %s: %.0f%% of their busy time (%s); "
+			 "what usually fixes it: %s",
+			 busiest, thread ? "in the loader's threads" : "inside the workers",
 			 top->name, where, dlbn_hot_category_name(top->category), top->share * 100,
 			 top->exact ? "timed" : "sampled", dlbn_hot_category_fix(top->category));
 	}

@@ -7,11 +7,16 @@
  *
  * Busy time of a loader = the fetches of its workers (or of the main
  * process for num_workers=0) plus the pickling of the batches for the
- * hand-off.  Exact entries are timed stages (Compose stages, a Hugging Face
- * transform, collate, send); the rest of the fetch - __getitem__ outside
- * the timed stages - is split into its CPU part, shared out over the
- * sampled Python functions (sampled entries), and its off-CPU part (a
- * waiting entry, with the recorder's file-read time of the workers).
+ * hand-off, plus its threads' busy time.  Exact entries are timed stages
+ * (Compose stages, a Hugging Face transform, collate, send); the rest of
+ * the fetch - __getitem__ outside the timed stages - is split into its CPU
+ * part, shared out over the sampled Python functions (sampled entries),
+ * and its off-CPU part (a waiting entry, with the recorder's file-read time
+ * of the workers).
+ *
+ * A loader's own threads in the training process (python/_dlbn_threads.py)
+ * add their busy time, sampled by wall time: their entries are shares of
+ * it, on or off the CPU as the samples found them.
  *
  * Summaries are cumulative: the last record per (process, key) counts.
  * One pass over the trace after the model; memory grows with processes
@@ -41,7 +46,8 @@ enum dlbn_hot_category {
 
 struct dlbn_hotspot {
 	int loader;	   /* index into m->loaders.v; -1 unknown */
-	int kind;	   /* DLBN_PROF_* of an exact entry; 0 sampled, -1 waiting */
+	int kind;	   /* DLBN_PROF_* of an exact entry; 0 sampled, -1 waiting,
+			    * DLBN_HOT_THREAD_SAMPLED sampled in a loader thread */
 	char name[96];	   /* stage or function */
 	char file[200];	   /* "" unknown */
 	int line;	   /* 0 unknown */
@@ -56,6 +62,9 @@ struct dlbn_hotspot {
 			    * when it is not the entry itself */
 };
 
+/* kind of an entry sampled in a loader's own thread (by wall time) */
+#define DLBN_HOT_THREAD_SAMPLED (-2)
+
 #define DLBN_HOT_LOADERS 8
 
 struct dlbn_hot_loader {
@@ -69,6 +78,14 @@ struct dlbn_hot_loader {
 	uint64_t samples;
 	int sampler_on, sampler_off; /* processes that sampled / did not */
 	char sampler_note[96];	     /* why not (the first process's reason) */
+	/* The loader's own threads in the training process (nodes' thread
+	 * workers and prefetcher, a named loader's producer), sampled: busy =
+	 * not waiting for another thread (a queue, a condition, a semaphore). */
+	int threads;
+	int native_threads; /* of them: a library's C++ pool (DALI's), CPU time */
+	int64_t thread_busy_ns, thread_watched_ns, thread_samples;
+	char busiest_thread[64];     /* "" none */
+	double busiest_thread_share; /* its busy / watched, 0..1 */
 };
 
 #define DLBN_HOT_CALLSITES 4

@@ -40,11 +40,36 @@ static void where(const struct dlbn_hotspot *e, char *buf, size_t len)
 
 static void loader_head(const struct dlbn_hot_loader *l, char *buf, size_t len)
 {
-	char lab[40];
-	snprintf(buf, len, "%s: %d %s, %llu batches, %.3f s busy",
-		 loader_label(l->loader, lab, sizeof(lab)), l->procs,
-		 l->main_process ? "process (num_workers=0)" : "worker(s)",
-		 (unsigned long long)l->batches, (double)l->busy_ns / 1e9);
+	char lab[40], procs[64] = "", threads[160] = "";
+	if (l->procs)
+		snprintf(procs, sizeof(procs), "%d %s, ", l->procs,
+			 l->main_process ? "process (num_workers=0)" : "worker(s)");
+	if (l->threads)
+		snprintf(threads, sizeof(threads),
+			 "%d thread(s) of the training process busy %.0f%% of their time "
+			 "(busiest: %s, %.0f%%), ",
+			 l->threads,
+			 l->thread_watched_ns > 0
+				 ? 100.0 * (double)l->thread_busy_ns / (double)l->thread_watched_ns
+				 : 0,
+			 l->busiest_thread, l->busiest_thread_share * 100);
+	char batches[40] = "";
+	if (l->batches)
+		snprintf(batches, sizeof(batches), "%llu batches, ",
+			 (unsigned long long)l->batches);
+	snprintf(buf, len, "%s: %s%s%s%.3f s busy", loader_label(l->loader, lab, sizeof(lab)),
+		 procs, threads, batches, (double)l->busy_ns / 1e9);
+}
+
+/* "workers'" when processes fetched for the loader, else its threads'. */
+static const char *whose(const struct dlbn_hot_loader *l)
+{
+	return l->procs || !l->threads ? "workers'" : "loader threads'";
+}
+
+static const char *measure(const struct dlbn_hotspot *e)
+{
+	return e->exact ? "exact" : e->kind == DLBN_HOT_THREAD_SAMPLED ? "thread" : "sampled";
 }
 
 static double share_of(const struct dlbn_hot_loader *l, int64_t ns)
@@ -54,6 +79,19 @@ static double share_of(const struct dlbn_hot_loader *l, int64_t ns)
 
 static void sampler_line(FILE *out, const struct dlbn_hot_loader *l, const char *indent)
 {
+	if (l->threads > l->native_threads)
+		fprintf(out,
+			"%sthread = the loader threads' Python stacks sampled by wall time (%lld "
+			"samples); waits for another thread (queues, conditions, semaphores) are "
+			"idle, left out\n",
+			indent, (long long)l->thread_samples);
+	if (l->native_threads)
+		fprintf(out,
+			"%s%d native thread(s) of the loader's library (DALI's pool): busy = their "
+			"CPU time (/proc schedstat)\n",
+			indent, l->native_threads);
+	if (!l->procs && l->threads)
+		return;
 	if (l->sampler_on)
 		fprintf(out,
 			"%ssampled = Python stack samples (%llu, SIGPROF while fetching), sharing "
@@ -67,15 +105,15 @@ static void sampler_line(FILE *out, const struct dlbn_hot_loader *l, const char 
 void dlbn_hotspots_text(FILE *out, const struct dlbn_report_input *in)
 {
 	const struct dlbn_hotspots *h = in->hot;
-	if (!h || !h->present || !h->n)
+	if (!h || !h->present)
 		return;
 	for (size_t li = 0; li < h->nloaders; li++) {
 		const struct dlbn_hot_loader *l = &h->loaders[li];
-		if (l->busy_ns <= 0)
+		if (l->busy_ns <= 0 || (!h->n && !l->threads))
 			continue;
-		char head[200];
+		char head[300];
 		loader_head(l, head, sizeof(head));
-		fprintf(out, "\nWhere the workers' time goes (%s)\n", head);
+		fprintf(out, "\nWhere the %s time goes (%s)\n", whose(l), head);
 		fprintf(out, "  %6s  %-7s  %-3s  %-44s %s\n", "share", "how", "on",
 			"stage or function", "where");
 		int rows = 0;
@@ -87,18 +125,21 @@ void dlbn_hotspots_text(FILE *out, const struct dlbn_report_input *in)
 			where(e, loc, sizeof(loc));
 			snprintf(what, sizeof(what), "%s [%s]", e->name,
 				 dlbn_hot_category_name(e->category));
-			fprintf(out, "  %5.1f%%  %-7s  %-3s  %-44s %s", e->share * 100,
-				e->exact ? "exact" : "sampled", e->io ? "io" : "cpu", what, loc);
+			fprintf(out, "  %5.1f%%  %-7s  %-3s  %-44s %s", e->share * 100, measure(e),
+				e->io ? "io" : "cpu", what, loc);
 			if (!e->exact && e->callers[0])
 				fprintf(out, " (from %s)", e->callers);
 			fputc('\n', out);
 			rows++;
 		}
-		fprintf(out, "  collate + send back: %.1f%% of the busy time",
-			share_of(l, l->collate_ns + l->send_ns));
-		if (!l->main_process)
-			fprintf(out, "; file reads (read hooks): %.1f%%", share_of(l, l->file_ns));
-		fputc('\n', out);
+		if (l->procs) {
+			fprintf(out, "  collate + send back: %.1f%% of the busy time",
+				share_of(l, l->collate_ns + l->send_ns));
+			if (!l->main_process)
+				fprintf(out, "; file reads (read hooks): %.1f%%",
+					share_of(l, l->file_ns));
+			fputc('\n', out);
+		}
 		sampler_line(out, l, "  ");
 	}
 	if (h->recommendation[0])
@@ -108,14 +149,17 @@ void dlbn_hotspots_text(FILE *out, const struct dlbn_report_input *in)
 void dlbn_hotspots_markdown(FILE *out, const struct dlbn_report_input *in)
 {
 	const struct dlbn_hotspots *h = in->hot;
-	if (!h || !h->present || !h->n)
+	int shown = 0;
+	for (size_t li = 0; h && h->present && li < h->nloaders; li++)
+		shown |= h->loaders[li].busy_ns > 0 && (h->n || h->loaders[li].threads);
+	if (!shown)
 		return;
 	fputs("\n### Where the workers' time goes\n", out);
 	for (size_t li = 0; li < h->nloaders; li++) {
 		const struct dlbn_hot_loader *l = &h->loaders[li];
-		if (l->busy_ns <= 0)
+		if (l->busy_ns <= 0 || (!h->n && !l->threads))
 			continue;
-		char head[200];
+		char head[300];
 		loader_head(l, head, sizeof(head));
 		fprintf(out,
 			"\n%s.\n\n| share | how | CPU or I/O | stage or function | where |\n"
@@ -127,17 +171,22 @@ void dlbn_hotspots_markdown(FILE *out, const struct dlbn_report_input *in)
 				continue;
 			char loc[240];
 			where(e, loc, sizeof(loc));
-			fprintf(out, "| %.1f%% | %s | %s | `", e->share * 100,
-				e->exact ? "exact" : "sampled", e->io ? "I/O" : "CPU");
+			fprintf(out, "| %.1f%% | %s | %s | `", e->share * 100, measure(e),
+				e->io ? "I/O" : "CPU");
 			for (const char *c = e->name; *c; c++)
 				fputc(*c == '`' || *c == '|' ? '\'' : *c, out);
 			fprintf(out, "` (%s) | `%s` |\n", dlbn_hot_category_name(e->category), loc);
 		}
-		fprintf(out, "\nCollate + send back: %.1f%% of the busy time",
-			share_of(l, l->collate_ns + l->send_ns));
-		if (!l->main_process)
-			fprintf(out, "; file reads (read hooks): %.1f%%", share_of(l, l->file_ns));
-		fputs(".  ", out);
+		if (l->procs) {
+			fprintf(out, "\nCollate + send back: %.1f%% of the busy time",
+				share_of(l, l->collate_ns + l->send_ns));
+			if (!l->main_process)
+				fprintf(out, "; file reads (read hooks): %.1f%%",
+					share_of(l, l->file_ns));
+			fputs(".  ", out);
+		} else {
+			fputc('\n', out);
+		}
 		sampler_line(out, l, "");
 	}
 	if (h->recommendation[0])
@@ -167,7 +216,7 @@ void dlbn_hotspots_json(FILE *out, const struct dlbn_report_input *in)
 		dlbn_json_key(out, "share", &first);
 		dlbn_json_number(out, e->share);
 		dlbn_json_key(out, "measure", &first);
-		dlbn_json_str(out, e->exact ? "exact" : "sampled");
+		dlbn_json_str(out, measure(e));
 		dlbn_json_key(out, "cpu_or_io", &first);
 		dlbn_json_str(out, e->io ? "io" : "cpu");
 		dlbn_json_key(out, "category", &first);
@@ -202,6 +251,19 @@ void dlbn_hotspots_json(FILE *out, const struct dlbn_report_input *in)
 					      : 0);
 		dlbn_json_key(out, "sampler", &first);
 		dlbn_json_str(out, l->sampler_on ? "on" : l->sampler_note);
+		json_int(out, "threads", l->threads, &first);
+		dlbn_json_key(out, "thread_busy_s", &first);
+		dlbn_json_number(out, (double)l->thread_busy_ns / 1e9);
+		dlbn_json_key(out, "thread_busy_share", &first);
+		dlbn_json_number(out,
+				 l->thread_watched_ns > 0
+					 ? (double)l->thread_busy_ns / (double)l->thread_watched_ns
+					 : 0);
+		json_int(out, "thread_samples", (long long)l->thread_samples, &first);
+		dlbn_json_key(out, "busiest_thread", &first);
+		dlbn_json_str(out, l->busiest_thread);
+		dlbn_json_key(out, "busiest_thread_busy_share", &first);
+		dlbn_json_number(out, l->busiest_thread_share);
 		fputc('}', out);
 	}
 	fputs("],\"hotspots_recommendation\":", out);

@@ -261,13 +261,14 @@ def patch(name, module):
 class _Epoch:
     """One epoch of one loader: its iter_id and the batches it yielded."""
 
-    __slots__ = ("iter_id", "index", "ended", "replay")
+    __slots__ = ("iter_id", "index", "ended", "replay", "threads_before")
 
     def __init__(self, iter_id):
         self.iter_id = iter_id
         self.index = 0
         self.ended = False
         self.replay = None  # _Replay of the loader, under DLBN_REPLAY
+        self.threads_before = None  # thread idents at its start (_watch_threads)
 
 
 def _begin_epoch(loader, kind, config=True):
@@ -286,6 +287,9 @@ def _begin_epoch(loader, kind, config=True):
     if boot._max_steps:
         boot._max_steps_iter(loader, iter_id, *_depth(loader, kind))
     epoch = _Epoch(iter_id)
+    threads = _threads_module()
+    if threads is not None:
+        epoch.threads_before = threads.thread_idents()
     if boot._replay:
         epoch.replay = _replay_of(loader)
     if config:
@@ -333,7 +337,36 @@ def _fetch(epoch, call, arg):
     boot._emit(boot.MARK_FETCH_END, iter_id, index)
     if boot._max_steps:
         boot._max_steps_count(iter_id)
+    if index < WATCH_FETCHES and epoch.threads_before is not None:
+        _watch_threads(epoch)
     return data
+
+
+# The threads an epoch's first fetches find started since it began are the
+# loader's (its workers, prefetcher, producer): sampled by _dlbn_threads.
+WATCH_FETCHES = 2
+
+
+def _threads_module():
+    """_dlbn_threads, when the loaders' threads are sampled here (the
+    profile on, in the training process), else None."""
+    boot = _boot
+    profile = boot._profile
+    if profile is None or boot._in_child_process() or not profile.sampling_threads():
+        return None
+    try:
+        return boot._sibling_module("_dlbn_threads")
+    except Exception:
+        return None
+
+
+def _watch_threads(epoch):
+    try:
+        threads = _threads_module()
+        if threads is not None:
+            threads.watch_new(_boot._profile, epoch.iter_id, epoch.threads_before)
+    except Exception:
+        pass
 
 
 def _caller_module(depth):

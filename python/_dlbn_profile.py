@@ -63,6 +63,11 @@ os._exit): a worker killed with SIGKILL leaves what it wrote in its last
 second of fetching.  CALLSITE: the training loop's next() call site, once
 per iterator.
 
+A loader's own threads in the training process (nodes' thread workers, a
+named loader's producer) are out of the SIGPROF sampler's reach:
+_dlbn_threads samples them from a thread of its own, with stack_key and
+sample_text of this module.
+
 Rules: as _dlbn_boot - dlbn's failures never reach the program, exceptions
 of the wrapped calls pass through unchanged (the wrappers take their own
 frame out of the traceback).
@@ -391,34 +396,10 @@ class _Profile:
             frame = frame.f_back
         if frame is None or weight <= 0:
             return
-        # The entry is the library function the dataset's own code called
-        # (numpy's fft2, PIL's convert), found by walking out from the leaf
-        # to the first frame outside the libraries; a leaf in the user's code
-        # is its own entry.  The leaf stays in the key for the category.
-        leaf = frame
-        entry = frame
-        up = frame
-        while up is not None and _is_library(up.f_code.co_filename) and \
-                not _is_machinery(up.f_code.co_filename):
-            entry = up
-            up = up.f_back
-        if up is None:      # no user or DataLoader frame above: the leaf
-            entry = leaf
-        # else up is the dataset's code, or torch's fetcher calling a
-        # library dataset directly (a Hugging Face __getitems__): entry is
-        # the library function it called
-        # The key holds code objects and line numbers only; the text is
-        # made when the summary is written (the handler stays cheap).
-        callers = []
-        up = entry.f_back
-        while up is not None and len(callers) < 6:
-            if up.f_code.co_filename not in _BOOT_FILES:
-                callers.append(up.f_code)
-                callers.append(up.f_lineno)
-            up = up.f_back
-        key = (self.scope, entry.f_code, entry.f_lineno, 1 if self.in_stage else 0,
-               tuple(callers), None if leaf is entry else leaf.f_code,
-               None if leaf is entry else leaf.f_lineno)
+        found = stack_key(frame)
+        if found is None:
+            return
+        key = (self.scope, found[0], found[1], 1 if self.in_stage else 0) + found[2:]
         agg = self.samples.get(key)
         if agg is None:
             self.samples[key] = [1, weight]
@@ -582,14 +563,63 @@ class _Profile:
             heavy = sorted(self.samples.items(), key=lambda kv: -kv[1][1])[:SAMPLES_KEPT]
             sample = _api.sample
             for (scope, code, line, in_stage, callers, leaf, leaf_line), agg in heavy:
-                chain = "<".join("%s:%d" % (callers[i].co_name, callers[i + 1])
-                                 for i in range(0, len(callers), 2))
-                where = "" if leaf is None else "%s %s:%d" % (leaf.co_name, leaf.co_filename,
-                                                              leaf_line)
-                text = "%s\t%s\t%s\t%s" % (code.co_name, code.co_filename, chain, where)
-                sample(scope, agg[1], agg[0], in_stage, line, text.encode("utf-8", "replace"))
+                sample(scope, agg[1], agg[0], in_stage, line,
+                       sample_text(code, callers, leaf, leaf_line))
         except Exception:
             pass
+
+
+def stack_key(frame):
+    """A sampled stack's key: (entry code, its line, callers, leaf code,
+    leaf line), or None for no frame.  The entry is the library function
+    the dataset's own code called (numpy's fft2, PIL's convert), found by
+    walking out from the leaf to the first frame outside the libraries; a
+    leaf in the user's code is its own entry.  The key holds code objects
+    and line numbers only: the text is made when the summary is written
+    (sample_text), so that taking a sample stays cheap."""
+    if frame is None:
+        return None
+    leaf = frame
+    entry = frame
+    up = frame
+    while up is not None and _is_library(up.f_code.co_filename) and \
+            not _is_machinery(up.f_code.co_filename):
+        entry = up
+        up = up.f_back
+    if up is None:      # no user or DataLoader frame above: the leaf
+        entry = leaf
+    # else up is the dataset's code, or torch's fetcher calling a library
+    # dataset directly (a Hugging Face __getitems__): entry is the library
+    # function it called
+    callers = []
+    up = entry.f_back
+    while up is not None and len(callers) < 6:
+        if up.f_code.co_filename not in _BOOT_FILES:
+            callers.append(up.f_code)
+            callers.append(up.f_lineno)
+        up = up.f_back
+    return (entry.f_code, entry.f_lineno, tuple(callers),
+            None if leaf is entry else leaf.f_code,
+            None if leaf is entry else leaf.f_lineno)
+
+
+def sample_text(code, callers, leaf, leaf_line):
+    """PROF_SAMPLE's text of a stack_key: function, file, callers, leaf."""
+    chain = "<".join("%s:%d" % (callers[i].co_name, callers[i + 1])
+                     for i in range(0, len(callers), 2))
+    where = "" if leaf is None else "%s %s:%d" % (leaf.co_name, leaf.co_filename, leaf_line)
+    text = "%s\t%s\t%s\t%s" % (code.co_name, code.co_filename, chain, where)
+    return text.encode("utf-8", "replace")
+
+
+def sampling_threads():
+    """Whether the loaders' own threads are sampled (_dlbn_threads): the
+    profile is on with its sampler, in the training process."""
+    return _api is not None and _sampling and not _map_worker
+
+
+def interval_s():
+    return _interval_s
 
 
 class _TimedCall:

@@ -113,6 +113,8 @@ def check_compute_bound(tmp, kind, loop_ms, env=None):
                       env=env)
     a = analyze_ok(trace)
     assert a["verdict"] == "NOT_DETECTED", (a["verdict"], a["predicted_speedup"], a["reasons"])
+    a["_trace"] = str(trace)
+    return a
 
 
 def check_input_bound(a, measured, kind):
@@ -142,6 +144,37 @@ def test_nodes_input_bound(tmp_path, method):
         assert hot and hot[0].get("function") == "sample_cpu", a["hotspots"]
         assert hot[0]["share"] > 0.5 and "_apply_udf:" in hot[0]["callers"], hot[0]
         assert hot[0]["callers"].count("_apply_udf:") == 1, hot[0]["callers"]
+    else:
+        # nodes' thread workers, sampled from dlbn's thread sampler: busy
+        # all the time (the loop waits for them), in the map function's
+        # sleep (off the CPU); their idle waits on nodes' queues and
+        # semaphores are not their work.
+        check_loader_threads(a, "sample_sleep", busy_over=0.8)
+
+
+def check_loader_threads(a, function=None, busy_over=None, busy_under=None):
+    """The training loader's own threads, as dlbn's thread sampler saw
+    them: the busiest one's busy share in bounds, and with function (an
+    input-bound run) the top entry of "where the time goes" is that
+    function, sampled in a thread off the CPU, and the recommendation
+    names the saturated thread."""
+    loader = [l for l in a["hotspot_loaders"] if l["loader"] == 1]
+    assert loader and loader[0]["threads"] >= 1, a["hotspot_loaders"]
+    share = loader[0]["busiest_thread_busy_share"]
+    if busy_over is not None:
+        assert share > busy_over, loader[0]
+    if busy_under is not None:
+        assert share < busy_under, loader[0]
+    if function is not None:
+        hot = [h for h in a["hotspots"] if h["loader"] == 1]
+        assert hot and hot[0]["measure"] == "thread", hot
+        assert hot[0].get("function") == function and hot[0]["cpu_or_io"] == "io", hot[0]
+        assert hot[0]["share"] > 0.5, hot[0]
+        rec = a["hotspots_recommendation"]
+        assert "in the loader's threads" in rec and "is busy" in rec, rec
+    text = analyze(a["_trace"]).stdout   # the text report
+    assert "thread(s) of the training process busy" in text, text
+    assert "Python stacks sampled by wall time" in text, text
 
 
 @needs_nodes
@@ -174,7 +207,9 @@ def test_nodes_without_the_bootstrap_is_inconclusive(tmp_path):
 
 @needs_nodes
 def test_nodes_compute_bound(tmp_path):
-    check_compute_bound(tmp_path, "nodes-thread", 40)
+    a = check_compute_bound(tmp_path, "nodes-thread", 40)
+    # 2 thread workers need ~12 ms a batch of the loop's 40: mostly idle
+    check_loader_threads(a, busy_under=0.7)
 
 
 def test_named_thread_fed_generator(tmp_path):
@@ -184,10 +219,15 @@ def test_named_thread_fed_generator(tmp_path):
     rows, basis = what_if(a)  # no knob dlbn can turn: said, no rows
     assert rows == [] and not basis["valid"], (rows, basis)
     assert "named loader" in basis["why_not"], basis
+    # The producer thread: busy all the time, in its 20 ms sleep per batch
+    check_loader_threads(a, "produce", busy_over=0.8)
 
 
 def test_named_compute_bound(tmp_path):
-    check_compute_bound(tmp_path, "named", 40, env={"DLBN_LOADER": NAMED})
+    a = check_compute_bound(tmp_path, "named", 40, env={"DLBN_LOADER": NAMED})
+    # The producer needs 20 ms of the loop's 40 a batch, and waits on its
+    # full queue for the rest
+    check_loader_threads(a, busy_over=0.3, busy_under=0.75)
 
 
 def test_unnamed_generator_is_inconclusive_with_the_hint(tmp_path):
@@ -222,6 +262,18 @@ def test_dali_input_bound(tmp_path):
     assert 'device="mixed"' in a["recommendations"][0], a["recommendations"]
     rows, _ = check_what_if(a, "dali", "num_threads", 2, "prefetch_queue_depth")
     assert min(r["value"] for r in rows if r["setting"] == "num_threads") == 1, rows
+    # DALI's thread pool, found by the names its threads give themselves:
+    # busy most of the time (its CPU time) while the loop waits
+    pool = dali_pool(a)
+    assert pool["threads"] == 2 and pool["busiest_thread"].startswith("[DALI][TP"), pool
+    assert pool["thread_busy_share"] > 0.5, pool
+    assert "native thread(s) of the loader's library" in analyze(a["_trace"]).stdout
+
+
+def dali_pool(a):
+    loader = [l for l in a["hotspot_loaders"] if l["loader"] == 1]
+    assert loader, a["hotspot_loaders"]
+    return loader[0]
 
 
 @needs_dali
@@ -262,7 +314,9 @@ def test_dali_settings(tmp_path):
 
 @needs_dali
 def test_dali_compute_bound(tmp_path):
-    check_compute_bound(tmp_path, "dali", 90)
+    a = check_compute_bound(tmp_path, "dali", 90)
+    pool = dali_pool(a)  # a batch takes the pool a fraction of the loop's 90 ms
+    assert pool["threads"] == 2 and pool["thread_busy_share"] < 0.5, pool
 
 
 MAIN_CLASS = '''

@@ -200,6 +200,28 @@ static void profile_summaries(struct worker *w, int64_t t)
 		    "resize\t/usr/lib/python3/dist-packages/PIL/Image.py\tforward:340\t");
 }
 
+/* Two loader threads of iterator 1 (tgsim.h, loader_threads). */
+static void loader_thread_summaries(struct tg_stream *st, int64_t t)
+{
+	const char *producer = "thread Thread-1 (run)\t/home/u/feeder.py";
+	const char *pool = "thread [DALI][TP0]\t";
+	tg_rec(st, DLBN_REC_PROF_STAGE, t, "iiiiiis", (int64_t)DLBN_PROF_THREAD, (int64_t)1,
+	       (int64_t)90, 900 * MS, 100 * MS, (int64_t)0, producer);
+	tg_rec(st, DLBN_REC_PROF_STAGE, t, "iiiiiis", (int64_t)DLBN_PROF_THREAD_WATCHED, (int64_t)1,
+	       (int64_t)100, 1000 * MS, 100 * MS, (int64_t)0, producer);
+	tg_rec(st, DLBN_REC_PROF_STAGE, t, "iiiiiis", (int64_t)DLBN_PROF_THREAD, (int64_t)1,
+	       (int64_t)0, 300 * MS, 300 * MS, (int64_t)0, pool);
+	tg_rec(st, DLBN_REC_PROF_STAGE, t, "iiiiiis", (int64_t)DLBN_PROF_THREAD_WATCHED, (int64_t)1,
+	       (int64_t)0, 1000 * MS, 300 * MS, (int64_t)0, pool);
+	tg_rec(st, DLBN_REC_PROF_SAMPLE, t, "iiiiis", (int64_t)1, 800 * MS, (int64_t)80,
+	       (int64_t)DLBN_PROF_THREAD_OFF_CPU, (int64_t)14,
+	       "produce\t/home/u/feeder.py\trun:22<_bootstrap_inner:1038\t");
+	tg_rec(st, DLBN_REC_PROF_SAMPLE, t, "iiiiis", (int64_t)1, 100 * MS, (int64_t)10,
+	       (int64_t)DLBN_PROF_THREAD_CPU, (int64_t)937,
+	       "convert\t/usr/lib/python3/dist-packages/PIL/Image.py\tproduce:13<run:22\t"
+	       "load /usr/lib/python3/dist-packages/PIL/ImageFile.py:269");
+}
+
 static void stop_workers(struct sim *s, int64_t t)
 {
 	for (int k = 0; k < s->p.workers; k++) {
@@ -420,6 +442,8 @@ static void run(struct sim *s)
 			stop_workers(s, t);
 	}
 	stop_workers(s, t + 5 * MS);
+	if (p->loader_threads)
+		loader_thread_summaries(s->main, t + 5 * MS);
 	if (s->probe_id)
 		tg_rec(s->main, DLBN_REC_PROBE_DONE, t + 6 * MS, "iii", s->probe_id, s->probe_done,
 		       (int64_t)0);
