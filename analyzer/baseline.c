@@ -107,6 +107,13 @@ static int compare_bytes(struct dlbn_baseline *b, const struct dlbn_model *real_
 			 const struct dlbn_model *replay_m)
 {
 	size_t k = replay_m->nipc_head, nreal, nreplay;
+	if (real_m->config.dali_proxy == 1) {
+		/* its workers send DALI requests (sample paths), the batches are
+		 * made by the DALI server in the training process */
+		note(b, "batch bytes not compared: DALI's proxy DataLoader, whose workers send "
+			"requests, not batches");
+		return 1;
+	}
 	if (b->replay_batches > 0 && (size_t)b->replay_batches < k)
 		k = (size_t)b->replay_batches;
 	double replay_bytes = mean_bytes(replay_m, k, &nreplay);

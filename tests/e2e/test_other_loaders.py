@@ -296,6 +296,14 @@ def test_dali_proxy_dataloader(tmp_path):
     names = [op["name"] for op in a["library_operators"]]
     assert "decoders__Image" in names[:2], names
     assert "num_threads 2" in report_text(a), a["recommendations"]
+    # --baseline against that Replay run: equivalent runs (the workers'
+    # requests are no batches whose bytes could be compared)
+    replay = Path(a["_trace"]).with_name("dali-proxy-replay.dlbn")
+    proc = analyze(a["_trace"], "--format", "json", "--baseline", str(replay))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    base = json.loads(proc.stdout)["baseline"]
+    assert base["equivalent"], base
+    assert any("proxy DataLoader" in note for note in base["notes"]), base
 
 
 @needs_dali
