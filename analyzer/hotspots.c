@@ -280,21 +280,24 @@ static struct dlbn_hotspot *entry_add(struct dlbn_hotspots *h, size_t *cap, int 
 	return e;
 }
 
-/* A loader thread's two summaries (PROF_THREAD, PROF_THREAD_WATCHED). */
+/* A loader thread's two summaries (PROF_THREAD, PROF_THREAD_WATCHED),
+ * told apart by name and kernel thread id (text "thread NAME<TAB>file<TAB>
+ * tid"): a name can be reused, by a thread of each epoch. */
 struct thread_sum {
 	int loader;
 	uint32_t proc;
-	char name[96]; /* as split_text gives it */
-	int64_t busy, watched, samples;
+	char name[96], tid[24]; /* as split_text gives them */
+	int64_t busy, watched, samples, watched_samples;
 };
 
-#define HOT_THREADS 64
+#define HOT_THREADS 128
 
 static struct thread_sum *thread_slot(struct thread_sum *v, size_t *n, int loader, uint32_t proc,
-				      const char *name)
+				      const char *name, const char *tid)
 {
 	for (size_t i = 0; i < *n; i++)
-		if (v[i].loader == loader && v[i].proc == proc && !strcmp(v[i].name, name))
+		if (v[i].loader == loader && v[i].proc == proc && !strcmp(v[i].name, name) &&
+		    !strncmp(v[i].tid, tid, sizeof(v[i].tid) - 1))
 			return &v[i];
 	if (*n == HOT_THREADS)
 		return NULL;
@@ -302,6 +305,7 @@ static struct thread_sum *thread_slot(struct thread_sum *v, size_t *n, int loade
 	memset(t, 0, sizeof(*t));
 	t->loader = loader, t->proc = proc;
 	snprintf(t->name, sizeof(t->name), "%s", name);
+	snprintf(t->tid, sizeof(t->tid), "%.23s", tid);
 	return t;
 }
 
@@ -314,7 +318,7 @@ static void threads_finish(struct dlbn_hotspots *h, const struct thread_sum *v, 
 			continue;
 		double share = (double)v[i].busy / (double)v[i].watched;
 		l->threads++;
-		l->native_threads += v[i].samples == 0;
+		l->native_threads += v[i].watched_samples == 0; /* read, not sampled */
 		l->thread_busy_ns += v[i].busy;
 		l->thread_watched_ns += v[i].watched;
 		l->thread_samples += v[i].samples;
@@ -437,11 +441,11 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 			break;
 		case DLBN_PROF_THREAD:
 		case DLBN_PROF_THREAD_WATCHED: {
-			struct thread_sum *t = thread_slot(ths, &nths, loader, k->proc, name);
+			struct thread_sum *t = thread_slot(ths, &nths, loader, k->proc, name, callers);
 			if (t && k->kind == DLBN_PROF_THREAD)
 				t->busy = k->b, t->samples = k->a;
 			else if (t)
-				t->watched = k->b;
+				t->watched = k->b, t->watched_samples = k->a;
 			break;
 		}
 		case DLBN_PROF_SAMPLER:

@@ -82,7 +82,8 @@ struct dlbn_hot_loader {
 	 * workers and prefetcher, a named loader's producer), sampled: busy =
 	 * not waiting for another thread (a queue, a condition, a semaphore). */
 	int threads;
-	int native_threads; /* of them: a library's C++ pool (DALI's), CPU time */
+	int native_threads; /* of them: a library's C++ pool (DALI's), read as
+			     * CPU time, never sampled */
 	int64_t thread_busy_ns, thread_watched_ns, thread_samples;
 	char busiest_thread[64];     /* "" none */
 	double busiest_thread_share; /* its busy / watched, 0..1 */

@@ -88,7 +88,7 @@ static void sampler_line(FILE *out, const struct dlbn_hot_loader *l, const char 
 	if (l->native_threads)
 		fprintf(out,
 			"%s%d native thread(s) of the loader's library (DALI's pool): busy = their "
-			"CPU time (/proc schedstat)\n",
+			"CPU time (their kernel CPU clocks)\n",
 			indent, l->native_threads);
 	if (!l->procs && l->threads)
 		return;

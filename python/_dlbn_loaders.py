@@ -261,14 +261,15 @@ def patch(name, module):
 class _Epoch:
     """One epoch of one loader: its iter_id and the batches it yielded."""
 
-    __slots__ = ("iter_id", "index", "ended", "replay", "threads_before")
+    __slots__ = ("iter_id", "index", "ended", "replay", "kind", "threads_before")
 
-    def __init__(self, iter_id):
+    def __init__(self, iter_id, kind=None):
         self.iter_id = iter_id
         self.index = 0
         self.ended = False
         self.replay = None  # _Replay of the loader, under DLBN_REPLAY
-        self.threads_before = None  # thread idents at its start (_watch_threads)
+        self.kind = kind
+        self.threads_before = None  # thread ids before its start (_watch_threads)
 
 
 def _begin_epoch(loader, kind, config=True):
@@ -286,10 +287,10 @@ def _begin_epoch(loader, kind, config=True):
     boot._emit(boot.MARK_ITER_BEGIN, iter_id, count)
     if boot._max_steps:
         boot._max_steps_iter(loader, iter_id, *_depth(loader, kind))
-    epoch = _Epoch(iter_id)
+    epoch = _Epoch(iter_id, kind)
     threads = _threads_module()
     if threads is not None:
-        epoch.threads_before = threads.thread_idents()
+        epoch.threads_before = threads.thread_ids()
     if boot._replay:
         epoch.replay = _replay_of(loader)
     if config:
@@ -320,6 +321,12 @@ def _fetch(epoch, call, arg):
     stop = boot._max_steps_due(iter_id, index) if boot._max_steps else None
     if stop is not None:
         raise stop
+    before = None
+    if index < WATCH_FETCHES and epoch.threads_before is not None:
+        # the first fetch: since the epoch began (its iter() starts
+        # threads too); later ones: since they began, leaving out what the
+        # loop's own step started
+        before = epoch.threads_before if index == 0 else _thread_ids()
     boot._emit(boot.MARK_FETCH_BEGIN, iter_id, index)
     was_open, _local.open = getattr(_local, "open", False), True
     try:
@@ -337,13 +344,13 @@ def _fetch(epoch, call, arg):
     boot._emit(boot.MARK_FETCH_END, iter_id, index)
     if boot._max_steps:
         boot._max_steps_count(iter_id)
-    if index < WATCH_FETCHES and epoch.threads_before is not None:
-        _watch_threads(epoch)
+    if before is not None:
+        _watch_threads(epoch, before)
     return data
 
 
-# The threads an epoch's first fetches find started since it began are the
-# loader's (its workers, prefetcher, producer): sampled by _dlbn_threads.
+# The threads an epoch's first fetches start are the loader's (its workers,
+# prefetcher, producer): sampled by _dlbn_threads.
 WATCH_FETCHES = 2
 
 
@@ -360,11 +367,17 @@ def _threads_module():
         return None
 
 
-def _watch_threads(epoch):
+def _thread_ids():
+    threads = _threads_module()
+    return threads.thread_ids() if threads is not None else None
+
+
+def _watch_threads(epoch, before):
     try:
         threads = _threads_module()
         if threads is not None:
-            threads.watch_new(_boot._profile, epoch.iter_id, epoch.threads_before)
+            threads.watch_new(_boot._profile, epoch.iter_id, before,
+                              native=epoch.kind == KIND_DALI)
     except Exception:
         pass
 

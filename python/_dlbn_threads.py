@@ -7,20 +7,22 @@ producer thread (DLBN_LOADER).  The SIGPROF sampler of _dlbn_profile
 reaches only the main thread (Python runs signal handlers there), so these
 threads are sampled from a thread of dlbn's own:
 
-  which     the Python threads a loader's iteration started: those alive
-            after the first two fetches of an epoch that were not before
-            the epoch began (_dlbn_loaders calls watch_new), at most
-            MAX_WATCHED;
+  which     the Python threads a loader started: those that appeared
+            during its iter() and first fetch, or during its second fetch
+            (not those the loop's own step started in between), of each
+            epoch (_dlbn_loaders calls watch_new with the threads alive
+            before), identified by their kernel thread id (a Thread's
+            ident is reused once it ends); at most MAX_WATCHED alive;
   how       every DLBN_PROFILE_INTERVAL_MS of wall time (default 10) the
             sampling thread reads the watched threads' Python stacks
-            (sys._current_frames) and CPU clocks (pthread_getcpuclockid);
-            each sample stands for the wall time since that thread's
-            previous one;
+            (sys._current_frames) and CPU clocks; each sample stands for
+            the wall time since that thread's previous one;
   idle      a thread whose innermost frames show it waiting for another
             thread - a queue's get or put (the standard library's queue,
             multiprocessing's), a Condition, Event or Semaphore of
             threading (nodes' prefetch threads wait on a semaphore for
-            room) - waits for work or for room to hand its result over:
+            room), a concurrent.futures worker waiting for its next work
+            item - waits for work or for room to hand its result over:
             idle.  Everything else, sleeps and file reads included, is the
             thread's work: busy.  busy / watched is its busy share, the
             figure that tells whether the producer holds the loop back.
@@ -29,30 +31,34 @@ Output, cumulative (as _dlbn_profile's), at exit and every quarter of the
 time since the sampling began (at least 0.2 s, at most a second), with
 scope = the iterator id of the epoch whose fetches found the thread:
 PROF_STAGE PROF_THREAD (count = busy samples, wall = busy wall, cpu = the
-thread's CPU time in those intervals, text "thread NAME<TAB>target file")
-and PROF_THREAD_WATCHED (the same over all samples), and the busy samples
-as PROF_SAMPLE keyed as _dlbn_profile keys its own, in_stage 2 (the thread
-used the CPU for at least half of the interval) or 3 (it mostly waited:
-I/O, sleeps, locks), weight = wall ns.
+thread's CPU time in those intervals, text "thread NAME<TAB>target
+file<TAB>tid") and PROF_THREAD_WATCHED (the same over all samples), and
+the busy samples as PROF_SAMPLE keyed as _dlbn_profile keys its own,
+in_stage 2 (the thread used the CPU for at least half of the interval) or
+3 (it mostly waited: I/O, sleeps, locks), weight = wall ns.
 
-Native threads: a library's C++ pool runs no Python; DALI names its pool
-threads "[DALI][TP<n>]", found under /proc/self/task by that name when the
-epoch's first fetches end.  Their busy time is their CPU time (schedstat,
-read at each flush: such a pool waits for work off the CPU), their watched
-time the wall time since they were found; PROF_THREAD records with count 0,
-no samples.
+Native threads: a library's C++ pool runs no Python.  DALI names its pool
+threads "[DALI][TP<n>]"; after a DALI epoch's first fetches the sampling
+thread looks them up by that name under /proc/self/task (on its own
+thread: the loop's makes no extra reads).  Their busy time is their CPU
+time (their kernel CPU clock, read at each flush: such a pool waits for
+work off the CPU), their watched time the wall time since they were found:
+PROF_THREAD and PROF_THREAD_WATCHED with count 0 and no samples.
 
-Cost: one wake-up per interval while some watched thread lives, taking the
-GIL for the stack walk (tens of microseconds); nothing runs when no loader
-thread is watched, and nothing in processes other than the training one.
-The sampling thread is a daemon named "dlbn-thread-sampler"; it never
-raises into the program, and it stops when the watched threads are gone.
+Cost: one wake-up per interval while a watched Python thread lives, taking
+the GIL for the stack walk (tens of microseconds), five a second while only
+native threads are watched (they are read at the flushes); nothing runs
+before a loader thread is found, and nothing in processes other than the
+training one.  The sampling thread is a daemon named "dlbn-thread-sampler";
+it never raises into the program, and it ends when no watched thread is
+left.
 """
 import sys
 
 PROF_THREAD = 9
 PROF_THREAD_WATCHED = 10
-MAX_WATCHED = 16
+MAX_WATCHED = 16      # Python threads watched at once
+MAX_ENDED = 64        # ended threads whose totals are still written
 FLUSH_NS = 1000000000
 FLUSH_FIRST_NS = 200000000
 SAMPLER_NAME = "dlbn-thread-sampler"
@@ -65,6 +71,8 @@ _IDLE_CALLS = (("/queue.py", ("get", "put")),
                ("/multiprocessing/queues.py", ("get", "put")),
                ("/multiprocessing/synchronize.py", ("wait", "acquire")))
 _IDLE_DEPTH = 6     # frames from the innermost searched for those calls
+# Innermost frames that wait in C for the next work item (SimpleQueue.get)
+_IDLE_LEAVES = (("/concurrent/futures/thread.py", "_worker"),)
 
 _profile = None     # the _dlbn_profile module (its marker API, interval, stack keys)
 _sampler = None     # the running _Sampler of this process
@@ -73,11 +81,12 @@ _sampler = None     # the running _Sampler of this process
 class _Watched:
     """One watched thread's totals and its last sample's clocks."""
 
-    __slots__ = ("ident", "scope", "name", "target", "clock", "last_wall", "last_cpu",
-                 "busy", "watched")
+    __slots__ = ("ident", "tid", "scope", "name", "target", "clock", "last_wall",
+                 "last_cpu", "busy", "watched")
 
     def __init__(self, thread, scope, clock, now, cpu):
         self.ident = thread.ident
+        self.tid = thread.native_id
         self.scope = scope
         self.name = thread.name
         target = getattr(thread, "_target", None)
@@ -88,31 +97,37 @@ class _Watched:
         self.busy = [0, 0, 0]     # samples, wall ns, CPU ns
         self.watched = [0, 0, 0]
 
+    def text(self):
+        return ("thread %s\t%s\t%d" % (self.name, self.target, self.tid)).encode(
+            "utf-8", "replace")
+
 
 class _Native:
     """A thread without Python frames (a library's C++ thread pool), known
-    by the name it gave itself: its CPU time from /proc schedstat, read at
-    each flush, is its busy time (such a pool waits off the CPU)."""
+    by the name it gave itself."""
 
-    __slots__ = ("tid", "scope", "name", "first_wall", "first_run", "wall", "run")
+    __slots__ = ("tid", "scope", "name", "clock", "first_wall", "first_run", "wall", "run")
 
-    def __init__(self, tid, scope, name, now, run):
-        self.tid, self.scope, self.name = tid, scope, name
+    def __init__(self, tid, scope, name, clock, now, run):
+        self.tid, self.scope, self.name, self.clock = tid, scope, name, clock
         self.first_wall, self.first_run = now, run
         self.wall, self.run = now, run
 
-    def update(self, now):
-        run = _schedstat_run_ns(self.tid)
-        if run is not None:   # else it ended: its last reading stays
-            self.wall, self.run = now, run
+    def update(self, now, cpu_of):
+        try:
+            self.wall, self.run = now, cpu_of(self.clock)
+        except Exception:
+            pass      # it ended: its last reading stays
+
+    def text(self):
+        return ("thread %s\t\t%d" % (self.name, self.tid)).encode("utf-8", "replace")
 
 
-def _schedstat_run_ns(tid):
-    try:
-        with open("/proc/self/task/%d/schedstat" % tid, "rb") as f:
-            return int(f.read().split()[0])
-    except Exception:
-        return None
+def _thread_cpu_clock(tid):
+    """The CPU clock of kernel thread tid, as glibc's pthread_getcpuclockid
+    makes it (Linux: ~tid << 3 | CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED):
+    read with clock_gettime, no file to open."""
+    return ((~tid) << 3) | 6
 
 
 def _native_threads(known):
@@ -146,17 +161,18 @@ class _Sampler:
         self.interval_s = interval_s
         self.now = time.perf_counter_ns
         self.cpu_of = time.clock_gettime_ns
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()        # the tables
+        self.flushing = threading.Lock()    # one flush at a time, the newest last
         self.watched = {}        # ident -> _Watched (live ones)
-        self.done = []           # _Watched of threads that ended
+        self.ended = []          # _Watched of threads that ended
         self.native = {}         # tid -> _Native
-        self.samples = {}        # (scope, stack key..., on_cpu) -> [n, wall ns]
+        self.native_scope = None  # a DALI epoch's iterator id: look for its pool
+        self.samples = {}        # (scope, on_cpu, stack key...) -> [n, wall ns]
         self.last_flush = self.started = self.now()
         self.thread = None
         self.stopped = False
 
     def watch(self, thread, scope):
-        import threading
         import time
         try:
             clock = time.pthread_getcpuclockid(thread.ident)
@@ -165,49 +181,61 @@ class _Sampler:
             return    # ended already, or no per-thread CPU clock here
         with self.lock:
             if thread.ident in self.watched or self.stopped or \
-                    len(self.watched) + len(self.done) >= MAX_WATCHED:
+                    len(self.watched) >= MAX_WATCHED:
                 return
             self.watched[thread.ident] = _Watched(thread, scope, clock, self.now(), cpu)
-            runner = self._runner()
-        if runner is not None:
-            runner.start()
+        self._ensure_running()
 
     def watch_native(self, scope):
-        """The threads named by NATIVE_PREFIXES not watched yet."""
+        """Look for the native pool threads at the next tick (on the
+        sampling thread)."""
+        with self.lock:
+            self.native_scope = scope
+        self._ensure_running()
+
+    def _find_native(self):
+        scope = self.native_scope
+        self.native_scope = None
         found = _native_threads(self.native)
-        if not found:
-            return
         now = self.now()
         with self.lock:
             for tid, name in found:
-                run = _schedstat_run_ns(tid)
-                if run is not None and len(self.native) < MAX_WATCHED and not self.stopped:
-                    self.native[tid] = _Native(tid, scope, name, now, run)
-            runner = self._runner()
-        if runner is not None:
-            runner.start()
+                if len(self.native) >= MAX_WATCHED:
+                    break
+                clock = _thread_cpu_clock(tid)
+                try:
+                    run = self.cpu_of(clock)
+                except Exception:
+                    continue
+                self.native[tid] = _Native(tid, scope, name, clock, now, run)
 
-    def _runner(self):
-        """The sampling thread to start, when none runs (under the lock)."""
-        if self.thread is not None or self.stopped:
-            return None
+    def _ensure_running(self):
         import threading
-        self.thread = threading.Thread(target=self.run, name=SAMPLER_NAME, daemon=True)
-        return self.thread
+        with self.lock:
+            if self.thread is not None or self.stopped:
+                return
+            runner = self.thread = threading.Thread(target=self.run, name=SAMPLER_NAME,
+                                                    daemon=True)
+        try:
+            runner.start()
+        except Exception:
+            with self.lock:
+                self.thread = None
 
     def run(self):
         """The sampling thread: until no watched thread is left (a later
         watch starts another) or the process exits."""
         import time
         while True:
-            # only native threads: nothing to sample, a flush a second
-            time.sleep(self.interval_s if self.watched else FLUSH_NS / 1e9)
+            time.sleep(self.interval_s if self.watched else FLUSH_FIRST_NS / 1e9)
             try:
+                if self.native_scope is not None:
+                    self._find_native()
                 self.tick()
             except Exception:
                 pass
             with self.lock:
-                if self.stopped or not (self.watched or self.native):
+                if self.stopped or not (self.watched or self.native or self.native_scope):
                     self.thread = None
                     break
         self.flush()
@@ -220,12 +248,15 @@ class _Sampler:
             for ident, w in list(self.watched.items()):
                 frame = frames.get(ident)
                 try:
+                    # a thread's CPU clock stops working when it ends, even
+                    # if a new thread took its ident since
                     cpu = self.cpu_of(w.clock) if frame is not None else None
                 except Exception:
                     cpu = None
                 if cpu is None:   # the thread ended
                     del self.watched[ident]
-                    self.done.append(w)
+                    if len(self.ended) < MAX_ENDED:
+                        self.ended.append(w)
                     continue
                 wall, used = now - w.last_wall, cpu - w.last_cpu
                 w.last_wall, w.last_cpu = now, cpu
@@ -255,25 +286,27 @@ class _Sampler:
             if os.getpid() != self.pid:
                 return
             api = _profile._api
-            with self.lock:
-                now = self.last_flush = self.now()
-                threads = list(self.watched.values()) + self.done
-                native = list(self.native.values())
-                heavy = sorted(self.samples.items(), key=lambda kv: -kv[1][1])
-                heavy = heavy[:_profile.SAMPLES_KEPT]
-            for w in threads:
-                text = ("thread %s\t%s" % (w.name, w.target)).encode("utf-8", "replace")
-                for kind, agg in ((PROF_THREAD, w.busy), (PROF_THREAD_WATCHED, w.watched)):
-                    api.stage(kind, w.scope, agg[0], agg[1], agg[2], 0, text)
-            for n in native:
-                n.update(now)
-                text = ("thread %s\t" % n.name).encode("utf-8", "replace")
-                busy = n.run - n.first_run
-                api.stage(PROF_THREAD, n.scope, 0, busy, busy, 0, text)
-                api.stage(PROF_THREAD_WATCHED, n.scope, 0, n.wall - n.first_wall, busy, 0, text)
-            for (scope, on_cpu, code, line, callers, leaf, leaf_line), agg in heavy:
-                text = _profile.sample_text(code, callers, leaf, leaf_line)
-                api.sample(scope, agg[1], agg[0], on_cpu, line, text)
+            with self.flushing:
+                with self.lock:
+                    now = self.last_flush = self.now()
+                    threads = list(self.watched.values()) + self.ended
+                    native = list(self.native.values())
+                    heavy = sorted(self.samples.items(), key=lambda kv: -kv[1][1])
+                    heavy = heavy[:_profile.SAMPLES_KEPT]
+                for w in threads:
+                    text = w.text()
+                    for kind, agg in ((PROF_THREAD, w.busy), (PROF_THREAD_WATCHED, w.watched)):
+                        api.stage(kind, w.scope, agg[0], agg[1], agg[2], 0, text)
+                for n in native:
+                    n.update(now, self.cpu_of)
+                    text = n.text()
+                    busy = n.run - n.first_run
+                    api.stage(PROF_THREAD, n.scope, 0, busy, busy, 0, text)
+                    api.stage(PROF_THREAD_WATCHED, n.scope, 0, n.wall - n.first_wall, busy, 0,
+                              text)
+                for (scope, on_cpu, code, line, callers, leaf, leaf_line), agg in heavy:
+                    text = _profile.sample_text(code, callers, leaf, leaf_line)
+                    api.sample(scope, agg[1], agg[0], on_cpu, line, text)
         except Exception:
             pass
 
@@ -291,30 +324,37 @@ def _add(agg, wall, cpu):
 def _waiting_for_a_thread(frame):
     """The thread waits for another one (for work, or for room to hand its
     result over), as far as its innermost frames tell."""
+    stdlib = _profile._STDLIB
+    code = frame.f_code
+    for suffix, name in _IDLE_LEAVES:
+        if code.co_name == name and code.co_filename.endswith(suffix) and \
+                code.co_filename.startswith(stdlib):
+            return True
     depth = 0
     while frame is not None and depth < _IDLE_DEPTH:
         code = frame.f_code
         for suffix, names in _IDLE_CALLS:
             if code.co_name in names and code.co_filename.endswith(suffix) and \
-                    code.co_filename.startswith(_profile._STDLIB):
+                    code.co_filename.startswith(stdlib):
                 return True
         frame = frame.f_back
         depth += 1
     return False
 
 
-def thread_idents():
-    """The idents of the threads alive now (an epoch's "before")."""
+def thread_ids():
+    """The kernel ids of the threads alive now (a fetch's "before")."""
     try:
         import threading
-        return frozenset(t.ident for t in threading.enumerate())
+        return frozenset(t.native_id for t in threading.enumerate())
     except Exception:
         return None
 
 
-def watch_new(profile, scope, before):
-    """Watch the threads started since `before` (thread_idents()) as the
-    loader's of iterator `scope`.  profile: the _dlbn_profile module, on."""
+def watch_new(profile, scope, before, native=False):
+    """Watch the threads started since `before` (thread_ids()) as the
+    loader's of iterator `scope`; native: also look for the native pool
+    threads (a DALI epoch).  profile: the _dlbn_profile module, on."""
     global _profile, _sampler
     try:
         import os
@@ -328,9 +368,10 @@ def watch_new(profile, scope, before):
             atexit.register(_sampler.stop)
         me = threading.current_thread()
         for thread in threading.enumerate():
-            if thread.ident in before or thread is me or thread.name == SAMPLER_NAME:
+            if thread.native_id in before or thread is me or thread.name == SAMPLER_NAME:
                 continue
             _sampler.watch(thread, scope)
-        _sampler.watch_native(scope)
+        if native:
+            _sampler.watch_native(scope)
     except Exception:
         pass

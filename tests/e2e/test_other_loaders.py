@@ -208,8 +208,11 @@ def test_nodes_without_the_bootstrap_is_inconclusive(tmp_path):
 @needs_nodes
 def test_nodes_compute_bound(tmp_path):
     a = check_compute_bound(tmp_path, "nodes-thread", 40)
-    # 2 thread workers need ~12 ms a batch of the loop's 40: mostly idle
-    check_loader_threads(a, busy_under=0.7)
+    # 2 thread workers need ~12 ms a batch of the loop's 40: mostly idle,
+    # the busiest a worker (nodes' read, sort and prefetch threads wait)
+    check_loader_threads(a, busy_over=0.15, busy_under=0.7)
+    busiest = [l for l in a["hotspot_loaders"] if l["loader"] == 1][0]["busiest_thread"]
+    assert "_apply_udf" in busiest, busiest
 
 
 def test_named_thread_fed_generator(tmp_path):
@@ -324,7 +327,7 @@ def test_dali_settings(tmp_path):
 def test_dali_compute_bound(tmp_path):
     a = check_compute_bound(tmp_path, "dali", 90)
     pool = dali_pool(a)  # a batch takes the pool a fraction of the loop's 90 ms
-    assert pool["threads"] == 2 and pool["thread_busy_share"] < 0.5, pool
+    assert pool["threads"] == 2 and 0.03 < pool["thread_busy_share"] < 0.5, pool
 
 
 MAIN_CLASS = '''

@@ -148,7 +148,7 @@ static void test_no_profile(void)
 }
 
 /* A loader's own threads in the training process (tgsim.h loader_threads):
- * a Python producer and DALI's native pool thread, no worker profile. */
+ * Python threads and DALI's native pool thread, no worker profile. */
 static void test_loader_threads(void)
 {
 	struct tgsim_params p;
@@ -158,24 +158,27 @@ static void test_loader_threads(void)
 	CHECK(open_run(&x, &p) == 0, "run with loader threads analysed");
 	const struct dlbn_hotspots *h = &x.h;
 	const struct dlbn_hot_loader *l = &h->loaders[0];
+	const int64_t ms = 1000000;
 	CHECK(h->present && h->nloaders == 1 && l->loader == 0 && l->procs == 0,
 	      "the threads' summaries belong to the loader of their iterator, no process");
-	CHECK(l->threads == 2 && l->native_threads == 1 && l->thread_samples == 90,
-	      "two threads, one native, the producer's 90 busy samples");
-	CHECK(l->busy_ns == 1200 * 1000000LL && l->thread_busy_ns == l->busy_ns &&
-		      l->thread_watched_ns == 2000 * 1000000LL,
-	      "busy: 900 ms of the producer and 300 ms of the pool's CPU, of 2 s watched");
+	CHECK(l->threads == 4 && l->native_threads == 1 && l->thread_samples == 135,
+	      "four threads (two of one name told apart by their ids), one native (the idle "
+	      "Python thread is not), 90 + 45 busy samples");
+	CHECK(l->busy_ns == 1650 * ms && l->thread_busy_ns == l->busy_ns &&
+		      l->thread_watched_ns == 3500 * ms,
+	      "busy: 900 + 450 ms of the producers and 300 ms of the pool's CPU, the last "
+	      "of each cumulative summary, of 3.5 s watched");
 	CHECK(!strcmp(l->busiest_thread, "Thread-1 (run)") &&
 		      fabs(l->busiest_thread_share - 0.9) < 1e-9,
-	      "the busiest thread: the producer, 90%%");
+	      "the busiest thread: a producer, 90%%");
 	const struct dlbn_hotspot *produce = find(h, "produce"), *convert = find(h, "convert");
 	CHECK(h->n == 2 && h->v == produce && produce->kind == DLBN_HOT_THREAD_SAMPLED &&
 		      !produce->exact && produce->io && produce->category == DLBN_HOT_WAIT &&
-		      fabs(produce->share - 800.0 / 1200) < 1e-9 && produce->line == 14,
-	      "produce: sampled in a thread, off the CPU, waiting, 2/3 of the busy time");
+		      fabs(produce->share - 800.0 / 1650) < 1e-9 && produce->line == 14,
+	      "produce: sampled in a thread, off the CPU, waiting, 800 of the 1650 ms");
 	CHECK(convert && !convert->io && convert->category == DLBN_HOT_DECODE &&
-		      fabs(convert->share - 100.0 / 1200) < 1e-9,
-	      "PIL's convert in the thread: on the CPU, decode (its ImageFile leaf), 1/12");
+		      fabs(convert->share - 100.0 / 1650) < 1e-9,
+	      "PIL's convert in the thread: on the CPU, decode (its ImageFile leaf)");
 	CHECK(strstr(h->recommendation, "its thread Thread-1 (run) is busy 90%") &&
 		      strstr(h->recommendation, "in the loader's threads"),
 	      "the saturated producer is named: %s", h->recommendation);

@@ -200,19 +200,29 @@ static void profile_summaries(struct worker *w, int64_t t)
 		    "resize\t/usr/lib/python3/dist-packages/PIL/Image.py\tforward:340\t");
 }
 
-/* Two loader threads of iterator 1 (tgsim.h, loader_threads). */
+static void thread_summary(struct tg_stream *st, int64_t t, const char *text, int64_t samples,
+			   int64_t busy_ms, int64_t watched_samples, int64_t watched_ms,
+			   int64_t cpu_ms)
+{
+	tg_rec(st, DLBN_REC_PROF_STAGE, t, "iiiiiis", (int64_t)DLBN_PROF_THREAD, (int64_t)1,
+	       samples, busy_ms * MS, cpu_ms * MS, (int64_t)0, text);
+	tg_rec(st, DLBN_REC_PROF_STAGE, t, "iiiiiis", (int64_t)DLBN_PROF_THREAD_WATCHED,
+	       (int64_t)1, watched_samples, watched_ms * MS, cpu_ms * MS, (int64_t)0, text);
+}
+
+/* The loader threads of iterator 1 (tgsim.h, loader_threads); each
+ * summary twice, the first a partial one (they are cumulative). */
 static void loader_thread_summaries(struct tg_stream *st, int64_t t)
 {
-	const char *producer = "thread Thread-1 (run)\t/home/u/feeder.py";
-	const char *pool = "thread [DALI][TP0]\t";
-	tg_rec(st, DLBN_REC_PROF_STAGE, t, "iiiiiis", (int64_t)DLBN_PROF_THREAD, (int64_t)1,
-	       (int64_t)90, 900 * MS, 100 * MS, (int64_t)0, producer);
-	tg_rec(st, DLBN_REC_PROF_STAGE, t, "iiiiiis", (int64_t)DLBN_PROF_THREAD_WATCHED, (int64_t)1,
-	       (int64_t)100, 1000 * MS, 100 * MS, (int64_t)0, producer);
-	tg_rec(st, DLBN_REC_PROF_STAGE, t, "iiiiiis", (int64_t)DLBN_PROF_THREAD, (int64_t)1,
-	       (int64_t)0, 300 * MS, 300 * MS, (int64_t)0, pool);
-	tg_rec(st, DLBN_REC_PROF_STAGE, t, "iiiiiis", (int64_t)DLBN_PROF_THREAD_WATCHED, (int64_t)1,
-	       (int64_t)0, 1000 * MS, 300 * MS, (int64_t)0, pool);
+	const char *producer = "thread Thread-1 (run)\t/home/u/feeder.py\t4242";
+	const char *pool = "thread [DALI][TP0]\t\t4243";
+	const char *idle = "thread Thread-2 (_populate_queue)\t/nodes/_populate_queue.py\t4244";
+	const char *again = "thread Thread-1 (run)\t/home/u/feeder.py\t4245";
+	thread_summary(st, t - MS, producer, 40, 400, 50, 500, 50);
+	thread_summary(st, t, producer, 90, 900, 100, 1000, 100);
+	thread_summary(st, t, pool, 0, 300, 0, 1000, 300);
+	thread_summary(st, t, idle, 0, 0, 100, 1000, 0);
+	thread_summary(st, t, again, 45, 450, 50, 500, 50);
 	tg_rec(st, DLBN_REC_PROF_SAMPLE, t, "iiiiis", (int64_t)1, 800 * MS, (int64_t)80,
 	       (int64_t)DLBN_PROF_THREAD_OFF_CPU, (int64_t)14,
 	       "produce\t/home/u/feeder.py\trun:22<_bootstrap_inner:1038\t");

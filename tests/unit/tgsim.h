@@ -65,11 +65,13 @@ struct tgsim_params {
 			       * convert, 3% in Image.open) and 10% in the dataset's
 			       * __getitem__; the file time is off the CPU; pickling the
 			       * batch adds 5% of batch_ms */
-	int loader_threads;   /* at the end, the training process's summaries of two loader
+	int loader_threads;   /* at the end, the training process's summaries of loader
 			       * threads of iterator 1 (python/_dlbn_threads.py): a Python
 			       * producer busy 900 of its 1000 ms watched (800 ms sampled off
-			       * the CPU in produce, 100 ms on it in PIL's decode) and DALI's
-			       * native pool thread, 300 ms of CPU in 1000 ms */
+			       * the CPU in produce, 100 ms on it in PIL's convert), a thread
+			       * of the same name busy 450 of 500 ms, a Python thread never
+			       * busy in 1000 ms, and DALI's native pool thread, 300 ms of
+			       * CPU in 1000 ms */
 	unsigned seed;
 };
 
