@@ -68,6 +68,11 @@ the speedup dlbn predicts (dlbn-analyze REAL --baseline REPLAY).  Per loader:
     for a loop that mutates its batch in place - x.div_(255) - and must
     keep seeing the values a real run would;
   - later iter() calls make no real iterator at all (no worker start-up);
+  - at the process's first fill, every other DataLoader made so far and
+    not iterated yet (a validation loader) fills its cache too, with no
+    marks: the reference Replay caches every loader before the loop, and a
+    loader first iterated inside the replayed steps would start its
+    workers and load there;
   - marks continue (ITER_BEGIN, FETCH_BEGIN/END, FETCH_STOP at the end of
     the epoch) and CONFIG carries replay=N.
 A loader without len() (an IterableDataset without __len__) has no epoch
@@ -422,7 +427,7 @@ def patch_dataloader_module(module, api=None, environ=None):
     with mark(kind, iter_id, arg) and config(iter_id, bytes) methods);
     `environ` replaces os.environ for the replay and log settings.
     """
-    global _patched, _status, _orig_next, _torch_module
+    global _patched, _status, _orig_next, _torch_module, _replay
     if _patched:
         return
     _patched = True
@@ -452,7 +457,7 @@ def patch_dataloader_module(module, api=None, environ=None):
         _status, _replay = "off", 0
         return
     _status, _torch_module = "ok", module
-    if _settings:  # dlbn-run --set
+    if _settings or _replay:  # dlbn-run --set; --replay counts the loaders made
         _wrap_init(module.DataLoader, "DataLoader")
     _note("bootstrap=ok;torch=%s%s" % (_module_version("torch"), _settings_note()))
     _install_profile(api, _environ)
@@ -498,8 +503,10 @@ def _setup(api=None, environ=None):
 
 
 def _wrap_init(loader_cls, name):
-    """DataLoader.__init__ (or StatefulDataLoader's) wrapped for --set; a
-    class whose __init__ is not a plain function gets no settings."""
+    """DataLoader.__init__ (or StatefulDataLoader's) wrapped for --set and
+    for --replay (which keeps the loaders made, to cache them all before the
+    loop); a class whose __init__ is not a plain function gets no settings
+    (and replay caches each loader at its first iter())."""
     global _settings
     orig_init, reason = _own_function(loader_cls, "__init__")
     if reason is None:
@@ -508,9 +515,9 @@ def _wrap_init(loader_cls, name):
             return
         except Exception as exc:
             reason = "cannot wrap %s.__init__: %s" % (name, type(exc).__name__)
-    _settings = ()
-    if not _in_child_process():
+    if _settings and not _in_child_process():
         _warn("DLBN_SET not applied: %s" % reason)
+    _settings = ()
 
 
 def _refuse(reason):
@@ -1018,6 +1025,53 @@ def _dataset_kind(loader, it):
 # Replay (DLBN_REPLAY, see the module comment)
 
 
+_replay_loaders = None  # weakref.WeakSet: the DataLoaders made (under replay)
+_replay_prefilled = False
+
+
+def _replay_made(loader):
+    global _replay_loaders
+    if _replay_loaders is None:
+        import weakref
+        _replay_loaders = weakref.WeakSet()
+    _replay_loaders.add(loader)
+
+
+def _prefill_other_loaders():
+    """At the first cache fill of the process (the first fetch of the first
+    loader, which no analysis window includes): fill the cache of every other
+    DataLoader made so far and not iterated yet - a validation loader first
+    iterated after the first training epoch would otherwise start its
+    workers and load its batches inside the replayed steps, where the
+    reference Replay (and LoaderEvaluator), which cache every loader before
+    the loop, have none of that.  The real iterator is made with the
+    unwrapped __iter__: no marks, no epoch.  A loader whose fill fails is
+    left to fill at its own first iter(), where its error reaches the loop
+    as in a real run."""
+    global _replay_prefilled
+    if _replay_prefilled or not _replay_loaders:
+        return
+    _replay_prefilled = True
+    for loader in list(_replay_loaders):
+        try:
+            if "_dlbn_replay" in loader.__dict__:
+                continue
+            len(loader)   # no length: it loads normally (said at its iter())
+            orig_iter = getattr(type(loader).__iter__, "__wrapped__", None)
+        except Exception:
+            continue
+        if orig_iter is None:   # a subclass's own __iter__: at its first iter()
+            continue
+        try:
+            state = _ReplayState(orig_iter(loader))
+            state.fill()
+        except Exception as exc:
+            _warn("DLBN_REPLAY: a DataLoader not iterated yet could not be cached before "
+                  "the loop (%s); it fills its cache at its first iter()" % type(exc).__name__)
+            continue
+        loader.__dict__["_dlbn_replay"] = state
+
+
 class _ReplayState:
     """One DataLoader's replay: the real iterator until the cache is
     filled, then the cached batches.  Lives in the loader's __dict__."""
@@ -1046,6 +1100,7 @@ class _ReplayState:
         finally:
             del real_iter  # non-persistent workers shut down here
         self.cache = cache
+        _prefill_other_loaders()
 
     def batch(self, index):
         if self.cache is None:
@@ -1375,6 +1430,8 @@ def _make_init_wrapper(orig_init):
             raise
         try:
             _settings_init(self, defaults)
+            if _replay:
+                _replay_made(self)
         except Exception:
             pass
 

@@ -110,6 +110,28 @@ elif scenario == "error":
         list(DataLoader(Items(8, fail_at=3), batch_size=2))
     except ValueError as exc:
         facts["error"] = str(exc)
+elif scenario in ("trainval", "val_error"):
+    val_fetched = []
+    class Val(Dataset):
+        def __len__(self): return 8
+        def __getitem__(self, i):
+            if scenario == "val_error" and i == 1:
+                raise ValueError("val sample %d is broken" % i)
+            val_fetched.append(i)
+            return {"x": torch.full((2,), 100.0 + i)}
+    train = DataLoader(Items(20), batch_size=2)
+    val = DataLoader(Val(), batch_size=2)
+    it = iter(train)
+    next(it)
+    facts["val_fetched_at_first_train_batch"] = sorted(val_fetched)
+    for _ in it:
+        pass
+    before = len(val_fetched)
+    try:
+        facts["val_epoch"] = [int(b["x"][0][0]) for b in val]
+    except ValueError as exc:
+        facts["error"] = str(exc)
+    facts["val_fetched_in_its_epoch"] = len(val_fetched) - before
 print(json.dumps({"facts": facts, "log": log}))
 """
 
@@ -192,6 +214,30 @@ def test_loader_errors_during_the_fill_reach_the_loop():
     result = probe("error", "4")
     assert result["facts"]["error"] == "sample 3 is broken"
     assert (STOP, 1, -1) in marks(result)
+
+
+def test_replay_caches_a_validation_loader_before_the_loop():
+    """A loader made before the loop and first iterated after the first
+    training epoch (validation) fills its cache at the first fill of the
+    process, as the reference Replay caches every loader before the loop:
+    its epoch inside the replayed steps loads nothing.  No marks for that
+    fill: the val loader's only epoch is the one the loop iterates."""
+    result = probe("trainval", "3")
+    facts = result["facts"]
+    assert facts["val_fetched_at_first_train_batch"] == list(range(6)), facts
+    assert facts["val_epoch"] == [100, 102, 104, 100], facts
+    assert facts["val_fetched_in_its_epoch"] == 0, facts
+    iters = [m for m in marks(result) if m[0] == ITER]
+    assert iters == [(ITER, 1, 0), (ITER, 2, 0)], iters
+
+
+def test_a_validation_loader_that_fails_its_early_fill_fails_in_the_loop():
+    """An error of the early fill is not the program's: said on stderr, and
+    the loader fills at its own first iter(), where the error reaches the
+    loop as in a real run."""
+    result = probe("val_error", "3")
+    assert result["facts"]["error"] == "val sample 1 is broken", result["facts"]
+    assert "could not be cached before the loop (ValueError)" in result["stderr"]
 
 
 @pytest.mark.parametrize("value", ["0", None])
