@@ -441,7 +441,8 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 			break;
 		case DLBN_PROF_THREAD:
 		case DLBN_PROF_THREAD_WATCHED: {
-			struct thread_sum *t = thread_slot(ths, &nths, loader, k->proc, name, callers);
+			struct thread_sum *t =
+				thread_slot(ths, &nths, loader, k->proc, name, callers);
 			if (t && k->kind == DLBN_PROF_THREAD)
 				t->busy = k->b, t->samples = k->a;
 			else if (t)

@@ -206,8 +206,8 @@ static void thread_summary(struct tg_stream *st, int64_t t, const char *text, in
 {
 	tg_rec(st, DLBN_REC_PROF_STAGE, t, "iiiiiis", (int64_t)DLBN_PROF_THREAD, (int64_t)1,
 	       samples, busy_ms * MS, cpu_ms * MS, (int64_t)0, text);
-	tg_rec(st, DLBN_REC_PROF_STAGE, t, "iiiiiis", (int64_t)DLBN_PROF_THREAD_WATCHED,
-	       (int64_t)1, watched_samples, watched_ms * MS, cpu_ms * MS, (int64_t)0, text);
+	tg_rec(st, DLBN_REC_PROF_STAGE, t, "iiiiiis", (int64_t)DLBN_PROF_THREAD_WATCHED, (int64_t)1,
+	       watched_samples, watched_ms * MS, cpu_ms * MS, (int64_t)0, text);
 }
 
 /* The loader threads of iterator 1 (tgsim.h, loader_threads); each
