@@ -68,9 +68,9 @@ the speedup dlbn predicts (dlbn-analyze REAL --baseline REPLAY).  Per loader:
     for a loop that mutates its batch in place - x.div_(255) - and must
     keep seeing the values a real run would;
   - later iter() calls make no real iterator at all (no worker start-up);
-  - at the process's first fill, every other DataLoader made so far and
-    not iterated yet (a validation loader) fills its cache too, with no
-    marks: the reference Replay caches every loader before the loop, and a
+  - at the process's first iter() of a DataLoader, before its marks,
+    every DataLoader made so far (a validation loader too) fills its cache,
+    with no marks: the reference Replay caches every loader before the loop, and a
     loader first iterated inside the replayed steps would start its
     workers and load there;
   - marks continue (ITER_BEGIN, FETCH_BEGIN/END, FETCH_STOP at the end of
@@ -757,6 +757,9 @@ _OWN_FILES = _own_files()
 def _make_iter_wrapper(orig_iter):
     def __iter__(self):
         iter_id = 0
+        if _replay and not _replay_prefilled:
+            # before any mark: no loader's wait holds the fills
+            _prefill_other_loaders()
         try:
             iter_id = _new_iter_id()
             epoch = self.__dict__.get("_dlbn_epochs", 0)
@@ -1038,9 +1041,10 @@ def _replay_made(loader):
 
 
 def _prefill_other_loaders():
-    """At the first cache fill of the process (the first fetch of the first
-    loader, which no analysis window includes): fill the cache of every other
-    DataLoader made so far and not iterated yet - a validation loader first
+    """At the process's first iter() of a DataLoader, before its marks (so
+    that no loader's wait holds the fills, which would make it look like
+    the loader the loop waits on most): fill the cache of every DataLoader
+    made so far, that one included - a validation loader first
     iterated after the first training epoch would otherwise start its
     workers and load its batches inside the replayed steps, where the
     reference Replay (and LoaderEvaluator), which cache every loader before
@@ -1100,7 +1104,6 @@ class _ReplayState:
         finally:
             del real_iter  # non-persistent workers shut down here
         self.cache = cache
-        _prefill_other_loaders()
 
     def batch(self, index):
         if self.cache is None:
