@@ -54,7 +54,8 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 PY_BOOT := $(BUILD)/dlbn-python/sitecustomize.py $(BUILD)/dlbn-python/_dlbn_boot.py \
 	$(BUILD)/dlbn-python/_dlbn_profile.py $(BUILD)/dlbn-python/_dlbn_handoff.py \
-	$(BUILD)/dlbn-python/_dlbn_loaders.py $(BUILD)/dlbn-python/_dlbn_threads.py
+	$(BUILD)/dlbn-python/_dlbn_loaders.py $(BUILD)/dlbn-python/_dlbn_threads.py \
+	$(BUILD)/dlbn-python/_dlbn_wrappers.py
 
 .PHONY: all tests-aux deps demo check unit e2e bench eval sanitize lint install clean
 all: $(BUILD)/libdlbn.so $(BUILD)/dlbn-analyze $(PY_BOOT) tests-aux

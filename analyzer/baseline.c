@@ -49,7 +49,8 @@ static int replay_batches_of(const struct dlbn_config *c)
 /* Keys that legitimately differ between a Real and its Replay run. */
 static int config_key_ignored(const char *key)
 {
-	return !strcmp(key, "replay") || !strcmp(key, "loader") || !strcmp(key, "workers");
+	return !strcmp(key, "replay") || !strcmp(key, "loader") || !strcmp(key, "workers") ||
+	       !strcmp(key, "wrapper_replay");
 }
 
 /* 1 when every compared key has the same value in both (absent = ""). */
@@ -313,6 +314,12 @@ void dlbn_baseline_compare(struct dlbn_baseline *b, const char *replay_path,
 	b->replay_epochs = replay_m->steps ? replay_m->steps->epochs : 0;
 	b->predicted_speedup = real_a->predicted_speedup;
 	b->replay_own_speedup = replay_a ? replay_loading_speedup(replay_a) : 0;
+	const char *wrapper = config_value(&replay_m->config, "wrapper_replay");
+	if (wrapper && *wrapper)
+		note(b,
+		     "the replay run cached what the loop iterates: the items %s yields (a "
+		     "wrapper iterable around the DataLoader)",
+		     wrapper);
 	kept_wrapper(b, real_a, replay_a);
 	b->equivalent = compare_work(b, real_m, replay_m);
 	measure(b, real_r, real_m, real_a, replay_r, replay_m);

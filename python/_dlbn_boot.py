@@ -33,7 +33,9 @@ Mark arguments (the kinds are DLBN_MARK_* of libintercept/dlbn_trace.h):
               persistent_workers, start_method, dataset_kind, drop_last,
               timeout, loader (its id()), loader_class, sampler (class name
               of what orders the samples), dali_proxy, threads and device
-              (DALI's proxy DataLoader: its pipeline's), replay (with DLBN_REPLAY), set,
+              (DALI's proxy DataLoader: its pipeline's), replay (with DLBN_REPLAY;
+              wrapper_replay=MODULE:QUALNAME when the loop gets a wrapper
+              iterable's cached items instead, _dlbn_wrappers.py), set,
               set_from, set_ignored, max_steps (dlbn-run --set/--max-steps,
               see "Settings and bounded runs" at the end), workers (pids of a
               multiprocess iterator's workers, up to 64)
@@ -74,7 +76,11 @@ the speedup dlbn predicts (dlbn-analyze REAL --baseline REPLAY).  Per loader:
     loader first iterated inside the replayed steps would start its
     workers and load there;
   - marks continue (ITER_BEGIN, FETCH_BEGIN/END, FETCH_STOP at the end of
-    the epoch) and CONFIG carries replay=N.
+    the epoch) and CONFIG carries replay=N;
+  - a wrapper iterable around the DataLoader (timm's PrefetchLoader) is
+    replayed itself, so that the loop gets its cached items
+    (_dlbn_wrappers.py): the DataLoader's replay runs under it unmarked
+    while its items are taken, then as the loop's marked fetches.
 A loader without len() (an IterableDataset without __len__) has no epoch
 length to replay: it loads normally, says so once on stderr, and its CONFIG
 carries replay=0.  If fewer than N batches exist, all of them are cycled.
@@ -395,7 +401,10 @@ def patch_module(name, module):
         elif name == STATEFUL_MODULE:
             patch_stateful_module(module)
         elif _setup():
-            _loaders.patch(name, module)
+            if _loaders is not None:
+                _loaders.patch(name, module)
+            if _wrappers is not None:
+                _wrappers.patch(name, module)
         return _still_wanted()
     except Exception:
         return ()
@@ -406,6 +415,8 @@ def _still_wanted():
     torch's DataLoader was wrapped and torchdata is installed at all; the
     other loaders' (_dlbn_loaders) while the marker API is there."""
     wanted = _loaders.wanted() if _loaders is not None else ()
+    if _wrappers is not None:
+        wanted += _wrappers.wanted()
     import sys
     if _status != "ok" or _stateful_done or STATEFUL_MODULE in sys.modules:
         return wanted
@@ -466,6 +477,7 @@ def patch_dataloader_module(module, api=None, environ=None):
 
 _set_up = None    # _setup ran: True when the bootstrap is on
 _loaders = None   # the _dlbn_loaders module once set up
+_wrappers = None  # the _dlbn_wrappers module, under replay
 
 
 def _setup(api=None, environ=None):
@@ -473,7 +485,7 @@ def _setup(api=None, environ=None):
     module does it: torch's DataLoader, or another loader's module imported
     before torch).  True when there is something to do: the recorder is
     active, or replay / settings were asked for."""
-    global _set_up, _api, _environ, _replay, _replay_copy, _loaders
+    global _set_up, _api, _environ, _replay, _replay_copy, _loaders, _wrappers
     if _set_up is not None:
         return _set_up
     _set_up = False
@@ -499,6 +511,13 @@ def _setup(api=None, environ=None):
         _loaders = module
     except Exception:
         _loaders = None
+    if _replay:
+        try:
+            module = _sibling_module("_dlbn_wrappers")
+            module.setup(sys.modules[__name__], environ)
+            _wrappers = module
+        except Exception:
+            _wrappers = None
     return True
 
 
@@ -694,8 +713,10 @@ def _arm_handoff(iter_id, index):
         if _get_ident() != _main_ident:
             return
         frame = _handoff.wrapper_frame(_getframe(2))  # the caller of __next__
-        if frame is not None and frame.f_code.co_filename != _OWN_FILE:
+        if frame is not None and frame.f_code.co_filename not in _OWN_FILES:
             _handoff.arm(frame, lambda: _emit(MARK_HANDOFF, iter_id, index))
+            if _wrappers is not None:  # replay: the wrapper's class, next time
+                _wrappers.learn(frame)
     except Exception:
         pass
 
@@ -742,11 +763,12 @@ def _old_reraise():
 
 
 def _own_files():
-    """This file and _dlbn_loaders.py beside it: a traceback that passes
-    through their wrappers loses their frames."""
+    """This file, _dlbn_loaders.py and _dlbn_wrappers.py beside it: a
+    traceback that passes through their wrappers loses their frames."""
     import os
     here = _drop_own_frames.__code__.co_filename
-    return frozenset((here, os.path.join(os.path.dirname(here), "_dlbn_loaders.py")))
+    return frozenset([here] + [os.path.join(os.path.dirname(here), name)
+                               for name in ("_dlbn_loaders.py", "_dlbn_wrappers.py")])
 
 
 _OLD_RERAISE = _old_reraise()
@@ -757,6 +779,11 @@ _OWN_FILES = _own_files()
 def _make_iter_wrapper(orig_iter):
     def __iter__(self):
         iter_id = 0
+        if _wrappers is not None:
+            seen = _wrappers.filling()
+            if seen is not None:  # inside a wrapper's replay fill: no marks
+                seen.append(self)
+                return _unmarked_replay(self, orig_iter)
         if _replay and not _replay_prefilled:
             # before any mark: no loader's wait holds the fills
             _prefill_other_loaders()
@@ -797,7 +824,8 @@ def _make_next_wrapper(orig_next):
                 _handoff.disarm()
             iter_id = self.__dict__.get("_dlbn_iter_id")
             if iter_id is None:
-                iter_id = _adopt_iterator(self)
+                filling = _wrappers is not None and _wrappers.filling() is not None
+                iter_id = 0 if filling else _adopt_iterator(self)
             if _loaders is not None and _loaders.fetch_open():
                 iter_id = 0  # inside another loader's fetch (it is the loop's)
             index = self.__dict__.get("_num_yielded", -1)
@@ -912,6 +940,8 @@ def _config_text(loader, it, replay=None, iter_id=0):
     items.append(("sampler", _sampler_name(loader, it)))
     if replay is not None:
         items.append(("replay", replay))
+        if replay and loader is not None:  # _dlbn_wrappers replays a wrapper of it
+            items.append(("wrapper_replay", loader.__dict__.get("_dlbn_wrapped_by")))
     text = ";".join("%s=%s" % (key, _config_value(value))
                     for key, value in items if value is not None)
     if _settings or _max_steps:  # dlbn-run --set / --max-steps
@@ -1159,6 +1189,31 @@ class _ReplayIterator:
         if _handoff is not None:  # the replay run's wrapper still works on it
             _arm_handoff(iter_id, index)
         return data
+
+
+def _unmarked_replay(loader, orig_iter):
+    """iter(loader) inside a wrapper's replay fill (_dlbn_wrappers): one
+    epoch of its cached batches, cycled, without marks (the cache is
+    filled here when it is not yet); its real iterator where it is not
+    replayed (no len())."""
+    state = loader.__dict__.get("_dlbn_replay")
+    try:
+        steps = len(loader)
+    except Exception:
+        steps = None
+    if state is False or steps is None:
+        return orig_iter(loader)
+    if state is None:
+        state = _ReplayState(orig_iter(loader))
+        loader.__dict__["_dlbn_replay"] = state
+    return _cached_epoch(state, steps)
+
+
+def _cached_epoch(state, steps):
+    if state.cache is None:
+        state.fill()
+    for index in range(steps if state.cache else 0):
+        yield state.batch(index)
 
 
 def _replay_iterator(loader, orig_iter, iter_id):

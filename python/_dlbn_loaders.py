@@ -72,9 +72,10 @@ def setup(boot, environ):
         _watch_main_classes()
 
 
-def parse_loader_names(text):
-    """[(module, qualname)] of DLBN_LOADER ("MODULE:QUALNAME,..."); a bad
-    item is said on stderr and left out."""
+def parse_loader_names(text, variable="DLBN_LOADER"):
+    """[(module, qualname)] of DLBN_LOADER ("MODULE:QUALNAME,..."), or of
+    another variable of that form; a bad item is said on stderr and left
+    out."""
     items = []
     for item in text.replace(";", ",").split(","):
         item = item.strip()
@@ -85,7 +86,7 @@ def parse_loader_names(text):
         ok = colon and module and qualname and all(
             part.isidentifier() for part in module.split(".") + qualname.split("."))
         if not ok:
-            _boot._warn("DLBN_LOADER: %r is not MODULE:QUALNAME; left out" % item)
+            _boot._warn("%s: %r is not MODULE:QUALNAME; left out" % (variable, item))
             continue
         items.append((module, qualname))
     return items

@@ -38,8 +38,12 @@ _DLBN_TARGETS = ("torch.utils.data.dataloader",
 
 
 def _dlbn_named_modules():
-    """The modules of DLBN_LOADER's items (their syntax is checked later)."""
+    """The modules of DLBN_LOADER's items, and under DLBN_REPLAY those of
+    the wrapper iterables it replays (_dlbn_wrappers: KNOWN and
+    DLBN_WRAPPER's items); their syntax is checked later."""
     text = os.environ.get("DLBN_LOADER", "")
+    if os.environ.get("DLBN_REPLAY", "").strip() not in ("", "0"):
+        text += ",timm.data.loader:," + os.environ.get("DLBN_WRAPPER", "")
     names = []
     for item in text.replace(";", ",").split(","):
         module = item.partition(":")[0].strip()

@@ -132,6 +132,40 @@ elif scenario in ("trainval", "val_error"):
     except ValueError as exc:
         facts["error"] = str(exc)
     facts["val_fetched_in_its_epoch"] = len(val_fetched) - before
+elif scenario in ("wrapper", "wrapper_learned", "wrapper_two"):
+    import types
+    work = []
+    class Prefetch:
+        # timm's PrefetchLoader in miniature: works on each batch, one ahead
+        def __init__(self, *loaders): self.loaders = loaders
+        def __len__(self): return len(self.loaders[0])
+        def __iter__(self):
+            first = True
+            for batches in zip(*self.loaders):
+                work.append(1)
+                following = batches[0]["x"] * 10 + 1
+                if not first:
+                    yield out
+                first = False
+                out = following
+            yield out
+    Prefetch.__module__ = "wrapmod"
+    mod = types.ModuleType("wrapmod")
+    mod.Prefetch = Prefetch
+    sys.modules["wrapmod"] = mod
+    _dlbn_boot.patch_module("wrapmod", mod)
+    loaders = [DataLoader(Items(20), batch_size=2)]
+    if scenario == "wrapper_two":
+        loaders.append(DataLoader(Items(20), batch_size=2))
+    wrapper = Prefetch(*loaders)
+    epochs, work_per_epoch = [], []
+    for _ in range(2):
+        before = len(work)
+        epochs.append([int(b[0][0]) for b in wrapper])
+        work_per_epoch.append(len(work) - before)
+    facts["epochs"] = epochs
+    facts["work"] = work_per_epoch
+    facts["fetched"] = sorted(set(fetched))
 print(json.dumps({"facts": facts, "log": log}))
 """
 
@@ -238,6 +272,43 @@ def test_a_validation_loader_that_fails_its_early_fill_fails_in_the_loop():
     result = probe("val_error", "3")
     assert result["facts"]["error"] == "val sample 1 is broken", result["facts"]
     assert "could not be cached before the loop (ValueError)" in result["stderr"]
+
+
+def test_replay_caches_what_a_named_wrapper_iterable_yields():
+    """A wrapper iterable around the DataLoader (timm's PrefetchLoader;
+    here one named with DLBN_WRAPPER): its first N items are taken before
+    the loop, unmarked, and every epoch hands them out cycled, the
+    wrapper's work done only for them; the marks are the DataLoader's own
+    epochs, one fetch per item, as in a real run."""
+    result = probe("wrapper", "3", DLBN_WRAPPER="wrapmod:Prefetch")
+    facts = result["facts"]
+    assert facts["epochs"] == [[1, 21, 41] * 3 + [1]] * 2, facts
+    assert facts["work"] == [4, 0], facts      # the fill reads one ahead
+    assert facts["fetched"] == list(range(6)), facts
+    assert marks(result) == epoch_marks(1, 10, 0) + epoch_marks(2, 10, 1)
+    assert {c.get("wrapper_replay") for c in configs(result)} == {"wrapmod:Prefetch"}
+    assert "dlbn:" not in result["stderr"], result["stderr"]
+
+
+def test_replay_finds_a_wrapper_iterable_at_run_time():
+    """Unnamed, the wrapper is found at its first fetch (a generator
+    __iter__ fetching from the DataLoader): that epoch keeps its work, said
+    on stderr; from the next iter() on what it yields is replayed."""
+    result = probe("wrapper_learned", "3")
+    facts = result["facts"]
+    assert facts["epochs"][0] == [1, 21, 41, 1, 21, 41, 1, 21, 41, 1], facts
+    assert facts["epochs"][1] == facts["epochs"][0], facts
+    assert facts["work"] == [10, 4], facts     # the second epoch's: its fill
+    assert "wrapmod:Prefetch, a wrapper around the DataLoader" in result["stderr"]
+    assert "dlbn-run --wrapper wrapmod:Prefetch" in result["stderr"]
+
+
+def test_a_wrapper_of_two_dataloaders_is_not_replayed_itself():
+    result = probe("wrapper_two", "3", DLBN_WRAPPER="wrapmod:Prefetch")
+    facts = result["facts"]
+    assert facts["work"] == [4 + 10, 10], facts  # the fill that found two, then as is
+    assert ("wrapmod:Prefetch is not replayed itself, it iterated 2 DataLoaders, not one"
+            in result["stderr"]), result["stderr"]
 
 
 @pytest.mark.parametrize("value", ["0", None])
@@ -377,8 +448,16 @@ def test_dlbn_run_without_replay_runs_for_real(tmp_path):
 
 @pytest.mark.parametrize("args", [["--replay", "0"], ["--replay", "x8"], ["--replay", "-1"],
                                   ["--replay=", ], ["--replay", "4", "--no-python"],
-                                  ["--replay"]])
+                                  ["--replay"], ["--wrapper", "m:C"],
+                                  ["--replay", "4", "--wrapper", "m C"]])
 def test_dlbn_run_replay_usage_errors_exit_2(tmp_path, args):
     r = run_wrapper(args + ["--", "true"], tmp_path)
     assert r.returncode == 2, (args, r.stdout, r.stderr)
-    assert "replay" in r.stderr or "usage" in r.stderr
+    assert "replay" in r.stderr or "usage" in r.stderr or "MODULE:QUALNAME" in r.stderr
+
+
+def test_dlbn_run_wrapper_sets_dlbn_wrapper(tmp_path):
+    r = run_wrapper(["--replay", "4", "--wrapper", "a.b:C", "--wrapper=d:E.F", "--",
+                     "sh", "-c", "echo wrapper=$DLBN_WRAPPER"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "wrapper=a.b:C,d:E.F" in r.stdout

@@ -42,10 +42,11 @@ Figures (windows: the steps the analyzer's window spans, eval_workload.py):
              its own prediction is made from).
 Where predicted, S_dr and S_LE are more than 5% apart (largest / smallest)
 the table says so ("agree?" column) and results.json carries the spread.
-dlbn's Replay caches the DataLoader's batches, so a wrapper iterable's work
-(timm's PrefetchLoader) stays in it; its baseline then predicts keeping what
-the wrapper cost in that run and says so, and S_dr is held against that
-prediction.
+dlbn's Replay caches what the loop iterates: a wrapper iterable around the
+DataLoader (timm's PrefetchLoader) is replayed itself.  One it finds only at
+run time keeps its work in the first epoch; its baseline then predicts
+keeping what the wrapper cost in that run and says so, and S_dr is held
+against that prediction.
 
 A verdict is right when it is S's class (> 1.50 DETECTED, (1.10, 1.50]
 POTENTIAL, <= 1.10 NOT_DETECTED), or either neighbour when S is within 5%

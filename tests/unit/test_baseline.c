@@ -204,6 +204,14 @@ static void different_work(void)
 	CHECK(!b.equivalent && has_note(&b, "extra=absent in the real run, 1 in the replay run"),
 	      "a key only the replay run has: not equivalent");
 
+	loop_trace(replay_path, 40, 2 * MS, MS / 100, 1 * MS,
+		   CFG ";replay=8;wrapper_replay=timm.data.loader:PrefetchLoader");
+	compare(&b);
+	print_notes(&b);
+	CHECK(b.equivalent && has_note(&b, "cached what the loop iterates: the items "
+					   "timm.data.loader:PrefetchLoader yields"),
+	      "a replayed wrapper: still equivalent, and said");
+
 	loop_trace(real_path, 40, 2 * MS, 2 * MS, 1 * MS, CFG ";replay=8");
 	loop_trace(replay_path, 40, 50 * MS, MS / 100, 1 * MS, CFG ";replay=8");
 	compare(&b);
