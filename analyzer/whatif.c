@@ -168,13 +168,18 @@ static void worker_inputs(const struct dlbn_model *m, const struct dlbn_analysis
 	}
 	if (!sampled || !batches)
 		return;
-	w->worker_cpu_ms = (double)run_all / 1e6 / (double)batches;
+	/* The CPU time is the window's, edges included; the batches counted
+	 * are those whose segment fits in it, one short per worker whose batch
+	 * straddles an edge (4 workers: 47 for 51 steps).  In steady state the
+	 * workers make the batches the loop takes: per batch, per step. */
+	double made = a->steps_window ? (double)a->steps_window : (double)batches;
+	w->worker_cpu_ms = (double)run_all / 1e6 / made;
 	w->cpu_known = 1;
 	/* Queueing for a CPU while the job's own threads fill them: the core
 	 * limit stands for it (and fewer workers queue less), so it leaves
 	 * the per-batch time, which keeps at least the batch's CPU.  Behind
 	 * other programs' load it stays: the trace does not size that load. */
-	double queued = (double)wait_all / 1e6 / (double)batches;
+	double queued = (double)wait_all / 1e6 / made;
 	if (w->saturated && queued > 0) {
 		w->batch_ms = raw - queued > w->worker_cpu_ms ? raw - queued : w->worker_cpu_ms;
 		if (w->batch_ms > raw)
