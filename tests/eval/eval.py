@@ -491,6 +491,15 @@ def agree_text(r):
     return ("NO %.0f%%" if a["over_5pct"] else "yes %.0f%%") % (100 * a["spread"])
 
 
+def real_spread(r):
+    """How far apart the Real runs' windows were (largest / smallest - 1):
+    the same work, so the machine's own run-to-run noise, which S (their
+    median over the replay's) carries and no one-run prediction can follow."""
+    windows = [x["window_s"] for x in (r.get("runs") or {}).get("real") or []
+               if is_number(x.get("window_s")) and x["window_s"] > 0]
+    return max(windows) / min(windows) - 1.0 if len(windows) > 1 else None
+
+
 def notes_of(r, markdown=False):
     notes = []
     if r["foreign_load_max"] is not None and r["foreign_load_max"] > BUSY_CORES:
@@ -504,6 +513,9 @@ def notes_of(r, markdown=False):
         if other["verdict"] != r["verdict"]:
             notes.append("round %d: %s %s" % (other.get("round", 0), other["verdict"],
                                               fmt(other["predicted"], "%.2f")))
+    spread = real_spread(r)
+    if spread is not None and spread > PREDICTION_BUDGET:
+        notes.append("real runs %.0f%% apart" % (100 * spread))
     preds = [x for x in r.get("predicted_rounds") or [] if is_number(x)]
     if len(preds) > 1 and min(preds) > 0 and max(preds) / min(preds) > 1.0 + AGREE:
         notes.append("rounds predicted %.2f-%.2f" % (min(preds), max(preds)))
@@ -739,8 +751,10 @@ def run_generation(snap, gen, scenarios, args, out_dir):
     line = summary_line(label, results)
     ok = [r for r in results if not r.get("broken") and not r.get("skipped")]
     wrong = [r["name"] for r in ok if not r["right"]]
-    off = ["%s (%+.0f%%)" % (r["name"], 100 * r["error"]) for r in ok
-           if r["error"] is not None and abs(r["error"]) > PREDICTION_BUDGET]
+    off = ["%s (%+.0f%%%s)" % (r["name"], 100 * r["error"],
+                               "; its real runs %.0f%% apart" % (100 * real_spread(r))
+                               if (real_spread(r) or 0) > PREDICTION_BUDGET else "")
+           for r in ok if r["error"] is not None and abs(r["error"]) > PREDICTION_BUDGET]
     disagree = ["%s (%s)" % (r["name"], ", ".join(
         "%s %+.0f%%" % (p, 100 * r["agreement"]["pairs"][p])
         for p in r["agreement"]["pairs_over_5pct"])) for r in ok
