@@ -349,6 +349,8 @@ int dlbn_baseline_load(struct dlbn_baseline *b, const char *path, const struct d
 	}
 	if (real_m->view != DLBN_VIEW_NONE)
 		opts.force_view = real_m->view;
+	if (real_m->loaders.train >= 0)
+		opts.force_train = (int)real_m->loaders.train + 1;
 	memset(&a, 0, sizeof(a));
 	/* As dlbn-analyze does the Real trace: the model with its GPU split,
 	 * then the analysis that reads them. */

@@ -375,6 +375,13 @@ static void choose_training(struct dlbn_model *m)
 			best = (int)i; /* the same epochs: the one the loop waits for */
 		}
 	}
+	/* A Replay run waits for no loader: two loaders of the same epochs
+	 * tie there, and its choice would be noise.  Its Real run's stands. */
+	int forced = m->opts.force_train - 1, is_forced = 0;
+	if (forced >= 0 && (size_t)forced < t->n && t->v[forced].fetches && !t->v[forced].feeder) {
+		best = forced;
+		is_forced = 1;
+	}
 	t->train = best;
 	if (best < 0)
 		return;
@@ -395,6 +402,10 @@ static void choose_training(struct dlbn_model *m)
 	}
 	if (t->n == 1)
 		snprintf(t->chosen_by, sizeof(t->chosen_by), "the only DataLoader");
+	else if (is_forced)
+		snprintf(t->chosen_by, sizeof(t->chosen_by),
+			 "the training loader of the run it is compared with (loader #%d there)",
+			 best + 1);
 	else if (tie)
 		snprintf(t->chosen_by, sizeof(t->chosen_by),
 			 "the one the loop waited for longest of the loaders fetched in the "

@@ -269,6 +269,9 @@ struct dlbn_loader_table {
 struct dlbn_model_opts {
 	int64_t handoff_gap_ns; /* hand-off ops closer than this belong to one batch */
 	int force_view;		/* DLBN_VIEW_NONE = auto */
+	int force_train;	/* 1 + the training loader's index (--baseline: the
+				 * Real run's, whose loaders a Replay run makes in the
+				 * same order); 0: chosen from the trace */
 	int warmup_steps;	/* -1: prefetch depth + 1 */
 	int keep_steps;		/* keep every step in its view (tests) */
 	dlbn_step_sink sink;	/* NULL: none */

@@ -39,6 +39,8 @@ struct run {
 	struct dlbn_analysis a;
 };
 
+static int force_train; /* the model option, 0: the model chooses */
+
 static int open_run(struct run *x)
 {
 	char err[256];
@@ -51,6 +53,7 @@ static int open_run(struct run *x)
 	}
 	dlbn_model_default_opts(&mo);
 	mo.keep_steps = 1;
+	mo.force_train = force_train;
 	dlbn_verdict_default_opts(&vo);
 	if (dlbn_model_build(&x->m, x->r, &mo) != 0 ||
 	    dlbn_analyze(&x->m, dlbn_reader_stats(x->r), &vo, &x->a) != 0)
@@ -218,6 +221,20 @@ static void zipped(void)
 	      (double)in->wait_ns / 1e9);
 	CHECK(fabs(x.a.stall_s - x.a.exposed_s - 0.059) < 1e-6, "A's stall adds to B's (%.3f s)",
 	      x.a.stall_s);
+	close_run(&x);
+
+	/* --baseline's Replay model takes the Real run's choice (its waits
+	 * are all near zero: a tie would be noise). */
+	force_train = 1;
+	if (open_run(&x) != 0)
+		exit(2);
+	force_train = 0;
+	CHECK(lt->train == 0 && lt->v[1].role == DLBN_LOADER_ZIPPED &&
+		      strstr(lt->chosen_by, "run it is compared with (loader #1") != NULL,
+	      "force_train 1: loader #1 is the training one, the other zipped (%d: %s)", lt->train,
+	      lt->chosen_by);
+	CHECK(x.m.config.batch_size == 32, "config of loader #1 (batch 32, got %d)",
+	      x.m.config.batch_size);
 	close_run(&x);
 }
 
