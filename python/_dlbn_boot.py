@@ -504,21 +504,21 @@ def _setup(api=None, environ=None):
         _set_up = True
     except Exception:
         return False
+    _loaders = _set_up_module("_dlbn_loaders", environ)
+    if _replay:  # after _loaders: it parses DLBN_WRAPPER with it
+        _wrappers = _set_up_module("_dlbn_wrappers", environ)
+    return True
+
+
+def _set_up_module(name, environ):
+    """A sibling module, set up with this one; None if that fails."""
     try:
         import sys
-        module = _sibling_module("_dlbn_loaders")
+        module = _sibling_module(name)
         module.setup(sys.modules[__name__], environ)
-        _loaders = module
+        return module
     except Exception:
-        _loaders = None
-    if _replay:
-        try:
-            module = _sibling_module("_dlbn_wrappers")
-            module.setup(sys.modules[__name__], environ)
-            _wrappers = module
-        except Exception:
-            _wrappers = None
-    return True
+        return None
 
 
 def _wrap_init(loader_cls, name):
