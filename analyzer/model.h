@@ -149,6 +149,20 @@ struct dlbn_step {
  * clock starts at the end of the last warm-up step.  Window steps are
  * v[warmup .. warmup + window - 1].
  */
+/*
+ * The GPU's own time per step, seen from consecutive steps' GPU records:
+ * when the GPU had drained step k-1's work before the loop's next launch
+ * (it started idle), step k's work took from that launch to step k's
+ * drain-probe completion.  A launch onto a GPU still busy is a backlog
+ * step: the GPU, not the host, set that step's pace.
+ */
+struct dlbn_gpu_pace {
+	int have_prev;
+	int64_t prev_next_enqueue, prev_gpu_done; /* the previous step's, 0 unknown */
+	double sum_ms;				  /* over the `samples` window steps */
+	size_t samples, backlog;
+};
+
 struct dlbn_window {
 	size_t warmup, window;	      /* steps */
 	int64_t ws, we;		      /* window begin and end (ns) */
@@ -163,6 +177,7 @@ struct dlbn_window {
 	int64_t startup_ns;	      /* GPU-idle in later epochs' warm-up */
 	struct dlbn_lead_sums leads;  /* the window steps' lead periods */
 	struct dlbn_quantiles *waits; /* the chosen view's waits */
+	struct dlbn_gpu_pace gpu_pace; /* steps with a GPU record (the previous one may be warm-up) */
 };
 
 /* The steps of one view: counts and window figures; the steps themselves

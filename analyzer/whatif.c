@@ -277,60 +277,28 @@ static int main_cpu(const struct dlbn_model *m, const struct dlbn_analysis *a,
 	return 0;
 }
 
-/* GPU time per step: work launched onto an idle GPU after step k-1 is
- * done when step k's drain probe completes. */
-struct gpu_est {
-	int have_prev;
-	struct dlbn_gpu_step prev;
-	double sum_ms;
-	size_t samples, backlog; /* backlog: the GPU still busy at the launch */
-};
-
-static void gpu_sink(void *ctx, size_t index, const struct dlbn_step *s,
-		     const struct dlbn_gpu_step *gs)
+/* The GPU's own time per step, from the window pass (struct
+ * dlbn_gpu_pace in model.h). */
+static void gpu_step(const struct dlbn_model *m, const struct dlbn_analysis *a,
+		     struct dlbn_whatif *w)
 {
-	struct gpu_est *g = ctx;
-	(void)index;
-	if (!gs)
+	if (!a->gpu || !m->steps)
 		return;
-	if (g->have_prev && !s->warmup && g->prev.next_enqueue > 0 && g->prev.gpu_done > 0 &&
-	    gs->gpu_done > 0) {
-		if (g->prev.gpu_done <= g->prev.next_enqueue) {
-			if (gs->gpu_done > g->prev.next_enqueue) {
-				g->sum_ms += (double)(gs->gpu_done - g->prev.next_enqueue) / 1e6;
-				g->samples++;
-			}
-		} else {
-			g->backlog++;
-		}
-	}
-	g->prev = *gs;
-	g->have_prev = 1;
-}
-
-static int gpu_step(const struct dlbn_model *m, const struct dlbn_analysis *a,
-		    struct dlbn_reader *r, struct dlbn_whatif *w)
-{
-	struct gpu_est g = {0};
-	if (!a->gpu || !r)
-		return 0;
-	if (dlbn_model_each_step(m, r, gpu_sink, &g) != 0)
-		return -1;
-	w->gpu_samples = g.samples;
-	if (g.samples >= 3 && g.samples >= g.backlog) {
-		w->gpu_step_ms = g.sum_ms / (double)g.samples;
+	const struct dlbn_gpu_pace *g = &m->steps->w.gpu_pace;
+	w->gpu_samples = g->samples;
+	if (g->samples >= 3 && g->samples >= g->backlog) {
+		w->gpu_step_ms = g->sum_ms / (double)g->samples;
 		note(w, "the GPU needs %.2f ms per step (%zu steps where it started idle)",
-		     w->gpu_step_ms, g.samples);
-	} else if (g.backlog >= 3) {
+		     w->gpu_step_ms, g->samples);
+	} else if (g->backlog >= 3) {
 		/* Never idle at a launch: it sets the pace, at the measured rate. */
 		w->gpu_paced = 1;
 		w->gpu_step_ms = w->loop_ms;
 		note(w,
 		     "the GPU still had work at %zu of the launches: it sets the pace (%.2f ms "
 		     "per step)",
-		     g.backlog, w->gpu_step_ms);
+		     g->backlog, w->gpu_step_ms);
 	}
-	return 0;
 }
 
 /* The loop thread's run-queue wait over its runnable time (schedstat), 0 none. */
@@ -551,15 +519,15 @@ static void cannot_know(const struct dlbn_analysis *a, struct dlbn_whatif *w, in
 			"shows /dev/shm");
 }
 
-int dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *a,
-			struct dlbn_reader *r, struct dlbn_whatif *w)
+void dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *a,
+			 struct dlbn_whatif *w)
 {
 	memset(w, 0, sizeof(*w));
 	w->batch_size = m->config.present ? m->config.batch_size : -1;
 	if (!a->steps_window || a->wall_s <= 0 || !(a->loop_ms > 0)) {
 		snprintf(w->why_not, sizeof(w->why_not),
 			 "no steady-state window to model (%zu window steps)", a->steps_window);
-		return 0;
+		return;
 	}
 	w->measured_ms = a->wall_s * 1e3 / (double)a->steps_window;
 	w->num_workers = a->num_workers >= 0 ? a->num_workers : (int)a->nworkers;
@@ -580,7 +548,7 @@ int dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *
 			 "a named loader has no setting dlbn knows how to change (how many "
 			 "producers it runs is the program's own); the verdict's stall is the "
 			 "figure");
-		return 0;
+		return;
 	}
 	int threads = dali || (strcmp(w->kind, "dataloader") != 0 && w->num_workers > 0 &&
 			       !process_workers);
@@ -607,11 +575,11 @@ int dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *
 	} else {
 		snprintf(w->why_not, sizeof(w->why_not),
 			 "no worker figures in the window (num_workers=%d)", w->num_workers);
-		return 0;
+		return;
 	}
 	if (!(w->batch_ms > 0)) {
 		snprintf(w->why_not, sizeof(w->why_not), "no time per batch in the window");
-		return 0;
+		return;
 	}
 	if (w->num_workers > 0 && !threads && a->recv_ms > 0) {
 		double exposed = 1;
@@ -626,10 +594,7 @@ int dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *
 	}
 	if (w->num_workers > 0)
 		w->startup_ms = startup_excess_ms(a);
-	if (gpu_step(m, a, r, w) != 0) {
-		snprintf(w->why_not, sizeof(w->why_not), "out of memory");
-		return -1;
-	}
+	gpu_step(m, a, w);
 	if (w->gpu_step_ms > 0) {
 		/* loop_ms counts the waits' GPU-busy part (hidden by prefetch):
 		 * with the GPU's time as a floor of its own, the loop's floor is
@@ -654,5 +619,4 @@ int dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *
 	if (a->verdict == DLBN_VERDICT_INCONCLUSIVE)
 		note(w, "the verdict is INCONCLUSIVE: these figures rest on thin evidence");
 	cannot_know(a, w, sampled || threads, threads);
-	return 0;
 }

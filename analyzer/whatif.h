@@ -127,13 +127,11 @@ struct dlbn_whatif {
 };
 
 /*
- * Fill w from the analysis of m (a finished dlbn_analyze_gpu).  r: the
- * trace m was built from, read once more for the GPU's time per step
- * when the run has GPU work (NULL: no GPU floor but the loop's).
- * 0, or -1 out of memory (w then holds no prediction).
+ * Fill w from the analysis of m (a finished dlbn_analyze_gpu): w->valid,
+ * or w->why_not says why there is no prediction.  Reads no trace.
  */
-int dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *a,
-			struct dlbn_reader *r, struct dlbn_whatif *w);
+void dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *a,
+			 struct dlbn_whatif *w);
 
 /* The model's step time for num_workers = n (n >= 0), and its limit; w
  * as dlbn_whatif_compute left it (valid). */

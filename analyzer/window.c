@@ -217,6 +217,27 @@ static void other_loaders_window(struct dlbn_model *m, const struct dlbn_step *s
 	}
 }
 
+/* See struct dlbn_gpu_pace: a window step whose GPU started idle after
+ * the previous step adds its time; one that found it busy, a backlog. */
+static void gpu_pace_add(struct dlbn_gpu_pace *p, const struct dlbn_step *s,
+			 const struct dlbn_gpu_step *gs)
+{
+	if (p->have_prev && !s->warmup && p->prev_next_enqueue > 0 && p->prev_gpu_done > 0 &&
+	    gs->gpu_done > 0) {
+		if (p->prev_gpu_done <= p->prev_next_enqueue) {
+			if (gs->gpu_done > p->prev_next_enqueue) {
+				p->sum_ms += (double)(gs->gpu_done - p->prev_next_enqueue) / 1e6;
+				p->samples++;
+			}
+		} else {
+			p->backlog++;
+		}
+	}
+	p->prev_next_enqueue = gs->next_enqueue;
+	p->prev_gpu_done = gs->gpu_done;
+	p->have_prev = 1;
+}
+
 int dlbn_window_final(struct dlbn_model *m, struct dlbn_steps *st, const struct dlbn_step *s,
 		      const struct dlbn_gpu_step *gs)
 {
@@ -228,6 +249,8 @@ int dlbn_window_final(struct dlbn_model *m, struct dlbn_steps *st, const struct 
 		rc = -1;
 	if (st == m->steps && m->opts.sink)
 		m->opts.sink(m->opts.sink_ctx, i, s, gs);
+	if (gs)
+		gpu_pace_add(&w->gpu_pace, s, gs);
 	if (st == &m->py_steps || s->aside)
 		other_loaders_window(m, s);
 	if (s->warmup)

@@ -39,9 +39,9 @@ static void run(const struct tgsim_params *p, struct dlbn_whatif *w, struct dlbn
 	dlbn_model_default_opts(&mo);
 	dlbn_verdict_default_opts(&vo);
 	if (dlbn_model_build(&m, r, &mo) != 0 ||
-	    dlbn_analyze_gpu(&m, dlbn_reader_stats(r), &vo, &m.gpu, &a) != 0 ||
-	    dlbn_whatif_compute(&m, &a, r, w) != 0)
+	    dlbn_analyze_gpu(&m, dlbn_reader_stats(r), &vo, &m.gpu, &a) != 0)
 		exit(2);
+	dlbn_whatif_compute(&m, &a, w);
 	dlbn_whatif_text(stdout, w);
 	dlbn_analysis_free(&a); /* the scalar figures stay readable */
 	if (out)
