@@ -342,7 +342,7 @@ struct run {
 	int built;
 	struct dlbn_baseline baseline; /* --baseline: valid iff has_baseline */
 	int has_baseline;
-	struct dlbn_whatif whatif; /* --what-if / --html */
+	struct dlbn_whatif whatif; /* always; printed with --what-if / --html */
 	struct dlbn_hotspots hot;  /* where the workers' time goes (hotspots.h) */
 };
 
@@ -369,6 +369,10 @@ static int run_analyze(const struct cli *c, struct run *x)
 		return EXIT_INPUT;
 	}
 	x->built = 1;
+	/* Always: the recommendation's worker count is the what-if's (printed
+	 * only with --what-if / --html). */
+	dlbn_whatif_compute(&x->m, &x->a, &x->whatif);
+	dlbn_whatif_settle_advice(&x->whatif, &x->a);
 	if (dlbn_hotspots_build(&x->hot, x->r, &x->m) != 0) {
 		fprintf(stderr, "dlbn-analyze: out of memory\n");
 		return EXIT_INPUT;
@@ -385,8 +389,6 @@ static int run_analyze(const struct cli *c, struct run *x)
 		}
 		x->has_baseline = 1;
 	}
-	if (c->what_if || c->html)
-		dlbn_whatif_compute(&x->m, &x->a, &x->whatif);
 	return 0;
 }
 

@@ -177,7 +177,8 @@ struct dlbn_window {
 	int64_t startup_ns;	      /* GPU-idle in later epochs' warm-up */
 	struct dlbn_lead_sums leads;  /* the window steps' lead periods */
 	struct dlbn_quantiles *waits; /* the chosen view's waits */
-	struct dlbn_gpu_pace gpu_pace; /* steps with a GPU record (the previous one may be warm-up) */
+	struct dlbn_gpu_pace
+		gpu_pace; /* steps with a GPU record (the previous one may be warm-up) */
 };
 
 /* The steps of one view: counts and window figures; the steps themselves

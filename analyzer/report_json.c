@@ -395,6 +395,15 @@ void dlbn_report_json(FILE *out, const struct dlbn_report_input *in)
 	jstr(out, a->cause);
 	fputs(",\"recommendations\":", out);
 	jlines(out, a->recs, a->nrecs);
+	fputs(",\"advice\":", out);
+	if (a->advice.present) {
+		fputs("{\"setting\":", out);
+		jstr(out, a->advice.knob);
+		fprintf(out, ",\"from\":%d,\"to\":%d,\"recommendation\":%zu}", a->advice.from,
+			a->advice.to, a->advice.rec);
+	} else {
+		fputs("null", out);
+	}
 	fputs(",\"reasons\":", out);
 	jlines(out, a->reasons, a->nreasons);
 	fputs(",\"warnings\":", out);

@@ -88,6 +88,44 @@ static void add_line(char (*lines)[DLBN_LINE], size_t *n, const char *fmt, ...)
 	(*n)++;
 }
 
+void dlbn_advice_format(struct dlbn_analysis *a)
+{
+	const struct dlbn_advice *v = &a->advice;
+	if (!v->present)
+		return;
+	/* Cut at DLBN_LINE, as add_line's lines are. */
+	char *line = a->recs[v->rec];
+	int len = snprintf(line, DLBN_LINE, "%s%s %d -> %d", v->prefix, v->name, v->from, v->to);
+	if (len >= 0 && len < DLBN_LINE)
+		snprintf(line + len, DLBN_LINE - (size_t)len, "%s", v->suffix);
+}
+
+/* A recommendation that names a count of the loader's workers or threads:
+ * the line, and its parts for the what-if to settle (struct dlbn_advice). */
+static void advise(struct dlbn_analysis *a, const char *knob, const char *name, int from, int to,
+		   const char *prefix, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+
+static void advise(struct dlbn_analysis *a, const char *knob, const char *name, int from, int to,
+		   const char *prefix, const char *fmt, ...)
+{
+	struct dlbn_advice *v = &a->advice;
+	if (a->nrecs >= DLBN_MAX_LINES)
+		return;
+	memset(v, 0, sizeof(*v));
+	v->present = 1;
+	v->rec = a->nrecs++;
+	snprintf(v->knob, sizeof(v->knob), "%s", knob);
+	snprintf(v->name, sizeof(v->name), "%s", name);
+	snprintf(v->prefix, sizeof(v->prefix), "%s", prefix);
+	v->from = from;
+	v->to = to;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(v->suffix, sizeof(v->suffix), fmt, ap);
+	va_end(ap);
+	dlbn_advice_format(a);
+}
+
 #define REASON(...) add_line(a->reasons, &a->nreasons, __VA_ARGS__)
 #define REC(...)    add_line(a->recs, &a->nrecs, __VA_ARGS__)
 #define WARN(...)   add_line(a->warnings, &a->nwarnings, __VA_ARGS__)
@@ -413,17 +451,21 @@ static void dali_pipeline(const struct dlbn_model *m, const struct dlbn_config *
 		    "operators with it, or run on more cores: more DALI threads than num_threads "
 		    "%d would only queue for the %d CPUs (%.1f in use)",
 		    threads, c->cpus, a->cpus_used);
-	else if (cpu_decode)
-		REC("decoding is DALI's costliest operator (%.0f%% of its busy time): decode on "
-		    "the "
-		    "GPU (decoders.image device=\"mixed\"), or DALI num_threads %d -> %d if the "
-		    "machine has the cores",
-		    100.0 * (double)o->v[0].busy_ns / (double)o->busy_ns, threads,
-		    need > threads ? need : threads + 1);
-	else
-		REC("DALI num_threads %d -> %d (if the machine has the cores), or move decoding to "
-		    "the GPU (decoders.image device=\"mixed\") and the other operators with it",
-		    threads, need > threads ? need : threads + 1);
+	else if (cpu_decode) {
+		char prefix[160];
+		snprintf(prefix, sizeof(prefix),
+			 "decoding is DALI's costliest operator (%.0f%% of its busy time): decode "
+			 "on the GPU (decoders.image device=\"mixed\"), or ",
+			 100.0 * (double)o->v[0].busy_ns / (double)o->busy_ns);
+		advise(a, "num_threads", "DALI num_threads", threads,
+		       need > threads ? need : threads + 1, prefix,
+		       " if the machine has the cores");
+	} else {
+		advise(a, "num_threads", "DALI num_threads", threads,
+		       need > threads ? need : threads + 1, "",
+		       " (if the machine has the cores), or move decoding to the GPU "
+		       "(decoders.image device=\"mixed\") and the other operators with it");
+	}
 }
 
 /* The loop waited: the loader delivered one batch per step. */
@@ -463,10 +505,10 @@ static int other_loader(const struct dlbn_model *m, const struct dlbn_config *c,
 			    workers, need > workers ? need : workers + 1, a->cpus_used,
 			    a->cpu_contended ? ", the threads queueing for one" : "");
 		else
-			REC("ParallelMapper num_workers %d -> %d (if the machine has the cores; "
-			    "method=\"process\" when the map function holds the GIL), or a "
-			    "cheaper map function",
-			    workers, need > workers ? need : workers + 1);
+			advise(a, "num_workers", "ParallelMapper num_workers", workers,
+			       need > workers ? need : workers + 1, "",
+			       " (if the machine has the cores; method=\"process\" when the map "
+			       "function holds the GIL), or a cheaper map function");
 	} else if (!strcmp(kind, "nodes")) {
 		REASON("torchdata.nodes: the map runs in the loop's thread (no ParallelMapper "
 		       "workers): loading costs %.1f ms per step",
@@ -527,9 +569,9 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 		       "per step, %.0f%% of the window",
 		       nw == 0 ? "num_workers=0" : "no DataLoader worker process in the trace",
 		       a->mean_ms, a->stall_fraction * 100);
-		REC("num_workers 0 -> %d: loading a batch takes %.1f ms, the loop consumes one "
-		    "every %.1f ms",
-		    need, a->mean_ms, a->loop_ms);
+		advise(a, "num_workers", "num_workers", 0, need, "",
+		       ": loading a batch takes %.1f ms, the loop consumes one every %.1f ms",
+		       a->mean_ms, a->loop_ms);
 		return;
 	}
 	if (a->startup_stall_s > 0.5 * a->stall_s && a->epochs > 1) {
@@ -587,10 +629,11 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 			    wq * 100, a->main_runq_fraction > 0 ? a->main_runq_fraction * 100 : 0,
 			    a->cpus_used, need, (int)ceil(batch_ms * (1 - wq) / a->loop_ms));
 		} else if (nw > 0) {
-			REC("num_workers %d -> %d: each worker needs %.1f ms per batch, the loop "
-			    "consumes one every %.1f ms (if the machine has the cores; otherwise "
-			    "make __getitem__/transforms cheaper)",
-			    nw, need, batch_ms, a->loop_ms);
+			advise(a, "num_workers", "num_workers", nw, need, "",
+			       ": each worker needs %.1f ms per batch, the loop consumes one every "
+			       "%.1f ms (if the machine has the cores; otherwise make "
+			       "__getitem__/transforms cheaper)",
+			       batch_ms, a->loop_ms);
 		} else {
 			REC("about %d workers would keep up: each needs %.1f ms per batch, the "
 			    "loop consumes one every %.1f ms",

@@ -37,6 +37,22 @@ struct dlbn_verdict_opts {
 #define DLBN_MAX_LINES 24
 #define DLBN_LINE      320
 
+/*
+ * The recommendation line that names a count of the loader's own workers
+ * or threads ("num_workers 2 -> 5: ..."), kept in parts so that the what-if
+ * (whatif.h), which models every count, can settle the count and the
+ * report gives one answer.  The line reads prefix name from -> to suffix.
+ */
+struct dlbn_advice {
+	int present;
+	size_t rec;		/* its index in recs */
+	char knob[24];		/* the what-if curve's setting: num_workers, num_threads */
+	char name[40];		/* as the line names it: "num_workers", "DALI num_threads" */
+	int from, to;		/* the run's count, the advised one */
+	char prefix[160];	/* before the name ("" or a sentence ending ", or ") */
+	char suffix[DLBN_LINE]; /* after the count: ": why" or " (if ...)" */
+};
+
 struct dlbn_analysis {
 	int verdict;
 	double predicted_speedup; /* 0 when it could not be computed */
@@ -77,6 +93,7 @@ struct dlbn_analysis {
 	size_t sched_threads;	   /* threads with samples in the window */
 	int cpu_contended;	   /* workers or the loop wait for a CPU (thresholds below) */
 	char cause[32];
+	struct dlbn_advice advice; /* !present: no line names a count */
 	size_t nreasons, nrecs, nwarnings;
 	char reasons[DLBN_MAX_LINES][DLBN_LINE];
 	char recs[DLBN_MAX_LINES][DLBN_LINE];
@@ -84,6 +101,10 @@ struct dlbn_analysis {
 };
 
 void dlbn_verdict_default_opts(struct dlbn_verdict_opts *o);
+
+/* Rewrite a->recs[a->advice.rec] from a->advice's parts (after a change
+ * of its count or suffix). */
+void dlbn_advice_format(struct dlbn_analysis *a);
 
 /* The threshold rule alone (DESIGN section 1). */
 int dlbn_classify(double speedup, size_t window_steps, int prefetch_depth,

@@ -1,7 +1,9 @@
 /*
  * whatif.c - the --what-if model (see whatif.h for the formula and what it
  * leaves out).  Every input is a figure of the analysis or of the model's
- * window; nothing here reads the trace or writes a report.
+ * window; nothing here reads the trace or writes a report.  It also settles
+ * the count the verdict's recommendation names (dlbn_whatif_settle_advice),
+ * so that the recommendation and the curve give one answer.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -619,4 +621,52 @@ void dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis 
 	if (a->verdict == DLBN_VERDICT_INCONCLUSIVE)
 		note(w, "the verdict is INCONCLUSIVE: these figures rest on thin evidence");
 	cannot_know(a, w, sampled || threads, threads);
+}
+
+/* A limit in words, for the recommendation line. */
+static const char *limit_words(const char *limited_by)
+{
+	static const struct {
+		const char *limit, *words;
+	} names[] = {
+		{DLBN_LIMIT_WORKERS, "the workers"},
+		{DLBN_LIMIT_CORES, "the job's cores"},
+		{DLBN_LIMIT_GPU, "the GPU"},
+		{DLBN_LIMIT_LOOP, "the loop's own work"},
+		{DLBN_LIMIT_HANDOFF, "receiving each batch in the loop"},
+		{DLBN_LIMIT_STORAGE, "storage"},
+		{DLBN_LIMIT_LOADING, "loading in the loop"},
+		{DLBN_LIMIT_STARTUP, "epoch start-up"},
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(limited_by, names[i].limit))
+			return names[i].words;
+	return limited_by;
+}
+
+void dlbn_whatif_settle_advice(const struct dlbn_whatif *w, struct dlbn_analysis *a)
+{
+	struct dlbn_advice *v = &a->advice;
+	if (!v->present || !w->valid || strcmp(v->knob, w->knob) != 0 || v->from < w->min_units)
+		return;
+	const char *lim;
+	int best = w->best_workers;
+	double best_ms = dlbn_whatif_workers_ms(w, best, &lim);
+	if (best > v->from) {
+		size_t len = strlen(v->suffix);
+		v->to = best;
+		snprintf(v->suffix + len, sizeof(v->suffix) - len,
+			 "; the what-if gives %.2f ms per step with %d (%.2f ms measured), then "
+			 "limited by %s",
+			 best_ms, best, w->measured_ms, limit_words(lim));
+		dlbn_advice_format(a);
+		return;
+	}
+	/* The curve is flat from the run's count on: more would not help. */
+	v->to = v->from;
+	snprintf(a->recs[v->rec], DLBN_LINE,
+		 "%s %d is enough: the what-if gives %.2f ms per step from %d on (%.2f ms "
+		 "measured), limited by %s, not by the number of %s",
+		 v->name, v->from, best_ms, best, w->measured_ms, limit_words(lim),
+		 w->in_process || !strcmp(w->knob, "num_threads") ? "threads" : "workers");
 }

@@ -133,6 +133,14 @@ struct dlbn_whatif {
 void dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *a,
 			 struct dlbn_whatif *w);
 
+/*
+ * The recommendation's count (struct dlbn_advice in verdict.h) from the
+ * curve: the fewest units within 2% of its best step when more than the
+ * run's, else the line says the count is not what limits the step.  Only
+ * when w is valid and models the same setting; a left as it was otherwise.
+ */
+void dlbn_whatif_settle_advice(const struct dlbn_whatif *w, struct dlbn_analysis *a);
+
 /* The model's step time for num_workers = n (n >= 0), and its limit; w
  * as dlbn_whatif_compute left it (valid). */
 double dlbn_whatif_workers_ms(const struct dlbn_whatif *w, int n, const char **limited_by);

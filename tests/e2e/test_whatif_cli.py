@@ -94,3 +94,46 @@ def test_html_file(trace, rundir):
     assert "<script" not in html
     proc = analyze(trace, "--html", str(rundir))         # a directory: refused
     assert proc.returncode == 1 and "--html" in proc.stderr
+
+
+def gentrace(rundir, name, *args):
+    path = rundir / name
+    subprocess.run([str(GENTRACE), "-o", str(path)] + list(args), check=True,
+                   capture_output=True)
+    return path
+
+
+@pytest.mark.parametrize("with_what_if", [False, True])
+def test_recommendation_count_is_the_what_ifs(trace, rundir, with_what_if):
+    """One answer per report: the worker count the recommendation names is
+    the what-if's fewest for its best step, --what-if or not.  One worker
+    at 40 ms per batch, the loop 10 ms and a hand-off: the verdict's own
+    rule (batch / loop, rounded up) says 5, the curve is within 2% of its
+    best from 4 on."""
+    path = gentrace(rundir, "advice.bin", "--steps", "2000", "--workers", "1",
+                    "--batch-ms", "40", "--loop-ms", "10", "--gpu-ms", "3")
+    extra = ["--what-if"] if with_what_if else []
+    result = json.loads(analyze(path, "--format", "json", *extra).stdout)
+    advice = result["advice"]
+    assert advice and advice["setting"] == "num_workers" and advice["from"] == 1, advice
+    line = result["recommendations"][advice["recommendation"]]
+    assert line.startswith("num_workers 1 -> %d:" % advice["to"]), line
+    assert "the what-if gives" in line, line
+    basis = json.loads(analyze(path, "--format", "json", "--what-if").stdout)["what_if_basis"]
+    assert advice["to"] == basis["best_workers"] == 4, (advice, basis["best_workers"])
+
+
+def test_recommendation_when_more_workers_do_not_help(rundir):
+    """Workers busy 91% but the step already at the loop's own time plus
+    the hand-off: no "num_workers 4 -> 5", the count is said to be enough
+    and the limit named."""
+    path = gentrace(rundir, "enough.bin", "--steps", "3000", "--workers", "4",
+                    "--gpu-ms", "5", "--sched", "--cpus", "8")
+    result = json.loads(analyze(path, "--format", "json").stdout)
+    advice = result["advice"]
+    assert advice and advice["from"] == advice["to"] == 4, advice
+    line = result["recommendations"][advice["recommendation"]]
+    assert line.startswith("num_workers 4 is enough:"), line
+    assert "not by the number of workers" in line and "->" not in line, line
+    text = analyze(path).stdout
+    assert "num_workers 4 ->" not in text and "num_workers 4 is enough" in text
