@@ -1306,7 +1306,8 @@ def _clone_tensor(tensor):
 #
 # DLBN_SET: items separated by ";", each [SELECTOR:]KEY=VALUE.
 #   KEY       num_workers (int >= 0), prefetch_factor (int >= 1),
-#             persistent_workers, pin_memory (0/1/true/false)
+#             persistent_workers, pin_memory (0/1/true/false),
+#             batch_size (int >= 1)
 #   SELECTOR  none: every DataLoader; "train": loaders whose sampler is not
 #             sequential (shuffled, a user's or batch sampler, an
 #             IterableDataset); "eval" (or "val"): loaders with torch's
@@ -1321,7 +1322,12 @@ def _clone_tensor(tensor):
 #   then ignored, said once on stderr, and noted as set_ignored); workers
 #   where there were none get prefetch_factor 2 when it was None (torch 2.x).
 #   pin_memory without an accelerator is dropped by torch, as without dlbn
-#   (CONFIG's pin_memory_requested says so).
+#   (CONFIG's pin_memory_requested says so).  batch_size replaces the
+#   loader's BatchSampler with torch's own over the same sampler and
+#   drop_last, as __init__ makes it from batch_size; a loader that does not
+#   batch that way (batch_size=None: a batch_sampler of the program's, or
+#   no automatic batching) keeps its own, said on stderr and in
+#   set_ignored.
 #   CONFIG of each iterator: set=KEY=VALUE,... (the values dlbn-run asked
 #   for that apply to it, equal to its own or not, and the forced
 #   consequences), set_from=KEY=VALUE,... (the loader's own values that
@@ -1344,6 +1350,9 @@ def _clone_tensor(tensor):
 #   CONFIG: max_steps=N on that loader's iterators and in the process note.
 
 _SETTING_KEYS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
+# Set by replacing the batch sampler, not an attribute (_set_batch_size);
+# also torchdata.nodes' Batcher and DALI's pipeline.
+_BATCH_KEY = "batch_size"
 # DALI's pipeline knobs (_dlbn_loaders applies them); num_workers and
 # prefetch_factor also set torchdata.nodes' ParallelMapper and Prefetcher.
 _OTHER_SETTING_KEYS = ("num_threads", "prefetch_queue_depth")
@@ -1364,7 +1373,7 @@ def setting_value(key, text):
     """The value of KEY=text, or raise ValueError with the reason (also
     used by tests; dlbn-run validates the same way before the run)."""
     text = text.strip()
-    if key in ("num_workers", "prefetch_factor") + _OTHER_SETTING_KEYS:
+    if key in ("num_workers", "prefetch_factor", _BATCH_KEY) + _OTHER_SETTING_KEYS:
         try:
             value = int(text, 10)
         except ValueError:
@@ -1381,7 +1390,7 @@ def setting_value(key, text):
             return False
         raise ValueError("%s takes 0, 1, true or false, not %r" % (key, text))
     raise ValueError("unknown setting %r (known: %s)"
-                     % (key, ", ".join(_SETTING_KEYS + _OTHER_SETTING_KEYS)))
+                     % (key, ", ".join(_SETTING_KEYS + (_BATCH_KEY,) + _OTHER_SETTING_KEYS)))
 
 
 def parse_settings(text):
@@ -1512,9 +1521,12 @@ def _settings_init(loader, defaults):
     sequential = _sequential(loader)
     wanted = {}
     for selector, key, value in _settings:
-        if key in _SETTING_KEYS and _selected(selector, index, sequential):
+        if key in _SETTING_KEYS + (_BATCH_KEY,) and _selected(selector, index, sequential):
             wanted[key] = value
+    batch = _set_batch_size(loader, wanted.pop(_BATCH_KEY)) if _BATCH_KEY in wanted else None
     if not wanted:
+        if batch:
+            d["_dlbn_set"] = batch
         return
     own = {key: getattr(loader, key, None) for key in _SETTING_KEYS}
     new = dict(own, **wanted)
@@ -1544,10 +1556,42 @@ def _settings_init(loader, defaults):
     # loader's own or not) and the forced ones; set_from=: what changed.
     shown = [key for key in _SETTING_KEYS
              if key in changed or (key in wanted and key not in ignored)]
-    d["_dlbn_set"] = (
+    applied = (
         ",".join("%s=%s" % (key, _config_value(new[key])) for key in shown),
         ",".join("%s=%s" % (key, _config_value(own[key])) for key in changed),
         ",".join(ignored))
+    if batch:
+        applied = tuple(",".join(part for part in pair if part)
+                        for pair in zip(batch, applied))
+    d["_dlbn_set"] = applied
+
+
+def _set_batch_size(loader, size):
+    """--set batch_size on a DataLoader whose __init__ returned: torch's
+    BatchSampler over the loader's sampler and drop_last, made as __init__
+    makes it from batch_size.  The (set, set_from, set_ignored) texts."""
+    d = loader.__dict__
+    own = d.get("batch_size")
+    reason = None
+    try:
+        from torch.utils.data import BatchSampler
+        current = d.get("batch_sampler")
+        if own is None:
+            reason = ("it does not batch by batch_size (a batch_sampler of the program's, "
+                      "or batch_size=None)")
+        elif type(current) is not BatchSampler:
+            reason = "its batch sampler (%s) is the program's own" % type(current).__name__
+        elif size != own:
+            d["batch_sampler"] = BatchSampler(d["sampler"], size, d.get("drop_last", False))
+            d["batch_size"] = size
+    except Exception as exc:
+        reason = "%s: %s" % (type(exc).__name__, exc)
+    if reason is None and getattr(loader, "batch_size", None) != size:
+        reason = "this DataLoader class does not keep it as an attribute"
+    if reason is not None:
+        _say_ignored([_BATCH_KEY], reason)
+        return "", "", _BATCH_KEY
+    return ("batch_size=%d" % size, "batch_size=%d" % own if own != size else "", "")
 
 
 def _say_ignored(keys, reason):

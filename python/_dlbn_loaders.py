@@ -105,7 +105,8 @@ def parse_loader_names(text, variable="DLBN_LOADER"):
 SETTABLE = {
     ("torchdata.nodes.map", "ParallelMapper"): ("num_workers",),
     ("torchdata.nodes.prefetch", "Prefetcher"): ("prefetch_factor",),
-    ("nvidia.dali.pipeline", "Pipeline"): ("num_threads", "prefetch_queue_depth"),
+    ("torchdata.nodes.batch", "Batcher"): ("batch_size",),
+    ("nvidia.dali.pipeline", "Pipeline"): ("num_threads", "prefetch_queue_depth", "batch_size"),
 }
 _said = set()
 

@@ -34,7 +34,8 @@ _DLBN_TARGETS = ("torch.utils.data.dataloader",
                  "torchdata.nodes.base_node", "torchdata.nodes.loader",
                  "nvidia.dali.plugin.pytorch",
                  # their knobs, when DLBN_SET changes them
-                 "torchdata.nodes.map", "torchdata.nodes.prefetch", "nvidia.dali.pipeline")
+                 "torchdata.nodes.map", "torchdata.nodes.prefetch", "torchdata.nodes.batch",
+                 "nvidia.dali.pipeline")
 
 
 def _dlbn_named_modules():

@@ -179,16 +179,18 @@ def check_loader_threads(a, function=None, busy_over=None, busy_under=None):
 
 @needs_nodes
 def test_nodes_settings(tmp_path):
-    """--set num_workers / prefetch_factor reach the graph's ParallelMapper
-    and Prefetcher (not its Mapper, which maps inline); a selector other
-    than train is said and not applied."""
+    """--set num_workers / prefetch_factor / batch_size reach the graph's
+    ParallelMapper, Prefetcher and Batcher (not its Mapper, which maps
+    inline); a selector other than train is said and not applied."""
     trace, _, stderr = run(tmp_path, "nodes-set", "nodes-thread",
-                           env={"DLBN_SET": "num_workers=3;prefetch_factor=3;eval:num_workers=1"})
+                           env={"DLBN_SET": "num_workers=3;prefetch_factor=3;batch_size=8;"
+                                            "eval:num_workers=1"})
     a = analyze_ok(trace)
     loader = training_loader(a)
-    assert loader["workers"] == 3, loader
+    assert loader["workers"] == 3 and loader["batch_size"] == 8, loader
     assert a["config"].get("prefetch_factor") in (3, "3"), a["config"]
-    assert a["config"].get("set_from") == "prefetch_factor=2,num_workers=2", a["config"]
+    assert set(a["config"].get("set_from").split(",")) == {
+        "prefetch_factor=2", "num_workers=2", "batch_size=4"}, a["config"]
     assert "eval:num_workers=1 not applied" in stderr, stderr
 
 
@@ -311,16 +313,16 @@ def test_dali_proxy_dataloader(tmp_path):
 
 @needs_dali
 def test_dali_settings(tmp_path):
-    """dlbn-run --set num_threads / prefetch_queue_depth reach DALI's
-    pipeline (its CONFIG says what was set and from what)."""
+    """dlbn-run --set num_threads / prefetch_queue_depth / batch_size reach
+    DALI's pipeline (its CONFIG says what was set and from what)."""
     trace, _, _ = run(tmp_path, "dali-set", "dali",
-                      env={"DLBN_SET": "num_threads=1;prefetch_queue_depth=3"})
+                      env={"DLBN_SET": "num_threads=1;prefetch_queue_depth=3;batch_size=4"})
     a = analyze_ok(trace)
     loader = training_loader(a)
-    assert loader["threads"] == 1, loader
+    assert loader["threads"] == 1 and loader["batch_size"] == 4, loader
     config = a["config"]
-    assert config.get("set") == "num_threads=1,prefetch_queue_depth=3", config
-    assert config.get("set_from") == "num_threads=2,prefetch_queue_depth=2", config
+    assert config.get("set") == "batch_size=4,num_threads=1,prefetch_queue_depth=3", config
+    assert config.get("set_from") == "batch_size=8,num_threads=2,prefetch_queue_depth=2", config
 
 
 @needs_dali

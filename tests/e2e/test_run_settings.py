@@ -86,6 +86,24 @@ elif mode == "thread":
     t.start()
     t.join()
     print("thread steps=%d" % len(seen))
+elif mode == "batch":
+    class Stream(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter([torch.tensor([i]) for i in range(12)])
+
+        def __len__(self):
+            return 12
+
+    loaders = {"train": DataLoader(Items(32), batch_size=2, shuffle=True, num_workers=1),
+               "stream": DataLoader(Stream(), batch_size=3),
+               "own": DataLoader(Items(8), batch_sampler=[[0, 1], [2, 3, 4], [5, 6, 7]])}
+    out = {}
+    for name, loader in loaders.items():
+        batches = [b for b in loader]
+        out[name] = {"sizes": sorted(set(len(b) for b in batches)), "n": len(batches),
+                     "len": len(loader), "sum": sum(int(b.sum()) for b in batches),
+                     "batch_size": loader.batch_size}
+    print(json.dumps(out))
 elif mode == "sweep":
     loader = DataLoader(Items(400), batch_size=2, shuffle=True, num_workers=1)
     if loader.num_workers == 2:
@@ -139,8 +157,9 @@ def test_parse_settings():
                                "val:persistent_workers=0") == [
         (None, "num_workers", 8), ("train", "prefetch_factor", 4), (1, "pin_memory", True),
         ("eval", "persistent_workers", False)]
+    assert boot.parse_settings("train:batch_size=64") == [("train", "batch_size", 64)]
     for bad, why in [("num_workers", "not [SELECTOR:]KEY=VALUE"),
-                     ("batch_size=4", "unknown setting"),
+                     ("batch=4", "unknown setting"), ("batch_size=0", ">= 1"),
                      ("num_workers=-1", ">= 0"), ("num_workers=two", "integer"),
                      ("prefetch_factor=0", ">= 1"), ("pin_memory=yes", "0, 1, true or false"),
                      ("test:num_workers=1", "selector")]:
@@ -152,6 +171,8 @@ def test_parse_settings():
     (["--set", "bogus=1"], "unknown setting 'bogus'"),
     (["--set", "num_workers=x"], "num_workers takes an integer"),
     (["--set", "prefetch_factor=0"], "prefetch_factor must be >= 1"),
+    (["--set", "batch_size=0"], "batch_size must be >= 1"),
+    (["--set", "batch_size=big"], "batch_size takes an integer"),
     (["--set", "pin_memory=maybe"], "pin_memory takes 0, 1, true or false"),
     (["--set", "first:num_workers=1"], "selector 'first'"),
     (["--max-steps", "0"], "--max-steps takes a step count >= 1"),
@@ -239,6 +260,30 @@ def test_set_zero_workers_with_prefetch_and_persistent(rundir, script):
     assert all(c["set_ignored"] == "prefetch_factor,persistent_workers" for c in iters), iters
     assert all("pin_memory=1" in c["set"] for c in iters)
     assert "workers" not in iters[0]
+
+
+def test_set_batch_size(rundir, script):
+    """batch_size: torch's BatchSampler of the new size over the loader's
+    own sampler (a map dataset, shuffled, and an IterableDataset); a loader
+    with a batch sampler of the program's keeps its batches, and says so."""
+    trace = rundir / "batch.bin"
+    r = dlbn_run(["-o", str(trace), "--set", "train:batch_size=4", "--", PYTHON, str(script),
+                  "batch"], rundir)
+    assert r.returncode == 0, r.stderr[-3000:]
+    seen = json.loads(r.stdout.splitlines()[1])
+    assert seen["train"] == {"sizes": [4], "n": 8, "len": 8, "sum": 496, "batch_size": 4}, seen
+    assert seen["stream"] == {"sizes": [4], "n": 3, "len": 3, "sum": 66, "batch_size": 4}, seen
+    assert seen["own"] == {"sizes": [2, 3], "n": 3, "len": 3, "sum": 28,
+                           "batch_size": None}, seen
+    assert "DLBN_SET batch_size not applied to a DataLoader: it does not batch by " \
+           "batch_size" in r.stderr, r.stderr
+    iters = [c for i, c in configs(trace, pid_of(r.stdout)) if i]
+    by_sampler = {c["sampler"]: c for c in iters}
+    train = by_sampler["RandomSampler"]
+    assert train["batch_size"] == "4", train
+    assert train["set"] == "batch_size=4" and train["set_from"] == "batch_size=2", train
+    own = [c for c in iters if c.get("set_ignored")]
+    assert len(own) == 1 and own[0]["set_ignored"] == "batch_size", iters
 
 
 # ---------------------------------------------------------------------------
