@@ -50,11 +50,14 @@ static const char usage_text[] =
 	"                            same training (dlbn-run --replay N)\n"
 	"      --what-if             predicted step time for other loader settings\n"
 	"                            (num_workers 0..N, persistent_workers,\n"
-	"                            prefetch_factor, pin_memory), each with its limit\n"
+	"                            prefetch_factor, pin_memory, batch_size and the\n"
+	"                            grid batch_size x num_workers), each with its limit\n"
 	"      --html FILE           also write a self-contained HTML report (verdict,\n"
 	"                            timeline, waits, workers, what-if curve)\n"
-	"      --sweep-results FILE  measured sweep points for the --html curve: JSON\n"
-	"                            [{\"setting\",\"value\",\"measured_step_ms\"}...]\n"
+	"      --sweep-results FILE  measured sweep points (dlbn-run --sweep-out) for\n"
+	"                            --what-if and --html: JSON [{\"setting\",\"value\",\n"
+	"                            \"measured_step_ms\"}...]; runs of another batch\n"
+	"                            size size the batch-size model's fixed parts\n"
 	"      --dump                print every record as one line and exit\n"
 	"      --fail-on LEVEL       exit 3 when the verdict is LEVEL or worse:\n"
 	"                            detected | potential\n"
@@ -251,8 +254,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	if (c->ntraces > 1 && (c->dump || c->sqlite || c->perfetto || c->baseline || c->html))
 		return usage_error(
 			"--dump, --sqlite, --perfetto, --baseline and --html take one trace", NULL);
-	if (c->sweep_results && !c->html)
-		return usage_error("--sweep-results goes with --html", NULL);
+	if (c->sweep_results && !c->html && !c->what_if)
+		return usage_error("--sweep-results goes with --what-if or --html", NULL);
 	return -1;
 }
 
@@ -313,24 +316,17 @@ static int run_exports(const struct cli *c, struct dlbn_reader *r, const struct 
 	return failed;
 }
 
-/* --html (report_html.h), with --sweep-results when given.  1 if it failed. */
+/* --html (report_html.h), with the --sweep-results points (NULL none).
+ * 1 if it failed. */
 static int write_html(const struct cli *c, struct dlbn_reader *r,
-		      const struct dlbn_report_input *in)
+		      const struct dlbn_report_input *in, const struct dlbn_sweep *sweep)
 {
-	struct dlbn_sweep sweep = {0};
 	char err[512];
-	int failed = 0;
-	if (c->sweep_results && dlbn_sweep_load(&sweep, c->sweep_results, err, sizeof(err)) != 0) {
-		fprintf(stderr, "dlbn-analyze: --sweep-results %s: %s\n", c->sweep_results, err);
+	if (dlbn_report_html(c->html, r, in, sweep, err, sizeof(err)) != 0) {
+		fprintf(stderr, "dlbn-analyze: --html %s: %s\n", c->html, err);
 		return 1;
 	}
-	if (dlbn_report_html(c->html, r, in, c->sweep_results ? &sweep : NULL, err, sizeof(err)) !=
-	    0) {
-		fprintf(stderr, "dlbn-analyze: --html %s: %s\n", c->html, err);
-		failed = 1;
-	}
-	dlbn_sweep_free(&sweep);
-	return failed;
+	return 0;
 }
 
 /* One trace, read and analysed; kept open until its report is written. */
@@ -346,8 +342,9 @@ struct run {
 	struct dlbn_hotspots hot;  /* where the workers' time goes (hotspots.h) */
 };
 
-/* 0 done, else an exit status (message printed). */
-static int run_analyze(const struct cli *c, struct run *x)
+/* 0 done, else an exit status (message printed).  sweep: the
+ * --sweep-results points, NULL none. */
+static int run_analyze(const struct cli *c, struct run *x, const struct dlbn_sweep *sweep)
 {
 	char err[512];
 	x->r = dlbn_reader_open(x->path, err, sizeof(err));
@@ -371,7 +368,7 @@ static int run_analyze(const struct cli *c, struct run *x)
 	x->built = 1;
 	/* Always: the recommendation's worker count is the what-if's (printed
 	 * only with --what-if / --html). */
-	dlbn_whatif_compute(&x->m, &x->a, &x->whatif);
+	dlbn_whatif_compute(&x->m, &x->a, sweep, &x->whatif);
 	dlbn_whatif_settle_advice(&x->whatif, &x->a);
 	if (dlbn_hotspots_build(&x->hot, x->r, &x->m) != 0) {
 		fprintf(stderr, "dlbn-analyze: out of memory\n");
@@ -428,9 +425,23 @@ static int analyze(const struct cli *c, FILE *out)
 		free(rows);
 		return EXIT_INPUT;
 	}
+	/* A bad --sweep-results file costs the HTML page and the exit status,
+	 * not the report. */
+	struct dlbn_sweep sweep = {0};
+	const struct dlbn_sweep *points = NULL;
+	if (c->sweep_results) {
+		char err[512];
+		if (dlbn_sweep_load(&sweep, c->sweep_results, err, sizeof(err)) == 0) {
+			points = &sweep;
+		} else {
+			fprintf(stderr, "dlbn-analyze: --sweep-results %s: %s\n", c->sweep_results,
+				err);
+			export_failed = 1;
+		}
+	}
 	for (size_t i = 0; i < n && rc == EXIT_DONE; i++) {
 		runs[i].path = c->traces[i];
-		rc = run_analyze(c, &runs[i]);
+		rc = run_analyze(c, &runs[i], points);
 		if (rc == EXIT_DONE)
 			dlbn_rank_row_fill(&rows[i], runs[i].path, (int)i, &runs[i].m, &runs[i].a);
 	}
@@ -452,9 +463,9 @@ static int analyze(const struct cli *c, FILE *out)
 			.native_stacks = c->native_stacks,
 		};
 		report(c, out, &in);
-		if (c->html) {
+		if (c->html && (points || !c->sweep_results)) {
 			in.whatif = &w->whatif;
-			export_failed |= write_html(c, w->r, &in);
+			export_failed |= write_html(c, w->r, &in, points);
 		}
 		if (n == 1)
 			export_failed |=
@@ -468,6 +479,7 @@ static int analyze(const struct cli *c, FILE *out)
 	}
 	for (size_t i = 0; i < n; i++)
 		run_free(&runs[i]);
+	dlbn_sweep_free(&sweep);
 	free(runs);
 	free(rows);
 	return rc;

@@ -17,6 +17,100 @@ static const char *value_text(const struct dlbn_whatif_row *r, char *buf, size_t
 	return buf;
 }
 
+/* The batch size a row stands for: its value on a batch_size row. */
+static int row_batch(const struct dlbn_whatif *w, const struct dlbn_whatif_row *r)
+{
+	return !strcmp(r->setting, "batch_size") ? r->value : w->batch_size;
+}
+
+/* The grid's distinct batch sizes or units, in the grid's order. */
+static size_t grid_axis(const struct dlbn_whatif *w, int units, int *v, size_t cap)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < w->ngrid; i++) {
+		int x = units ? w->grid[i].units : w->grid[i].batch_size;
+		size_t j = 0;
+		while (j < n && v[j] != x)
+			j++;
+		if (j == n && n < cap)
+			v[n++] = x;
+	}
+	return n;
+}
+
+static const struct dlbn_whatif_cell *cell_at(const struct dlbn_whatif *w, int b, int u)
+{
+	for (size_t i = 0; i < w->ngrid; i++)
+		if (w->grid[i].batch_size == b && w->grid[i].units == u)
+			return &w->grid[i];
+	return NULL;
+}
+
+/* The grid as a matrix of predicted samples/s: rows batch sizes, columns
+ * units; markdown: a table. */
+static void grid_matrix(FILE *out, const struct dlbn_whatif *w, int markdown)
+{
+	int sizes[DLBN_WHATIF_BATCHES], units[DLBN_WHATIF_GRID_UNITS];
+	size_t ns = grid_axis(w, 0, sizes, DLBN_WHATIF_BATCHES);
+	size_t nu = grid_axis(w, 1, units, DLBN_WHATIF_GRID_UNITS);
+	const struct dlbn_whatif_cell *best = w->grid_best >= 0 ? &w->grid[w->grid_best] : NULL;
+	if (!ns || !nu)
+		return;
+	if (markdown) {
+		fprintf(out,
+			"\nPredicted samples/s, batch_size x %s (**best**, _this run_; "
+			"measured in brackets):\n\n| batch_size |",
+			w->knob);
+		for (size_t j = 0; j < nu; j++)
+			fprintf(out, " %s=%d |", w->knob, units[j]);
+		fputs("\n|---:|", out);
+		for (size_t j = 0; j < nu; j++)
+			fputs("---:|", out);
+		fputc('\n', out);
+	} else {
+		fprintf(out,
+			"  samples/s predicted, batch_size x %s (* the most, < this run, "
+			"[measured])\n  %10s",
+			w->knob, "batch_size");
+		for (size_t j = 0; j < nu; j++)
+			fprintf(out, " %15d", units[j]);
+		fputc('\n', out);
+	}
+	for (size_t i = 0; i < ns; i++) {
+		fprintf(out, markdown ? "| %d |" : "  %10d", sizes[i]);
+		for (size_t j = 0; j < nu; j++) {
+			const struct dlbn_whatif_cell *c = cell_at(w, sizes[i], units[j]);
+			char cell[48] = "-", measured[24] = "";
+			if (c && c->measured_ms > 0)
+				snprintf(measured, sizeof(measured), " [%.0f]",
+					 (double)c->batch_size * 1e3 / c->measured_ms);
+			if (c && markdown)
+				snprintf(cell, sizeof(cell), "%s%.0f%s%s", c == best ? "**" : "",
+					 c->samples_per_s, c == best ? "**" : "", measured);
+			else if (c)
+				snprintf(cell, sizeof(cell), "%.0f%s%s%s", c->samples_per_s,
+					 measured, c == best ? "*" : "", c->current ? "<" : "");
+			if (markdown)
+				fprintf(out, " %s%s%s |", c && c->current ? "_" : "", cell,
+					c && c->current ? "_" : "");
+			else
+				fprintf(out, " %15s", cell);
+		}
+		fputc('\n', out);
+	}
+	if (best)
+		fprintf(out,
+			"%sbest: batch_size %d, %s %d: %.0f samples/s (%.2f ms per step, "
+			"limited by %s%s",
+			markdown ? "\n" : "  ", best->batch_size, w->knob, best->units,
+			best->samples_per_s, best->step_ms, best->limited_by,
+			best->shm_mib > 0 ? "" : ")");
+	if (best && best->shm_mib > 0)
+		fprintf(out, "; %.1f MiB of /dev/shm in flight)", best->shm_mib);
+	if (best)
+		fputc('\n', out);
+}
+
 static void basis_line(FILE *out, const struct dlbn_whatif *w, const char *indent)
 {
 	if (w->in_process)
@@ -58,7 +152,7 @@ void dlbn_whatif_text(FILE *out, const struct dlbn_whatif *w)
 		const struct dlbn_whatif_row *r = &w->rows[i];
 		double per_s = r->step_ms > 0 ? 1e3 / r->step_ms : 0;
 		if (w->batch_size > 0)
-			per_s *= w->batch_size;
+			per_s *= row_batch(w, r);
 		fprintf(out, "  %-20s %6s %10.2f %8.2fx %10.1f  %s", r->setting,
 			value_text(r, buf, sizeof(buf)), r->step_ms, r->speedup, per_s,
 			r->limited_by);
@@ -67,6 +161,7 @@ void dlbn_whatif_text(FILE *out, const struct dlbn_whatif *w)
 		fputc('\n', out);
 	}
 	fprintf(out, "  fewest %s for the best step: %d\n", w->knob, w->best_workers);
+	grid_matrix(out, w, 0);
 	for (size_t i = 0; i < w->nnotes; i++)
 		fprintf(out, "  - %s\n", w->notes[i]);
 }
@@ -96,6 +191,7 @@ void dlbn_whatif_markdown(FILE *out, const struct dlbn_whatif *w)
 		else
 			fputs(" |\n", out);
 	}
+	grid_matrix(out, w, 1);
 	fputc('\n', out);
 	for (size_t i = 0; i < w->nnotes; i++)
 		fprintf(out, "- %s\n", w->notes[i]);
@@ -106,7 +202,7 @@ void dlbn_whatif_json(FILE *out, const struct dlbn_whatif *w)
 {
 	fputs("\"what_if\":", out);
 	if (!w) {
-		fputs("null,\"what_if_basis\":null", out);
+		fputs("null,\"what_if_basis\":null,\"what_if_grid\":null", out);
 		return;
 	}
 	fputc('[', out);
@@ -129,7 +225,7 @@ void dlbn_whatif_json(FILE *out, const struct dlbn_whatif *w)
 		dlbn_json_number(out, per_s);
 		dlbn_json_key(out, "predicted_samples_per_s", &first);
 		if (w->batch_size > 0)
-			dlbn_json_number(out, per_s * w->batch_size);
+			dlbn_json_number(out, per_s * row_batch(w, r));
 		else
 			fputs("null", out);
 		dlbn_json_key(out, "current", &first);
@@ -150,16 +246,19 @@ void dlbn_whatif_json(FILE *out, const struct dlbn_whatif *w)
 		fputs("null", out);
 	else
 		dlbn_json_str(out, w->why_not);
-	static const char *const keys[] = {"measured_step_ms", "batch_ms",    "worker_cpu_ms",
-					   "loop_ms",	       "main_cpu_ms", "handoff_ms",
-					   "startup_ms",       "file_share",  "cores",
-					   "gpu_step_ms",      "stage_ms"};
-	const double vals[] = {w->measured_ms, w->batch_ms,    w->worker_cpu_ms, w->loop_ms,
-			       w->main_cpu_ms, w->handoff_ms,  w->startup_ms,	 w->file_share,
-			       w->cores,       w->gpu_step_ms, w->stage_ms};
+	static const char *const keys[] = {
+		"measured_step_ms", "batch_ms",	     "worker_cpu_ms", "loop_ms",  "main_cpu_ms",
+		"handoff_ms",	    "startup_ms",    "file_share",    "cores",	  "gpu_step_ms",
+		"stage_ms",	    "loop_fixed_ms", "gpu_fixed_ms",  "batch_kib"};
+	const double vals[] = {w->measured_ms,	w->batch_ms,	w->worker_cpu_ms, w->loop_ms,
+			       w->main_cpu_ms,	w->handoff_ms,	w->startup_ms,	  w->file_share,
+			       w->cores,	w->gpu_step_ms, w->stage_ms,	  w->loop_fixed_ms,
+			       w->gpu_fixed_ms, w->batch_kib};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		dlbn_json_key(out, keys[i], &first);
-		if ((!strcmp(keys[i], "cores") || !strcmp(keys[i], "gpu_step_ms")) && vals[i] <= 0)
+		if ((!strcmp(keys[i], "cores") || !strcmp(keys[i], "gpu_step_ms") ||
+		     !strcmp(keys[i], "batch_kib")) &&
+		    vals[i] <= 0)
 			fputs("null", out);
 		else
 			dlbn_json_number(out, vals[i]);
@@ -176,6 +275,13 @@ void dlbn_whatif_json(FILE *out, const struct dlbn_whatif *w)
 	dlbn_json_str(out, w->kind);
 	dlbn_json_key(out, "gpu_paced", &first);
 	fputs(w->gpu_paced ? "true" : "false", out);
+	dlbn_json_key(out, "batch_size", &first);
+	if (w->batch_size > 0)
+		fprintf(out, "%d", w->batch_size);
+	else
+		fputs("null", out);
+	dlbn_json_key(out, "split_measured", &first);
+	fputs(w->split_measured ? "true" : "false", out);
 	dlbn_json_key(out, "notes", &first);
 	fputc('[', out);
 	for (size_t i = 0; i < w->nnotes; i++) {
@@ -183,5 +289,36 @@ void dlbn_whatif_json(FILE *out, const struct dlbn_whatif *w)
 			fputc(',', out);
 		dlbn_json_str(out, w->notes[i]);
 	}
-	fputs("]}", out);
+	fputs("]},\"what_if_grid\":[", out);
+	for (size_t i = 0; w->valid && i < w->ngrid; i++) {
+		const struct dlbn_whatif_cell *c = &w->grid[i];
+		int f = 1;
+		fputs(i ? ",{" : "{", out);
+		dlbn_json_key(out, "batch_size", &f);
+		fprintf(out, "%d", c->batch_size);
+		dlbn_json_key(out, w->knob, &f);
+		fprintf(out, "%d", c->units);
+		dlbn_json_key(out, "predicted_step_ms", &f);
+		dlbn_json_number(out, c->step_ms);
+		dlbn_json_key(out, "predicted_samples_per_s", &f);
+		dlbn_json_number(out, c->samples_per_s);
+		dlbn_json_key(out, "limited_by", &f);
+		dlbn_json_str(out, c->limited_by);
+		dlbn_json_key(out, "shm_mib", &f);
+		if (c->shm_mib > 0)
+			dlbn_json_number(out, c->shm_mib);
+		else
+			fputs("null", out);
+		dlbn_json_key(out, "current", &f);
+		fputs(c->current ? "true" : "false", out);
+		dlbn_json_key(out, "best", &f);
+		fputs((int)i == w->grid_best ? "true" : "false", out);
+		dlbn_json_key(out, "measured_step_ms", &f);
+		if (c->measured_ms > 0)
+			dlbn_json_number(out, c->measured_ms);
+		else
+			fputs("null", out);
+		fputc('}', out);
+	}
+	fputc(']', out);
 }

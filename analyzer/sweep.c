@@ -157,12 +157,36 @@ static int skip(struct jp *p, int depth)
 	return number(p, &d);
 }
 
+/* The run's own figures, where dlbn-run put them (absent or null: -1). */
+static const char *const figures[] = {"batch_size", "num_workers", "loop_ms", "gpu_step_ms"};
+
+static int optional_figure(const char *key)
+{
+	for (size_t i = 0; i < sizeof(figures) / sizeof(figures[0]); i++)
+		if (!strcmp(key, figures[i]))
+			return 1;
+	return 0;
+}
+
+static void set_figure(struct dlbn_sweep_point *pt, const char *key, double v)
+{
+	if (!strcmp(key, "batch_size"))
+		pt->batch_size = v;
+	else if (!strcmp(key, "num_workers"))
+		pt->num_workers = v;
+	else if (!strcmp(key, "loop_ms"))
+		pt->loop_ms = v;
+	else
+		pt->gpu_step_ms = v;
+}
+
 static int point(struct jp *p, struct dlbn_sweep_point *pt)
 {
 	char key[64];
 	int have_setting = 0, have_value = 0;
 	memset(pt, 0, sizeof(*pt));
 	pt->measured_ms = -1;
+	pt->batch_size = pt->num_workers = pt->loop_ms = pt->gpu_step_ms = -1;
 	if (peek(p) != '{')
 		return fail(p, "expected an object {setting, value, measured_step_ms}");
 	p->i++;
@@ -194,6 +218,16 @@ static int point(struct jp *p, struct dlbn_sweep_point *pt)
 				return -1;
 			if (!(pt->measured_ms > 0))
 				return fail(p, "measured_step_ms must be positive or null");
+		} else if (optional_figure(key) && c == 'n') {
+			if (literal(p, "null"))
+				return -1;
+		} else if (optional_figure(key)) {
+			double v;
+			if (number(p, &v))
+				return -1;
+			if (!(v >= 0))
+				return fail(p, "a run's figure must be >= 0 or null");
+			set_figure(pt, key, v);
 		} else if (!strcmp(key, "error") && c == '"') {
 			if (string(p, pt->error, sizeof(pt->error)))
 				return -1;

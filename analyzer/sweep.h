@@ -9,7 +9,12 @@
  *
  * Other members are ignored; "value" may be a number or a boolean;
  * measured_step_ms null (or absent) with an "error" string is a run that
- * failed.  Depends on libc only (a small JSON reader of its own).
+ * failed.  The run's own figures, where present (numbers >= 0 or null):
+ * batch_size and num_workers (what the run had: a grid sweep changes two
+ * settings), loop_ms and gpu_step_ms (its what-if basis: the what-if
+ * splits the loop's and the GPU's time per step into a fixed part and one
+ * that grows with the batch from points of another batch size).  Depends
+ * on libc only (a small JSON reader of its own).
  */
 #ifndef DLBN_SWEEP_H
 #define DLBN_SWEEP_H
@@ -21,6 +26,7 @@ struct dlbn_sweep_point {
 	double value;
 	double measured_ms; /* < 0: the run failed (or no figure) */
 	char error[160];    /* "" none */
+	double batch_size, num_workers, loop_ms, gpu_step_ms; /* < 0: not given */
 };
 
 struct dlbn_sweep {

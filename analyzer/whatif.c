@@ -34,42 +34,57 @@ static void note(struct dlbn_whatif *w, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * At batch scale k (batch size / the run's; 1: the run's own), each input
+ * per step or per batch: the loader's time, the hand-off and the workers'
+ * CPU grow with the samples; the loop's host work and the GPU's time per
+ * step are a fixed part plus one that grows (loop_fixed_ms, gpu_fixed_ms).
+ * Written as x * k + fixed * (1 - k), which is x itself at k = 1.
+ */
+static double scaled(double x, double fixed, double k)
+{
+	return x * k + fixed * (1 - k);
+}
+
 /* The floor: the loop's own work (+ hand-off with workers) or the GPU's
  * time per step, whichever is longer, and its limit. */
-static double floor_ms(const struct dlbn_whatif *w, int n, const char **lim)
+static double floor_at(const struct dlbn_whatif *w, double k, int n, const char **lim)
 {
-	double host = w->loop_ms + (n > 0 ? w->handoff_ms : 0);
-	if (w->gpu_step_ms > host) {
+	double host = scaled(w->loop_ms, w->loop_fixed_ms, k) + (n > 0 ? w->handoff_ms * k : 0);
+	double gpu = w->gpu_step_ms > 0 ? scaled(w->gpu_step_ms, w->gpu_fixed_ms, k) : 0;
+	if (gpu > host) {
 		*lim = DLBN_LIMIT_GPU;
-		return w->gpu_step_ms;
+		return gpu;
 	}
-	if (n > 0 && w->handoff_ms >= HANDOFF_SHARE * host)
+	if (n > 0 && w->handoff_ms * k >= HANDOFF_SHARE * host)
 		*lim = DLBN_LIMIT_HANDOFF;
 	else
 		*lim = w->gpu_paced ? DLBN_LIMIT_GPU : DLBN_LIMIT_LOOP;
 	return host;
 }
 
-/* Steady state, without the epoch start-up. */
-static double steady_ms(const struct dlbn_whatif *w, int n, const char **limited_by)
+/* Steady state at batch scale k and n units, without the epoch start-up. */
+static double steady_at(const struct dlbn_whatif *w, double k, int n, const char **limited_by)
 {
 	const char *lim;
-	double step;
-	step = floor_ms(w, n, &lim);
+	double step = floor_at(w, k, n, &lim);
+	/* The training process's own CPU follows its loop's host work. */
+	double loop = scaled(w->loop_ms, w->loop_fixed_ms, k);
+	double main_cpu = w->loop_ms > 0 ? w->main_cpu_ms * (loop / w->loop_ms) : w->main_cpu_ms;
 	if (n == 0) {
 		/* In the loop's thread: loading and the loop take turns, except
 		 * that queued GPU work the host does not wait for runs on. */
-		double host = w->gpu_step_ms > 0 || w->gpu_paced ? w->main_cpu_ms : w->loop_ms;
-		if (host + w->batch_ms > step) {
-			step = host + w->batch_ms;
+		double host = w->gpu_step_ms > 0 || w->gpu_paced ? main_cpu : loop;
+		if (host + w->batch_ms * k > step) {
+			step = host + w->batch_ms * k;
 			lim = DLBN_LIMIT_LOADING;
 		}
 	} else {
-		double supply = w->batch_ms / n;
+		double supply = w->batch_ms * k / n;
 		if (n < w->num_workers && w->fewer_batch_ms > 0)
-			supply = w->fewer_batch_ms / n;
-		if (w->stage_ms > supply)
-			supply = w->stage_ms;
+			supply = w->fewer_batch_ms * k / n;
+		if (w->stage_ms * k > supply)
+			supply = w->stage_ms * k;
 		if (supply > step) {
 			step = supply;
 			lim = w->file_share >= FILE_BOUND_SHARE ? DLBN_LIMIT_STORAGE
@@ -78,7 +93,7 @@ static double steady_ms(const struct dlbn_whatif *w, int n, const char **limited
 	}
 	if (w->cores > 0 && w->cpu_known) {
 		/* Every batch costs its CPU in some process, whoever loads it. */
-		double cpu = (w->worker_cpu_ms + w->main_cpu_ms) / w->cores;
+		double cpu = (w->worker_cpu_ms * k + main_cpu) / w->cores;
 		if (cpu > step * 1.0001) {
 			step = cpu;
 			lim = DLBN_LIMIT_CORES;
@@ -89,16 +104,31 @@ static double steady_ms(const struct dlbn_whatif *w, int n, const char **limited
 	return step;
 }
 
-double dlbn_whatif_workers_ms(const struct dlbn_whatif *w, int n, const char **limited_by)
+static double floor_ms(const struct dlbn_whatif *w, int n, const char **lim)
 {
-	double step = steady_ms(w, n, limited_by);
+	return floor_at(w, 1, n, lim);
+}
+
+static double steady_ms(const struct dlbn_whatif *w, int n, const char **limited_by)
+{
+	return steady_at(w, 1, n, limited_by);
+}
+
+double dlbn_whatif_step_ms(const struct dlbn_whatif *w, double k, int n, const char **limited_by)
+{
+	double step = steady_at(w, k, n, limited_by);
 	if (n > 0)
-		step += w->startup_ms;
+		step += w->startup_ms * k;
 	return step;
 }
 
-static struct dlbn_whatif_row *add_row(struct dlbn_whatif *w, const char *setting, int value,
-				       double step_ms, const char *limited_by)
+double dlbn_whatif_workers_ms(const struct dlbn_whatif *w, int n, const char **limited_by)
+{
+	return dlbn_whatif_step_ms(w, 1, n, limited_by);
+}
+
+struct dlbn_whatif_row *dlbn_whatif_add_row(struct dlbn_whatif *w, const char *setting, int value,
+					    double step_ms, const char *limited_by)
 {
 	if (w->nrows >= DLBN_WHATIF_ROWS)
 		return NULL;
@@ -391,7 +421,7 @@ static void workers_curve(struct dlbn_whatif *w)
 		double s = dlbn_whatif_workers_ms(w, n, &lim);
 		if (n > 0 && w->startup_ms > 0 && w->startup_ms >= 0.5 * s)
 			lim = DLBN_LIMIT_STARTUP;
-		struct dlbn_whatif_row *r = add_row(w, w->knob, n, s, lim);
+		struct dlbn_whatif_row *r = dlbn_whatif_add_row(w, w->knob, n, s, lim);
 		if (n == w->num_workers)
 			mark_current(w, r);
 	}
@@ -419,15 +449,15 @@ static void persistent_rows(const struct dlbn_model *m, const struct dlbn_analys
 	double now = steady + w->startup_ms;
 	const char *now_lim = w->startup_ms >= 0.5 * now ? DLBN_LIMIT_STARTUP : lim;
 	if (pw == 1) {
-		mark_current(w, add_row(w, "persistent_workers", 1, now, now_lim));
+		mark_current(w, dlbn_whatif_add_row(w, "persistent_workers", 1, now, now_lim));
 		return;
 	}
 	double cold = w->batch_ms + w->handoff_ms + w->loop_ms - steady;
 	double per_step = cold > 0 ? cold * (double)(a->epochs - 1) / (double)a->steps_window : 0;
 	if (per_step > w->startup_ms)
 		per_step = w->startup_ms; /* never more than the run's own start-up */
-	mark_current(w, add_row(w, "persistent_workers", 0, now, now_lim));
-	add_row(w, "persistent_workers", 1, steady + per_step, lim);
+	mark_current(w, dlbn_whatif_add_row(w, "persistent_workers", 0, now, now_lim));
+	dlbn_whatif_add_row(w, "persistent_workers", 1, steady + per_step, lim);
 }
 
 /* prefetch_factor (nodes' Prefetcher, DALI's prefetch_queue_depth): no
@@ -444,9 +474,9 @@ static void prefetch_rows(const struct dlbn_model *m, struct dlbn_whatif *w, con
 	const char *lim;
 	double fluid = dlbn_whatif_workers_ms(w, w->num_workers, &lim);
 	double now = w->measured_ms;
-	mark_current(w, add_row(w, setting, pf, now, lim));
+	mark_current(w, dlbn_whatif_add_row(w, setting, pf, now, lim));
 	for (int v = pf * 2; v <= pf * 4 && w->nrows < DLBN_WHATIF_ROWS; v *= 2)
-		add_row(w, setting, v, fluid < 0.99 * now ? fluid : now, lim);
+		dlbn_whatif_add_row(w, setting, v, fluid < 0.99 * now ? fluid : now, lim);
 }
 
 static void pin_rows(const struct dlbn_model *m, const struct dlbn_analysis *a,
@@ -460,11 +490,11 @@ static void pin_rows(const struct dlbn_model *m, const struct dlbn_analysis *a,
 	if (a->pageable_ms > 0 && pin != 1) {
 		const char *lim;
 		double floor = floor_ms(w, 1, &lim);
-		mark_current(w, add_row(w, "pin_memory", 0, w->measured_ms, lim));
+		mark_current(w, dlbn_whatif_add_row(w, "pin_memory", 0, w->measured_ms, lim));
 		double s = w->measured_ms - a->pageable_ms;
 		if (s < floor - a->pageable_ms)
 			s = floor - a->pageable_ms;
-		add_row(w, "pin_memory", 1, s > 0 ? s : w->measured_ms, lim);
+		dlbn_whatif_add_row(w, "pin_memory", 1, s > 0 ? s : w->measured_ms, lim);
 		note(w,
 		     "pin_memory=True saves the %.2f ms per step the host is blocked in H2D copies "
 		     "from pageable memory, if the copies become .to(device, non_blocking=True)",
@@ -522,7 +552,7 @@ static void cannot_know(const struct dlbn_analysis *a, struct dlbn_whatif *w, in
 }
 
 void dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *a,
-			 struct dlbn_whatif *w)
+			 const struct dlbn_sweep *points, struct dlbn_whatif *w)
 {
 	memset(w, 0, sizeof(*w));
 	w->batch_size = m->config.present ? m->config.batch_size : -1;
@@ -621,6 +651,8 @@ void dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis 
 	if (a->verdict == DLBN_VERDICT_INCONCLUSIVE)
 		note(w, "the verdict is INCONCLUSIVE: these figures rest on thin evidence");
 	cannot_know(a, w, sampled || threads, threads);
+	w->prefetch = m->config.prefetch_factor > 0 ? m->config.prefetch_factor : 2;
+	dlbn_whatif_batch(a, points, w);
 }
 
 /* A limit in words, for the recommendation line. */

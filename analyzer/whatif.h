@@ -62,10 +62,13 @@
 #include <stddef.h>
 
 #include "model.h"
+#include "sweep.h"
 #include "verdict.h"
 
-#define DLBN_WHATIF_ROWS  48
-#define DLBN_WHATIF_NOTES 12
+#define DLBN_WHATIF_ROWS       48
+#define DLBN_WHATIF_NOTES      14
+#define DLBN_WHATIF_BATCHES    5 /* batch sizes of the grid: /4, /2, x1, x2, x4 */
+#define DLBN_WHATIF_GRID_UNITS 8 /* worker (thread) counts of the grid */
 
 /* What stops a setting from going faster. */
 #define DLBN_LIMIT_WORKERS "workers"	   /* the workers' throughput */
@@ -78,13 +81,25 @@
 #define DLBN_LIMIT_STARTUP "epoch_startup" /* workers re-started every epoch */
 
 struct dlbn_whatif_row {
-	char setting[24]; /* num_workers, persistent_workers, prefetch_factor, pin_memory */
+	char setting[24]; /* num_workers, persistent_workers, prefetch_factor, pin_memory,
+			   * batch_size (at the run's num_workers) */
 	int value;	  /* booleans 0/1 */
 	double step_ms;	  /* predicted step time */
 	double speedup;	  /* measured step time / step_ms */
 	char limited_by[16];
 	int current;	    /* the run's own setting */
 	double measured_ms; /* current row: the measured step time; else 0 */
+};
+
+/* One point of the batch size x units grid. */
+struct dlbn_whatif_cell {
+	int batch_size, units;
+	double step_ms;	      /* predicted */
+	double samples_per_s; /* batch_size * 1000 / step_ms */
+	double shm_mib;	      /* shared memory of the batches in flight; 0 unknown */
+	char limited_by[16];
+	int current;	    /* the run's own setting */
+	double measured_ms; /* a measured point (--sweep-results) or the run; 0 none */
 };
 
 struct dlbn_whatif {
@@ -120,6 +135,17 @@ struct dlbn_whatif {
 				* process: main_cpu_ms holds theirs */
 	int max_workers;       /* the curve's last value */
 	int best_workers;      /* fewest units within 2% of the curve's best */
+	/* Batch size (whatif_batch.c).  The loop's host work and the GPU's
+	 * time per step are a fixed part plus one that grows with the batch:
+	 * the fixed parts come from measured points of another batch size
+	 * (split_measured), else 0 (proportional, said in a note). */
+	double loop_fixed_ms, gpu_fixed_ms;
+	int split_measured;
+	double batch_kib; /* a batch's bytes through shared memory (hand-off); 0 unknown */
+	int prefetch;	  /* batches in flight per worker (prefetch_factor) */
+	int grid_best;	  /* index into grid of the most samples/s; -1 none */
+	size_t ngrid;
+	struct dlbn_whatif_cell grid[DLBN_WHATIF_BATCHES * DLBN_WHATIF_GRID_UNITS];
 	size_t nrows;
 	struct dlbn_whatif_row rows[DLBN_WHATIF_ROWS];
 	size_t nnotes;
@@ -128,10 +154,13 @@ struct dlbn_whatif {
 
 /*
  * Fill w from the analysis of m (a finished dlbn_analyze_gpu): w->valid,
- * or w->why_not says why there is no prediction.  Reads no trace.
+ * or w->why_not says why there is no prediction.  points: measured runs of
+ * other settings (--sweep-results; NULL none), which size the fixed parts
+ * of the batch-size model and mark the grid's measured points.  Reads no
+ * trace.
  */
 void dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *a,
-			 struct dlbn_whatif *w);
+			 const struct dlbn_sweep *points, struct dlbn_whatif *w);
 
 /*
  * The recommendation's count (struct dlbn_advice in verdict.h) from the
@@ -144,5 +173,16 @@ void dlbn_whatif_settle_advice(const struct dlbn_whatif *w, struct dlbn_analysis
 /* The model's step time for num_workers = n (n >= 0), and its limit; w
  * as dlbn_whatif_compute left it (valid). */
 double dlbn_whatif_workers_ms(const struct dlbn_whatif *w, int n, const char **limited_by);
+
+/* The same at batch scale k (batch size / the run's batch size). */
+double dlbn_whatif_step_ms(const struct dlbn_whatif *w, double k, int n, const char **limited_by);
+
+/* Inside the what-if (whatif.c, whatif_batch.c): a row of w (NULL when
+ * full), and the batch-size rows and grid, made last by
+ * dlbn_whatif_compute. */
+struct dlbn_whatif_row *dlbn_whatif_add_row(struct dlbn_whatif *w, const char *setting, int value,
+					    double step_ms, const char *limited_by);
+void dlbn_whatif_batch(const struct dlbn_analysis *a, const struct dlbn_sweep *points,
+		       struct dlbn_whatif *w);
 
 #endif /* DLBN_WHATIF_H */

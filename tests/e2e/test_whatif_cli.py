@@ -63,7 +63,7 @@ def test_text_and_markdown(trace):
 
 def test_usage_errors(trace, rundir):
     proc = analyze(trace, "--sweep-results", str(rundir / "none.json"))
-    assert proc.returncode == 2 and "--sweep-results goes with --html" in proc.stderr
+    assert proc.returncode == 2 and "--sweep-results goes with --what-if or --html" in proc.stderr
     proc = analyze(trace, trace, "--html", str(rundir / "two.html"))
     assert proc.returncode == 2 and "take one trace" in proc.stderr
     assert "--what-if" in subprocess.run([str(ANALYZE), "--help"], capture_output=True,
@@ -137,3 +137,83 @@ def test_recommendation_when_more_workers_do_not_help(rundir):
     assert "not by the number of workers" in line and "->" not in line, line
     text = analyze(path).stdout
     assert "num_workers 4 ->" not in text and "num_workers 4 is enough" in text
+
+
+GRID_KEYS = {"batch_size", "num_workers", "predicted_step_ms", "predicted_samples_per_s",
+             "limited_by", "shm_mib", "current", "best", "measured_step_ms"}
+
+
+def test_batch_size_rows_and_grid(rundir):
+    """Batch size at the run's workers and the grid batch size x workers.
+    Without a run of another batch size the loop's and the GPU's time per
+    step grow with the batch (said in a note): samples/s of a worker-bound
+    setting stay, and more workers gain as the worker curve does."""
+    path = gentrace(rundir, "batch.bin", "--steps", "2000", "--workers", "1",
+                    "--batch-ms", "40", "--loop-ms", "10", "--gpu-ms", "3")
+    result = json.loads(analyze(path, "--format", "json", "--what-if").stdout)
+    basis = result["what_if_basis"]
+    assert basis["batch_size"] == 32 and basis["split_measured"] is False, basis
+    assert basis["loop_fixed_ms"] == 0 and basis["gpu_fixed_ms"] == 0, basis
+    assert any("taken as proportional to the batch" in n for n in basis["notes"])
+    rows = {r["value"]: r for r in result["what_if"] if r["setting"] == "batch_size"}
+    assert sorted(rows) == [8, 16, 32, 64, 128], sorted(rows)
+    assert rows[32]["current"] and rows[32]["measured_step_ms"] > 0
+    for b, r in rows.items():  # one worker: 40 ms per 32 samples whatever the size
+        assert abs(r["predicted_samples_per_s"] - rows[32]["predicted_samples_per_s"]) < 1, r
+        assert abs(r["predicted_step_ms"] - rows[32]["predicted_step_ms"] * b / 32) < 0.05, r
+    grid = result["what_if_grid"]
+    assert grid and all(set(c) == GRID_KEYS for c in grid), grid[:2]
+    cells = {(c["batch_size"], c["num_workers"]): c for c in grid}
+    assert {1, 4} <= {u for _, u in cells} and {16, 32, 64} <= {b for b, _ in cells}
+    assert cells[(32, 1)]["current"] and cells[(32, 1)]["measured_step_ms"] > 0
+    assert sum(c["best"] for c in grid) == 1
+    best = [c for c in grid if c["best"]][0]
+    # the best: the run's batch size (all sizes give the same samples/s
+    # here) with the fewest workers within 2% of the most
+    assert best["batch_size"] == 32 and best["num_workers"] == 4, best
+    assert best["predicted_samples_per_s"] * 1.02 >= max(
+        c["predicted_samples_per_s"] for c in grid)
+    text = analyze(path, "--what-if").stdout
+    assert "samples/s predicted, batch_size x num_workers" in text, text
+    assert "best: batch_size 32, num_workers 4" in text, text
+    md = analyze(path, "--what-if", "--format", "markdown").stdout
+    assert "| batch_size | num_workers=1 |" in md and "**" in md, md
+
+
+def test_batch_size_split_from_a_run_of_another_size(rundir):
+    """A sweep point at batch size 64 with its run's loop and GPU time per
+    step: the fixed parts are fitted (loop 10 ms at 32, 15 at 64: 5 ms
+    fixed; GPU 10 -> 14: 6 fixed) and the grid uses them; the point's
+    measured step is shown with the predicted one."""
+    path = gentrace(rundir, "split.bin", "--steps", "2000", "--workers", "1",
+                    "--batch-ms", "40", "--loop-ms", "10", "--gpu-ms", "10")
+    points = rundir / "split-points.json"
+    points.write_text(json.dumps([
+        {"setting": "batch_size", "value": 64, "measured_step_ms": 75.0, "batch_size": 64,
+         "num_workers": 1, "loop_ms": 15.0, "gpu_step_ms": 14.0},
+        {"setting": "batch_size", "value": 64, "measured_step_ms": None,
+         "error": "out of memory", "batch_size": None, "num_workers": 2, "loop_ms": None,
+         "gpu_step_ms": None}]))
+    proc = analyze(path, "--format", "json", "--what-if", "--sweep-results", str(points))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    basis = result["what_if_basis"]
+    loop, gpu = basis["loop_ms"], basis["gpu_step_ms"]
+    assert basis["split_measured"] is True, basis["notes"]
+    # the fit through (32, loop) and (64, 15): fixed = 2 * loop - 15
+    assert abs(basis["loop_fixed_ms"] - max(0.0, min(loop, 2 * loop - 15))) < 0.01, basis
+    assert abs(basis["gpu_fixed_ms"] - max(0.0, min(gpu, 2 * gpu - 14))) < 0.01, basis
+    assert any("fitted with the run(s) at batch size 64" in n for n in basis["notes"])
+    cells = {(c["batch_size"], c["num_workers"]): c for c in result["what_if_grid"]}
+    assert cells[(64, 1)]["measured_step_ms"] == 75.0
+    # 64 samples, 4 workers: the workers' 2 x 40 ms / 4 against the loop's
+    # fixed + 2 x per-sample part plus twice the hand-off, and the GPU's
+    k = 2
+    host = basis["loop_fixed_ms"] + (loop - basis["loop_fixed_ms"]) * k + basis["handoff_ms"] * k
+    gpu64 = basis["gpu_fixed_ms"] + (gpu - basis["gpu_fixed_ms"]) * k
+    supply = basis["batch_ms"] * k / 4
+    expected = max(host, gpu64, supply) + basis["startup_ms"] * k
+    assert abs(cells[(64, 4)]["predicted_step_ms"] - expected) < 0.01, (cells[(64, 4)], expected)
+    # --sweep-results without --what-if or --html is a usage error
+    proc = analyze(path, "--sweep-results", str(points))
+    assert proc.returncode == 2 and "--sweep-results goes with --what-if or --html" in proc.stderr

@@ -41,7 +41,7 @@ static void run(const struct tgsim_params *p, struct dlbn_whatif *w, struct dlbn
 	if (dlbn_model_build(&m, r, &mo) != 0 ||
 	    dlbn_analyze_gpu(&m, dlbn_reader_stats(r), &vo, &m.gpu, &a) != 0)
 		exit(2);
-	dlbn_whatif_compute(&m, &a, w);
+	dlbn_whatif_compute(&m, &a, NULL, w);
 	dlbn_whatif_text(stdout, w);
 	dlbn_analysis_free(&a); /* the scalar figures stay readable */
 	if (out)
@@ -285,7 +285,10 @@ static void test_json_rows(void)
 	size_t n = 0;
 	for (const char *s = buf; (s = strstr(s, "\"predicted_step_ms\":")); s++)
 		n++;
-	CHECK(n == w.nrows, "one JSON row per prediction (%zu of %zu)", n, w.nrows);
+	CHECK(n == w.nrows + w.ngrid, "one JSON row per prediction and grid point (%zu of %zu)", n,
+	      w.nrows + w.ngrid);
+	CHECK(w.ngrid > 0 && strstr(buf, "\"what_if_grid\":[{\"batch_size\":"),
+	      "the grid follows the basis (%zu points)", w.ngrid);
 	CHECK(strstr(buf, "{\"setting\":\"num_workers\",\"value\":2,\"predicted_step_ms\":") &&
 		      strstr(buf, "\"limited_by\":\"cores\""),
 	      "rows carry setting, value, predicted_step_ms, limited_by");
@@ -296,8 +299,44 @@ static void test_json_rows(void)
 	f = open_memstream(&buf, &len);
 	dlbn_whatif_json(f, NULL);
 	fclose(f);
-	CHECK(!strcmp(buf, "\"what_if\":null,\"what_if_basis\":null"), "without --what-if: null");
+	CHECK(!strcmp(buf, "\"what_if\":null,\"what_if_basis\":null,\"what_if_grid\":null"),
+	      "without --what-if: null");
 	free(buf);
+}
+
+/* The step at batch scale k: the loader, hand-off and workers' CPU grow
+ * with the samples; the loop and the GPU keep their fixed parts. */
+static void test_batch_scale(void)
+{
+	struct dlbn_whatif w;
+	const char *lim = "";
+	memset(&w, 0, sizeof(w));
+	w.valid = 1;
+	w.num_workers = 2;
+	w.batch_size = 32;
+	w.batch_ms = 40;
+	w.worker_cpu_ms = 40;
+	w.loop_ms = 10;
+	w.loop_fixed_ms = 4;
+	w.main_cpu_ms = 10;
+	w.handoff_ms = 1;
+	w.gpu_step_ms = 12;
+	w.gpu_fixed_ms = 8;
+	double s = dlbn_whatif_step_ms(&w, 1, 2, &lim);
+	CHECK(fabs(s - 20) < 1e-9 && !strcmp(lim, "workers"), "k=1, 2 workers: 40/2 = 20 (%g %s)",
+	      s, lim);
+	CHECK(s == dlbn_whatif_workers_ms(&w, 2, NULL), "k=1 is the worker curve");
+	s = dlbn_whatif_step_ms(&w, 2, 8, &lim);
+	CHECK(fabs(s - 18) < 1e-9 && !strcmp(lim, "loop"),
+	      "k=2, 8 workers: loop 4 + 6 x 2 + hand-off 2 = 18 (%g %s)", s, lim);
+	s = dlbn_whatif_step_ms(&w, 0.5, 8, &lim);
+	CHECK(fabs(s - 10) < 1e-9 && !strcmp(lim, "gpu"),
+	      "k=0.5: the GPU's 8 + 4 x 0.5 = 10 (%g %s)", s, lim);
+	w.cores = 2;
+	w.cpu_known = 1;
+	s = dlbn_whatif_step_ms(&w, 2, 8, &lim);
+	CHECK(fabs(s - 48) < 1e-9 && !strcmp(lim, "cores"),
+	      "k=2 on 2 cores: (40 x 2 + 10 x 16/10) / 2 = 48 (%g %s)", s, lim);
 }
 
 static void test_sweep_reader(void)
@@ -321,6 +360,14 @@ static void test_sweep_reader(void)
 		CHECK(s.v[2].value == 1 && s.v[2].measured_ms == 3, "point 3: a boolean value");
 	}
 	dlbn_sweep_free(&s);
+	const char *figures = "[{\"setting\":\"batch_size\",\"value\":64,\"measured_step_ms\":9,"
+			      "\"batch_size\":64,\"num_workers\":2,\"loop_ms\":3.5,"
+			      "\"gpu_step_ms\":null}]";
+	CHECK(dlbn_sweep_parse(&s, figures, strlen(figures), err, sizeof(err)) == 0 && s.n == 1 &&
+		      s.v[0].batch_size == 64 && s.v[0].num_workers == 2 && s.v[0].loop_ms == 3.5 &&
+		      s.v[0].gpu_step_ms < 0,
+	      "a run's figures: batch_size, num_workers, loop_ms; null gpu_step_ms (%s)", err);
+	dlbn_sweep_free(&s);
 	CHECK(dlbn_sweep_parse(&s, "[]", 2, err, sizeof(err)) == 0 && s.n == 0, "empty list");
 	static const char *const bad[] = {
 		"{\"setting\":\"num_workers\"}",
@@ -328,6 +375,7 @@ static void test_sweep_reader(void)
 		"[{\"value\":4,\"measured_step_ms\":5}]",
 		"[{\"setting\":\"num_workers\",\"value\":4,\"measured_step_ms\":-3}]",
 		"[{\"setting\":\"num_workers\",\"value\":x}]",
+		"[{\"setting\":\"batch_size\",\"value\":8,\"loop_ms\":-1}]",
 		"[] trailing",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -350,6 +398,7 @@ int main(void)
 	test_persistent_confirmed();
 	test_gpu_floor();
 	test_json_rows();
+	test_batch_scale();
 	test_sweep_reader();
 	remove(path);
 	CHECK_EXIT();
