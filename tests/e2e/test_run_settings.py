@@ -179,6 +179,8 @@ def test_parse_settings():
     (["--max-steps", "x"], "--max-steps takes a step count >= 1"),
     (["--sweep", "num_workers=1,x"], "--sweep num_workers=x"),
     (["--sweep", "num_workers=1", "-o", "fixed.bin"], "put %v"),
+    (["--sweep", "num_workers=1", "--sweep", "num_workers=2"], "--sweep num_workers given twice"),
+    (["--sweep", "num_workers=1", "--sweep", "batch_size=0"], "batch_size must be >= 1"),
     (["--sweep-out", "x.json"], "--sweep-out goes with --sweep"),
     (["--no-python", "--set", "num_workers=1"], "need the Python bootstrap"),
 ])
@@ -368,12 +370,57 @@ def test_sweep_measures_each_value_and_goes_on_after_a_failure(rundir, script, t
     assert table[1].split()[:1] == ["num_workers"]
     cells = [line.split() for line in table[2:5]]
     assert [c[0] for c in cells] == ["0", "2", "1"]
-    assert cells[1][1:] == ["-", "102.00", "exit", "3"]
+    # value, measured ms, predicted ms, measured and predicted samples/s, status
+    assert cells[1][1:] == ["-", "102.00", "-", "-", "exit", "3"]
+    assert float(cells[0][3]) == pytest.approx(2 * 1000 / rows[0]["measured_step_ms"], abs=1)
     assert float(cells[0][1]) == pytest.approx(rows[0]["measured_step_ms"], abs=0.006)
     # each run's CONFIG says what it was run with
     a = json.loads(subprocess.run([str(ANALYZE), "--format", "json", rows[2]["trace"]],
                                   capture_output=True, text=True, timeout=60).stdout)
     assert a["config"]["set"] == "num_workers=1" and a["config"]["max_steps"] == "30"
+
+
+def test_grid_sweep(rundir, script, tmp_path):
+    """Two --sweep options run every combination, say how far along the
+    sweep is, go on after failed runs (num_workers=2 exits 3 here), and
+    predict each point from the first run's what-if, given the runs of
+    the other batch size."""
+    out = tmp_path / "grid.json"
+    r = dlbn_run(["--sweep", "num_workers=1,2", "--sweep", "batch_size=2,4", "--max-steps", "20",
+                  "--sweep-out", str(out), "--", PYTHON, str(script), "sweep"], tmp_path,
+                 timeout=400)
+    assert r.returncode == 1, r.stderr[-3000:]
+    progress = [ln for ln in r.stderr.splitlines() if ln.startswith("dlbn-run: sweep ")]
+    assert progress[0] == "dlbn-run: sweep num_workers=1 batch_size=2 (1 of 4)", progress
+    assert re.match(r"dlbn-run: sweep num_workers=1 batch_size=4 \(2 of 4; about \d+ s left\)$",
+                    progress[1]), progress
+    assert len(progress) == 4
+    rows = json.loads(out.read_text())
+    assert [row["settings"] for row in rows] == [
+        {"num_workers": 1, "batch_size": 2}, {"num_workers": 1, "batch_size": 4},
+        {"num_workers": 2, "batch_size": 2}, {"num_workers": 2, "batch_size": 4}]
+    assert [row["status"] for row in rows] == ["ok", "ok", "exit 3", "exit 3"]
+    for row in rows[:2]:
+        assert row["batch_size"] == row["settings"]["batch_size"] and row["num_workers"] == 1
+        assert row["loop_ms"] > 0 and row["measured_step_ms"] > 0, row
+        assert row["predicted_step_ms"] > 0 and row["limited_by"], row
+        assert row["measured_samples_per_s"] == pytest.approx(
+            row["batch_size"] * 1000 / row["measured_step_ms"])
+        tag = "num_workers-1_batch_size-%d" % row["batch_size"]
+        assert tag in row["trace"], row["trace"]
+    # a failed run still gets the prediction for what it was asked
+    assert rows[3]["predicted_step_ms"] > 0 and rows[3]["measured_step_ms"] is None
+    table = r.stdout[r.stdout.index("sweep of num_workers x batch_size"):].splitlines()
+    assert table[1].split()[:2] == ["num_workers", "batch_size"]
+    assert table[-1].startswith("best measured: num_workers=1, batch_size="), table
+    # the points feed the batch-size model of the first run's analysis
+    a = json.loads(subprocess.run([str(ANALYZE), "--format", "json", "--what-if",
+                                   "--sweep-results", str(out), rows[0]["trace"]],
+                                  capture_output=True, text=True, timeout=60).stdout)
+    assert a["what_if_basis"]["split_measured"] is True, a["what_if_basis"]["notes"]
+    cells = {(c["batch_size"], c["num_workers"]): c for c in a["what_if_grid"]}
+    assert cells[(4, 1)]["measured_step_ms"] == pytest.approx(rows[1]["measured_step_ms"])
+    assert cells[(4, 1)]["predicted_step_ms"] == pytest.approx(rows[1]["predicted_step_ms"])
 
 
 OLD_ANALYZER = r'''#!%(python)s
@@ -413,8 +460,9 @@ def test_sweep_without_what_if_prints_dashes(rundir, script, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     table = r.stdout[r.stdout.index("sweep of train:prefetch_factor"):].splitlines()
     assert "no what-if in the analyses" in table[0]
-    value, measured, predicted, status = table[2].split()
+    value, measured, predicted, per_s, predicted_per_s, status = table[2].split()
     assert value == "2" and float(measured) > 0 and predicted == "-" and status == "ok"
+    assert float(per_s) > 0 and predicted_per_s == "-"
     assert list(tmp_path.glob("dlbn-sweep-train-prefetch_factor-2-*.bin"))
 
 
