@@ -54,8 +54,10 @@ static const char usage_text[] =
 	"                            grid batch_size x num_workers), each with its limit\n"
 	"      --html FILE           also write a self-contained HTML report (verdict,\n"
 	"                            timeline, waits, workers, what-if curve)\n"
+	"      --plot FILE.svg       the batch size x num_workers chart (samples/s,\n"
+	"                            predicted and measured, the best marked) as SVG\n"
 	"      --sweep-results FILE  measured sweep points (dlbn-run --sweep-out) for\n"
-	"                            --what-if and --html: JSON [{\"setting\",\"value\",\n"
+	"                            --what-if, --html and --plot: JSON [{\"setting\",\"value\",\n"
 	"                            \"measured_step_ms\"}...]; runs of another batch\n"
 	"                            size size the batch-size model's fixed parts\n"
 	"      --dump                print every record as one line and exit\n"
@@ -84,6 +86,7 @@ struct cli {
 	size_t ntraces;
 	const char *output, *sqlite, *perfetto, *baseline;
 	const char *html, *sweep_results; /* --html FILE, --sweep-results FILE */
+	const char *plot;		  /* --plot FILE.svg */
 	int format, dump, fail_on;
 	int what_if; /* --what-if */
 	int native_stacks;
@@ -123,6 +126,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		O_WHATIF,
 		O_HTML,
 		O_SWEEP,
+		O_PLOT,
 		O_NATIVE
 	};
 	static const struct option opts[] = {
@@ -135,6 +139,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{"what-if", no_argument, NULL, O_WHATIF},
 		{"html", required_argument, NULL, O_HTML},
 		{"sweep-results", required_argument, NULL, O_SWEEP},
+		{"plot", required_argument, NULL, O_PLOT},
 		{"fail-on", required_argument, NULL, O_FAIL},
 		{"view", required_argument, NULL, O_VIEW},
 		{"warmup", required_argument, NULL, O_WARMUP},
@@ -186,6 +191,9 @@ static int parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case O_SWEEP:
 			c->sweep_results = optarg;
+			break;
+		case O_PLOT:
+			c->plot = optarg;
 			break;
 		case O_FAIL:
 			if (!strcmp(optarg, "detected"))
@@ -251,11 +259,13 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		return usage_error("no trace file given", NULL);
 	c->traces = argv + optind;
 	c->ntraces = (size_t)(argc - optind);
-	if (c->ntraces > 1 && (c->dump || c->sqlite || c->perfetto || c->baseline || c->html))
-		return usage_error(
-			"--dump, --sqlite, --perfetto, --baseline and --html take one trace", NULL);
-	if (c->sweep_results && !c->html && !c->what_if)
-		return usage_error("--sweep-results goes with --what-if or --html", NULL);
+	if (c->ntraces > 1 &&
+	    (c->dump || c->sqlite || c->perfetto || c->baseline || c->html || c->plot))
+		return usage_error("--dump, --sqlite, --perfetto, --baseline, --html and --plot "
+				   "take one trace",
+				   NULL);
+	if (c->sweep_results && !c->html && !c->what_if && !c->plot)
+		return usage_error("--sweep-results goes with --what-if, --html or --plot", NULL);
 	return -1;
 }
 
@@ -466,6 +476,13 @@ static int analyze(const struct cli *c, FILE *out)
 		if (c->html && (points || !c->sweep_results)) {
 			in.whatif = &w->whatif;
 			export_failed |= write_html(c, w->r, &in, points);
+		}
+		if (c->plot && (points || !c->sweep_results)) {
+			char err[512];
+			if (dlbn_plot_svg(c->plot, w->path, &w->whatif, err, sizeof(err)) != 0) {
+				fprintf(stderr, "dlbn-analyze: --plot %s: %s\n", c->plot, err);
+				export_failed = 1;
+			}
 		}
 		if (n == 1)
 			export_failed |=

@@ -249,11 +249,14 @@ static const char *value_text(const struct dlbn_whatif_row *r, char *buf, size_t
 	return buf;
 }
 
-/* The measured sweep figure for a row, or < 0. */
-static double sweep_at(const struct dlbn_sweep *s, const struct dlbn_whatif_row *r)
+/* The measured sweep figure for a row, or < 0.  A grid's point of another
+ * batch size is no point of the run's curve. */
+static double sweep_at(const struct dlbn_sweep *s, const struct dlbn_whatif *w,
+		       const struct dlbn_whatif_row *r)
 {
 	for (size_t i = 0; s && i < s->n; i++)
-		if (!strcmp(s->v[i].setting, r->setting) && s->v[i].value == r->value)
+		if (!strcmp(s->v[i].setting, r->setting) && s->v[i].value == r->value &&
+		    !svg_other_batch(&s->v[i], w))
 			return s->v[i].measured_ms;
 	return -2;
 }
@@ -285,7 +288,7 @@ static void whatif_card(FILE *out, const struct dlbn_whatif *w, const struct dlb
 	      out);
 	for (size_t i = 0; i < w->nrows; i++) {
 		const struct dlbn_whatif_row *r = &w->rows[i];
-		double meas = r->current ? r->measured_ms : sweep_at(sweep, r);
+		double meas = r->current ? r->measured_ms : sweep_at(sweep, w, r);
 		fprintf(out, "<tr%s><td>%s</td><td>%s%s</td><td>%.2f</td><td>%.2fx</td><td>%s</td>",
 			r->current ? " class=\"current\"" : "", r->setting,
 			value_text(r, buf, sizeof(buf)), r->current ? " (this run)" : "",
@@ -303,6 +306,26 @@ static void whatif_card(FILE *out, const struct dlbn_whatif *w, const struct dlb
 		fputs("</li>\n", out);
 	}
 	fputs("</ul>\n", out);
+	if (w->ngrid) {
+		fprintf(out, "<h3>Batch size &times; %s</h3>\n", w->knob);
+		svg_grid(out, w, 0);
+		if (w->grid_best >= 0) {
+			const struct dlbn_whatif_cell *b = &w->grid[w->grid_best];
+			fprintf(out,
+				"<p class=\"muted small\" id=\"grid-best\">Best predicted: "
+				"batch_size "
+				"<b>%d</b>, %s <b>%d</b>: %.0f samples/s (%.2f ms per step, "
+				"limited "
+				"by %s). %s</p>\n",
+				b->batch_size, w->knob, b->units, b->samples_per_s, b->step_ms,
+				b->limited_by,
+				w->split_measured ? "The loop's and the GPU's fixed parts per step "
+						    "come from runs of another batch size."
+						  : "The loop's and the GPU's time per step are "
+						    "taken as proportional to the batch (no run of "
+						    "another batch size).");
+		}
+	}
 	for (size_t i = 0; sweep && i < sweep->n; i++)
 		if (sweep->v[i].measured_ms <= 0) {
 			fprintf(out,
@@ -343,7 +366,7 @@ static void page(FILE *out, const struct html_data *d, const struct dlbn_report_
 	html_esc(out, dlbn_verdict_name(in->a->verdict));
 	fputs(" - ", out);
 	html_esc(out, in->path);
-	fprintf(out, "</title>\n<style>\n%s</style></head>\n<body>\n", css);
+	fprintf(out, "</title>\n<style>\n%s%s</style></head>\n<body>\n", css, svg_grid_css);
 	fputs("<header><h1>dlbn &mdash; data-loading bottleneck report</h1><div class=\"sub\">",
 	      out);
 	html_esc(out, in->path);
@@ -355,6 +378,36 @@ static void page(FILE *out, const struct html_data *d, const struct dlbn_report_
 	whatif_card(out, in->whatif, sweep);
 	footer(out, in);
 	fputs("</main>\n</body></html>\n", out);
+}
+
+int dlbn_plot_svg(const char *path, const char *trace_path, const struct dlbn_whatif *w, char *err,
+		  size_t errlen)
+{
+	struct dlbn_out_file o;
+	if (!w->valid || !w->ngrid) {
+		snprintf(err, errlen, "no batch size x %s grid to plot: %s",
+			 w->knob[0] ? w->knob : "workers",
+			 !w->valid ? w->why_not : "the batch size is not in the trace");
+		return -1;
+	}
+	if (dlbn_out_begin(&o, path, trace_path, 1, err, errlen) != 0)
+		return -1;
+	FILE *out = fdopen(o.fd, "w");
+	if (!out) {
+		snprintf(err, errlen, "out of memory");
+		dlbn_out_abort(&o);
+		return -1;
+	}
+	svg_grid(out, w, 1);
+	int bad = fflush(out) != 0 || ferror(out);
+	bad |= fclose(out) != 0;
+	o.fd = -1;
+	if (bad) {
+		snprintf(err, errlen, "writing %s failed", path);
+		dlbn_out_abort(&o);
+		return -1;
+	}
+	return dlbn_out_commit(&o, err, errlen);
 }
 
 int dlbn_report_html(const char *path, struct dlbn_reader *r, const struct dlbn_report_input *in,

@@ -33,6 +33,13 @@
 int dlbn_report_html(const char *path, struct dlbn_reader *r, const struct dlbn_report_input *in,
 		     const struct dlbn_sweep *sweep, char *err, size_t errlen);
 
+/* --plot: the batch size x workers chart of w as a standalone SVG file at
+ * path (replaced atomically, as the page is; never the trace itself).  0,
+ * or -1 with a one-line reason in err (no grid: the what-if's why_not, or
+ * no batch size). */
+int dlbn_plot_svg(const char *path, const char *trace_path, const struct dlbn_whatif *w, char *err,
+		  size_t errlen);
+
 /* ---- shared by the report_html*.c files -------------------------------- */
 
 #define HTML_MAX_STEPS	 120  /* timeline: steps drawn */
@@ -80,5 +87,13 @@ void svg_timeline(FILE *out, const struct html_data *d, const struct dlbn_model 
 void svg_wait_hist(FILE *out, const struct html_data *d, const struct dlbn_analysis *a);
 void svg_worker_util(FILE *out, const struct dlbn_analysis *a);
 void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep *sweep);
+/* The batch size x workers grid: samples/s against the curve's setting,
+ * one line per batch size, measured points, the best one marked.
+ * standalone: a whole SVG file (XML declaration, its own styles). */
+void svg_grid(FILE *out, const struct dlbn_whatif *w, int standalone);
+extern const char svg_grid_css[];
+/* A sweep point of another batch size than the run's (a grid's): not a
+ * point of the run's worker curve. */
+int svg_other_batch(const struct dlbn_sweep_point *p, const struct dlbn_whatif *w);
 
 #endif /* DLBN_REPORT_HTML_H */

@@ -295,6 +295,12 @@ static const char *limit_class(const char *lim)
 	return "other";
 }
 
+int svg_other_batch(const struct dlbn_sweep_point *p, const struct dlbn_whatif *w)
+{
+	return p->batch_size >= 1 && w->batch_size > 0 &&
+	       fabs(p->batch_size - w->batch_size) >= 0.5;
+}
+
 void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep *sweep)
 {
 	const int W = 1100, H = 340, L = 64, R = 180, T = 16, B = 44;
@@ -305,7 +311,7 @@ void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep 
 			ymax = w->rows[i].step_ms;
 	for (size_t i = 0; sweep && i < sweep->n; i++) {
 		const struct dlbn_sweep_point *p = &sweep->v[i];
-		if (strcmp(p->setting, w->knob) != 0)
+		if (strcmp(p->setting, w->knob) != 0 || svg_other_batch(p, w))
 			continue;
 		if (p->measured_ms > ymax)
 			ymax = p->measured_ms;
@@ -355,7 +361,8 @@ void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep 
 	}
 	for (size_t i = 0; sweep && i < sweep->n; i++) {
 		const struct dlbn_sweep_point *p = &sweep->v[i];
-		if (strcmp(p->setting, w->knob) != 0 || p->value < 0 || p->value > xmax)
+		if (strcmp(p->setting, w->knob) != 0 || p->value < 0 || p->value > xmax ||
+		    svg_other_batch(p, w))
 			continue;
 		double cx = at(&x, p->value);
 		if (p->measured_ms > 0) {
@@ -403,5 +410,164 @@ void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep 
 			W - R + 22, ly - 10);
 		text_at(out, W - R + 32, ly, "start", "legend", "sweep (measured)");
 	}
+	fputs("</svg>\n", out);
+}
+
+/* ---- batch size x workers grid ----------------------------------------- */
+
+/* The grid chart's classes: the page's <style> holds them, and so does a
+ * standalone file's (dlbn_plot_svg). */
+const char svg_grid_css[] =
+	".grid-line{fill:none;stroke-width:2}.grid-point{stroke:#fff;stroke-width:1.2}\n"
+	".grid-measured{stroke:#161b26;stroke-width:1.2}.grid-best{fill:none;stroke:#d94b3d;"
+	"stroke-width:2.5}\n"
+	".bs-0{stroke:#3056d3;fill:#3056d3}.bs-1{stroke:#2a9d8f;fill:#2a9d8f}"
+	".bs-2{stroke:#b5651d;fill:#b5651d}.bs-3{stroke:#8e6bd1;fill:#8e6bd1}"
+	".bs-4{stroke:#d94b3d;fill:#d94b3d}\n"
+	".grid-line.bs-0,.grid-line.bs-1,.grid-line.bs-2,.grid-line.bs-3,.grid-line.bs-4"
+	"{fill:none}\n";
+
+/* The standalone file's rules for what the page's CSS gives the charts. */
+static const char standalone_css[] =
+	"text{font-family:system-ui,-apple-system,'Segoe UI',sans-serif}\n"
+	".axis{stroke:#8a93a3;stroke-width:1}.grid{stroke:#eceef2;stroke-width:1}\n"
+	".tick{fill:#6b7385;font-size:11px}.axislabel{fill:#4a5262;font-size:12px}\n"
+	".marklabel{fill:#333a48;font-size:11.5px}.legend{fill:#333a48;font-size:12px}\n"
+	".legendhead{fill:#6b7385;font-size:11px}.title{fill:#161b26;font-size:14px;"
+	"font-weight:600}\n"
+	".measured-point{fill:none;stroke:#161b26;stroke-width:2.5}\n";
+
+static size_t grid_sizes_of(const struct dlbn_whatif *w, int *v)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < w->ngrid && n < DLBN_WHATIF_BATCHES; i++) {
+		size_t j = 0;
+		while (j < n && v[j] != w->grid[i].batch_size)
+			j++;
+		if (j == n)
+			v[n++] = w->grid[i].batch_size;
+	}
+	return n;
+}
+
+static void diamond(FILE *out, double cx, double cy, int r)
+{
+	fprintf(out, " d=\"M%.1f %.1fl%d %dl-%d %dl-%d -%dz\"", cx, cy - r, r, r, r, r, r, r);
+}
+
+void svg_grid(FILE *out, const struct dlbn_whatif *w, int standalone)
+{
+	const int W = 1100, H = 380, L = 70, R = 200, T = standalone ? 40 : 16, B = 44;
+	int sizes[DLBN_WHATIF_BATCHES];
+	size_t ns = grid_sizes_of(w, sizes);
+	double ymax = 0;
+	int umin = -1, umax = 0;
+	for (size_t i = 0; i < w->ngrid; i++) {
+		const struct dlbn_whatif_cell *c = &w->grid[i];
+		double meas = c->measured_ms > 0 ? c->batch_size * 1e3 / c->measured_ms : 0;
+		ymax = fmax(ymax, fmax(c->samples_per_s, meas));
+		umin = umin < 0 || c->units < umin ? c->units : umin;
+		umax = c->units > umax ? c->units : umax;
+	}
+	struct scale x = {umin > 0 ? 0 : umin, umax > umin ? umax : umin + 1, L, W - R};
+	struct scale y = {0, ymax > 0 ? ymax * 1.12 : 1, H - B, T};
+	char title[96];
+	snprintf(title, sizeof(title), "Predicted samples/s against %s, one line per batch size",
+		 w->knob);
+	if (standalone) {
+		fprintf(out,
+			"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg id=\"grid-chart\" "
+			"viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\" "
+			"aria-label=\"%s\" xmlns=\"http://www.w3.org/2000/svg\">\n<style>\n%s%s"
+			"</style>\n<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n",
+			W, H, W, H, title, standalone_css, svg_grid_css);
+		text_at(out, L, 24, "start", "title", "%s", title);
+	} else {
+		svg_open(out, W, H, "grid-chart", title);
+	}
+	y_axis(out, &y, L, W - R, "");
+	x_axis(out, &x, T, H - B, 1, "", (int)(x.hi - x.lo) < 12 ? (int)(x.hi - x.lo) : 12);
+	text_at(out, (L + W - R) / 2.0, H - 8, "middle", "axislabel", "%s", w->knob);
+	fprintf(out,
+		"<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\" "
+		"class=\"axislabel\">samples/s</text>\n",
+		(T + H - B) / 2.0);
+	for (size_t k = 0; k < ns; k++) {
+		fprintf(out,
+			"<polyline class=\"grid-line bs-%zu\" data-batch-size=\"%d\" points=\"", k,
+			sizes[k]);
+		for (size_t i = 0; i < w->ngrid; i++)
+			if (w->grid[i].batch_size == sizes[k])
+				fprintf(out, "%.1f,%.1f ", at(&x, w->grid[i].units),
+					at(&y, w->grid[i].samples_per_s));
+		fputs("\"/>\n", out);
+	}
+	for (size_t i = 0; i < w->ngrid; i++) {
+		const struct dlbn_whatif_cell *c = &w->grid[i];
+		size_t k = 0;
+		while (k + 1 < ns && sizes[k] != c->batch_size)
+			k++;
+		double cx = at(&x, c->units);
+		fprintf(out,
+			"<circle class=\"grid-point bs-%zu\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
+			"data-batch-size=\"%d\" data-units=\"%d\" data-samples-per-s=\"%.1f\" "
+			"data-limited-by=\"%s\"><title>batch_size=%d, %s=%d: %.0f samples/s "
+			"predicted "
+			"(%.2f ms per step), limited by %s</title></circle>\n",
+			k, cx, at(&y, c->samples_per_s), c->batch_size, c->units, c->samples_per_s,
+			c->limited_by, c->batch_size, w->knob, c->units, c->samples_per_s,
+			c->step_ms, c->limited_by);
+		if (c->measured_ms > 0) {
+			double meas = c->batch_size * 1e3 / c->measured_ms, cy = at(&y, meas);
+			fprintf(out, "<path class=\"grid-measured bs-%zu\"", k);
+			diamond(out, cx, cy, 6);
+			fprintf(out,
+				" data-batch-size=\"%d\" data-units=\"%d\" "
+				"data-measured-samples-per-s=\"%.1f\"><title>batch_size=%d, %s=%d: "
+				"%.0f samples/s measured%s</title></path>\n",
+				c->batch_size, c->units, meas, c->batch_size, w->knob, c->units,
+				meas, c->current ? " (this run)" : "");
+			if (c->current) {
+				fprintf(out,
+					"<circle class=\"measured-point\" cx=\"%.1f\" cy=\"%.1f\" "
+					"r=\"10\"/>\n",
+					cx, cy);
+				text_at(out, cx + 12, cy + 16, "start", "marklabel", "this run");
+			}
+		}
+	}
+	if (w->grid_best >= 0) {
+		const struct dlbn_whatif_cell *b = &w->grid[w->grid_best];
+		double cx = at(&x, b->units), cy = at(&y, b->samples_per_s);
+		fprintf(out,
+			"<circle class=\"grid-best\" cx=\"%.1f\" cy=\"%.1f\" r=\"9\" "
+			"data-batch-size=\"%d\" data-units=\"%d\"/>\n",
+			cx, cy, b->batch_size, b->units);
+		int right = cx > (L + W - R) / 2.0;
+		text_at(out, right ? cx - 14 : cx + 14, cy - 12, right ? "end" : "start",
+			"marklabel", "best: batch_size %d, %s %d: %.0f/s", b->batch_size, w->knob,
+			b->units, b->samples_per_s);
+	}
+	/* Legend: one line per batch size, then the marks. */
+	double ly = T + 8;
+	text_at(out, W - R + 16, ly, "start", "legendhead", "batch size");
+	for (size_t k = 0; k < ns; k++) {
+		ly += 18;
+		fprintf(out,
+			"<line class=\"grid-line bs-%zu\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" "
+			"y2=\"%.1f\"/>",
+			k, W - R + 16, ly - 4, W - R + 34, ly - 4);
+		text_at(out, W - R + 40, ly, "start", "legend", "%d%s", sizes[k],
+			sizes[k] == w->batch_size ? " (this run)" : "");
+	}
+	ly += 26;
+	fprintf(out, "<path class=\"grid-measured bs-0\"");
+	diamond(out, W - R + 25, ly - 4, 6);
+	fputs("/>", out);
+	text_at(out, W - R + 40, ly, "start", "legend", "measured");
+	ly += 20;
+	fprintf(out, "<circle class=\"grid-best\" cx=\"%d\" cy=\"%.1f\" r=\"7\"/>", W - R + 25,
+		ly - 4);
+	text_at(out, W - R + 40, ly, "start", "legend", "best predicted");
 	fputs("</svg>\n", out);
 }

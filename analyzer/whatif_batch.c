@@ -273,6 +273,8 @@ void dlbn_whatif_batch(const struct dlbn_analysis *a, const struct dlbn_sweep *p
 		double step = dlbn_whatif_step_ms(w, k, w->num_workers, &lim);
 		struct dlbn_whatif_row *r =
 			dlbn_whatif_add_row(w, "batch_size", sizes[i], step, lim);
+		if (r) /* in samples/s: a smaller batch's shorter step is no gain */
+			r->speedup = step > 0 ? k * w->measured_ms / step : 0;
 		if (r && sizes[i] == w->batch_size) {
 			r->current = 1;
 			r->measured_ms = w->measured_ms;
@@ -284,9 +286,11 @@ void dlbn_whatif_batch(const struct dlbn_analysis *a, const struct dlbn_sweep *p
 	w->grid_best = grid_best(w);
 	if (w->batch_kib > 0)
 		note(w,
-		     "batch size: a batch of %d takes %.1f KiB of shared memory; with num_workers "
-		     "x "
-		     "prefetch_factor (%d) batches in flight the grid's shm column is the /dev/shm "
-		     "room each setting needs (dlbn-preflight shows it); host memory grows alike",
-		     w->batch_size, w->batch_kib, w->prefetch);
+		     "batch size: a batch of %d takes %.1f KiB of shared memory; num_workers x "
+		     "prefetch_factor (%d) of them are in flight, so a grid point needs "
+		     "num_workers x "
+		     "%d x %.1f KiB x its batch size / %d of /dev/shm (shm_mib in JSON; "
+		     "dlbn-preflight shows the room); host memory grows alike",
+		     w->batch_size, w->batch_kib, w->prefetch, w->prefetch, w->batch_kib,
+		     w->batch_size);
 }

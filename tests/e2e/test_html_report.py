@@ -110,8 +110,24 @@ def test_rendered_page(report, rundir):
                        r'data-measured-ms="([\d.]+)"', dom)
     assert sorted((float(v), float(ms)) for v, ms in sweep) == [(1.0, 21.5), (2.0, 11.0)]
     assert "worker killed (out of memory?)" in dom
+    # the batch size x workers grid: one point per grid entry of the JSON,
+    # one line per batch size, the best marked once, the run measured
+    grid = result["what_if_grid"]
+    cells = re.findall(r'<circle class="grid-point bs-\d"[^>]*data-batch-size="(\d+)" '
+                       r'data-units="(\d+)" data-samples-per-s="([\d.]+)"', dom)
+    assert sorted((int(b), int(u)) for b, u, _ in cells) == sorted(
+        (c["batch_size"], c["num_workers"]) for c in grid), cells
+    for b, u, rate in cells:
+        cell = [c for c in grid if (c["batch_size"], c["num_workers"]) == (int(b), int(u))][0]
+        assert abs(float(rate) - cell["predicted_samples_per_s"]) < 0.1 + 1e-3 * float(rate)
+    assert len(re.findall(r'<polyline class="grid-line bs-\d"', dom)) == len(
+        {c["batch_size"] for c in grid})
+    assert len(re.findall(r'<circle class="grid-best"[^>]*data-batch-size', dom)) == 1
+    assert re.search(r'<path class="grid-measured bs-\d"', dom)
+    assert 'id="grid-best"' in dom
     # the other sections are there
-    for section in ("timeline", "wait-hist", "worker-util", "whatif-curve", "whatif-table"):
+    for section in ("timeline", "wait-hist", "worker-util", "whatif-curve", "whatif-table",
+                    "grid-chart"):
         assert 'id="%s"' % section in dom, section
     assert "Workers' time" in dom or "Workers&#39; time" in dom
 
@@ -131,3 +147,16 @@ def test_screenshot(report, rundir):
     width, height = struct.unpack(">II", data[16:24])
     assert (width, height) == (1280, 2300)
     assert len(data) > 20000, "a blank page compresses to almost nothing"
+
+
+def test_standalone_plot_renders(report, rundir):
+    """--plot writes the grid chart as an SVG file a browser shows alone."""
+    result, page = report
+    svg = rundir / "grid.svg"
+    proc = analyze(result["trace"]["path"], "--plot", str(svg))
+    assert proc.returncode == 0, proc.stderr
+    text = svg.read_text()
+    assert text.startswith("<?xml") and "<style>" in text and "<script" not in text
+    proc, console = chromium(rundir, "--dump-dom", svg.as_uri())
+    assert proc.returncode == 0 and console == [], (proc.stderr[-2000:], console)
+    assert 'id="grid-chart"' in proc.stdout and "grid-point" in proc.stdout

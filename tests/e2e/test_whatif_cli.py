@@ -63,7 +63,8 @@ def test_text_and_markdown(trace):
 
 def test_usage_errors(trace, rundir):
     proc = analyze(trace, "--sweep-results", str(rundir / "none.json"))
-    assert proc.returncode == 2 and "--sweep-results goes with --what-if or --html" in proc.stderr
+    assert proc.returncode == 2
+    assert "--sweep-results goes with --what-if, --html or --plot" in proc.stderr
     proc = analyze(trace, trace, "--html", str(rundir / "two.html"))
     assert proc.returncode == 2 and "take one trace" in proc.stderr
     assert "--what-if" in subprocess.run([str(ANALYZE), "--help"], capture_output=True,
@@ -216,4 +217,39 @@ def test_batch_size_split_from_a_run_of_another_size(rundir):
     assert abs(cells[(64, 4)]["predicted_step_ms"] - expected) < 0.01, (cells[(64, 4)], expected)
     # --sweep-results without --what-if or --html is a usage error
     proc = analyze(path, "--sweep-results", str(points))
-    assert proc.returncode == 2 and "--sweep-results goes with --what-if or --html" in proc.stderr
+    assert proc.returncode == 2
+    assert "--sweep-results goes with --what-if, --html or --plot" in proc.stderr
+
+
+def test_plot_file(rundir):
+    """--plot: the grid as one standalone SVG (points, lines per batch size,
+    the best, the run measured); refused with a reason when there is no
+    grid or the file cannot be written, the report still printed."""
+    import xml.etree.ElementTree as ET
+    path = gentrace(rundir, "plot.bin", "--steps", "2000", "--workers", "1",
+                    "--batch-ms", "40", "--loop-ms", "10", "--gpu-ms", "3")
+    svg = rundir / "plot.svg"
+    proc = analyze(path, "--plot", str(svg))
+    assert proc.returncode == 0 and "VERDICT" in proc.stdout, proc.stderr
+    root = ET.parse(svg).getroot()
+    ns = "{http://www.w3.org/2000/svg}"
+    grid = json.loads(analyze(path, "--format", "json", "--what-if").stdout)["what_if_grid"]
+    points = [e for e in root.iter(ns + "circle") if "grid-point" in e.get("class", "")]
+    assert len(points) == len(grid), (len(points), len(grid))
+    lines = [e for e in root.iter(ns + "polyline") if "grid-line" in e.get("class", "")]
+    assert len(lines) == len({c["batch_size"] for c in grid})
+    best = [e for e in root.iter(ns + "circle")
+            if e.get("class") == "grid-best" and e.get("data-batch-size")]
+    want = [c for c in grid if c["best"]][0]
+    assert len(best) == 1 and int(best[0].get("data-batch-size")) == want["batch_size"]
+    assert any("grid-measured" in e.get("class", "") for e in root.iter(ns + "path"))
+    assert root.find(ns + "style") is not None
+    # no grid (no batch size in the trace), an unwritable file, two traces
+    bare = gentrace(rundir, "bare.bin", "--steps", "300", "--no-marks")
+    proc = analyze(bare, "--plot", str(rundir / "bare.svg"))
+    assert proc.returncode == 1 and "no batch size x" in proc.stderr, proc.stderr
+    assert "VERDICT" in proc.stdout and not (rundir / "bare.svg").exists()
+    proc = analyze(path, "--plot", str(rundir / "no" / "such" / "dir.svg"))
+    assert proc.returncode == 1 and "--plot" in proc.stderr and "VERDICT" in proc.stdout
+    proc = analyze(path, path, "--plot", str(svg))
+    assert proc.returncode == 2 and "take one trace" in proc.stderr
