@@ -246,14 +246,16 @@ void dlbn_whatif_json(FILE *out, const struct dlbn_whatif *w)
 		fputs("null", out);
 	else
 		dlbn_json_str(out, w->why_not);
-	static const char *const keys[] = {
-		"measured_step_ms", "batch_ms",	     "worker_cpu_ms", "loop_ms",  "main_cpu_ms",
-		"handoff_ms",	    "startup_ms",    "file_share",    "cores",	  "gpu_step_ms",
-		"stage_ms",	    "loop_fixed_ms", "gpu_fixed_ms",  "batch_kib"};
-	const double vals[] = {w->measured_ms,	w->batch_ms,	w->worker_cpu_ms, w->loop_ms,
-			       w->main_cpu_ms,	w->handoff_ms,	w->startup_ms,	  w->file_share,
-			       w->cores,	w->gpu_step_ms, w->stage_ms,	  w->loop_fixed_ms,
-			       w->gpu_fixed_ms, w->batch_kib};
+	static const char *const keys[] = {"measured_step_ms", "batch_ms",	 "worker_cpu_ms",
+					   "loop_ms",	       "main_cpu_ms",	 "handoff_ms",
+					   "startup_ms",       "file_share",	 "cores",
+					   "gpu_step_ms",      "stage_ms",	 "loop_fixed_ms",
+					   "gpu_fixed_ms",     "batch_fixed_ms", "batch_kib"};
+	const double vals[] = {w->measured_ms,	w->batch_ms,	   w->worker_cpu_ms,
+			       w->loop_ms,	w->main_cpu_ms,	   w->handoff_ms,
+			       w->startup_ms,	w->file_share,	   w->cores,
+			       w->gpu_step_ms,	w->stage_ms,	   w->loop_fixed_ms,
+			       w->gpu_fixed_ms, w->batch_fixed_ms, w->batch_kib};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		dlbn_json_key(out, keys[i], &first);
 		if ((!strcmp(keys[i], "cores") || !strcmp(keys[i], "gpu_step_ms") ||

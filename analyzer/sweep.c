@@ -158,7 +158,8 @@ static int skip(struct jp *p, int depth)
 }
 
 /* The run's own figures, where dlbn-run put them (absent or null: -1). */
-static const char *const figures[] = {"batch_size", "num_workers", "loop_ms", "gpu_step_ms"};
+static const char *const figures[] = {"batch_size", "num_workers", "loop_ms", "gpu_step_ms",
+				      "batch_ms"};
 
 static int optional_figure(const char *key)
 {
@@ -176,6 +177,8 @@ static void set_figure(struct dlbn_sweep_point *pt, const char *key, double v)
 		pt->num_workers = v;
 	else if (!strcmp(key, "loop_ms"))
 		pt->loop_ms = v;
+	else if (!strcmp(key, "batch_ms"))
+		pt->batch_ms = v;
 	else
 		pt->gpu_step_ms = v;
 }
@@ -186,7 +189,7 @@ static int point(struct jp *p, struct dlbn_sweep_point *pt)
 	int have_setting = 0, have_value = 0;
 	memset(pt, 0, sizeof(*pt));
 	pt->measured_ms = -1;
-	pt->batch_size = pt->num_workers = pt->loop_ms = pt->gpu_step_ms = -1;
+	pt->batch_size = pt->num_workers = pt->loop_ms = pt->gpu_step_ms = pt->batch_ms = -1;
 	if (peek(p) != '{')
 		return fail(p, "expected an object {setting, value, measured_step_ms}");
 	p->i++;

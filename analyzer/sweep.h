@@ -11,9 +11,10 @@
  * measured_step_ms null (or absent) with an "error" string is a run that
  * failed.  The run's own figures, where present (numbers >= 0 or null):
  * batch_size and num_workers (what the run had: a grid sweep changes two
- * settings), loop_ms and gpu_step_ms (its what-if basis: the what-if
- * splits the loop's and the GPU's time per step into a fixed part and one
- * that grows with the batch from points of another batch size).  Depends
+ * settings), loop_ms, gpu_step_ms and batch_ms (its what-if basis: the
+ * what-if splits the loop's and the GPU's time per step and the loader's
+ * time per batch into a fixed part and one that grows with the batch from
+ * points of another batch size).  Depends
  * on libc only (a small JSON reader of its own).
  */
 #ifndef DLBN_SWEEP_H
@@ -26,7 +27,7 @@ struct dlbn_sweep_point {
 	double value;
 	double measured_ms; /* < 0: the run failed (or no figure) */
 	char error[160];    /* "" none */
-	double batch_size, num_workers, loop_ms, gpu_step_ms; /* < 0: not given */
+	double batch_size, num_workers, loop_ms, gpu_step_ms, batch_ms; /* < 0: not given */
 };
 
 struct dlbn_sweep {

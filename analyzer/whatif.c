@@ -36,9 +36,10 @@ static void note(struct dlbn_whatif *w, const char *fmt, ...)
 
 /*
  * At batch scale k (batch size / the run's; 1: the run's own), each input
- * per step or per batch: the loader's time, the hand-off and the workers'
- * CPU grow with the samples; the loop's host work and the GPU's time per
- * step are a fixed part plus one that grows (loop_fixed_ms, gpu_fixed_ms).
+ * per step or per batch: the hand-off grows with the samples; the loader's
+ * time per batch (and its CPU with it), the loop's host work and the GPU's
+ * time per step are a fixed part plus one that grows (batch_fixed_ms,
+ * loop_fixed_ms, gpu_fixed_ms; 0 unless measured).
  * Written as x * k + fixed * (1 - k), which is x itself at k = 1.
  */
 static double scaled(double x, double fixed, double k)
@@ -68,23 +69,26 @@ static double steady_at(const struct dlbn_whatif *w, double k, int n, const char
 {
 	const char *lim;
 	double step = floor_at(w, k, n, &lim);
-	/* The training process's own CPU follows its loop's host work. */
+	/* The training process's own CPU follows its loop's host work, and
+	 * the loader's CPU its time per batch. */
 	double loop = scaled(w->loop_ms, w->loop_fixed_ms, k);
 	double main_cpu = w->loop_ms > 0 ? w->main_cpu_ms * (loop / w->loop_ms) : w->main_cpu_ms;
+	double batch = scaled(w->batch_ms, w->batch_fixed_ms, k);
+	double grow = w->batch_ms > 0 ? batch / w->batch_ms : k;
 	if (n == 0) {
 		/* In the loop's thread: loading and the loop take turns, except
 		 * that queued GPU work the host does not wait for runs on. */
 		double host = w->gpu_step_ms > 0 || w->gpu_paced ? main_cpu : loop;
-		if (host + w->batch_ms * k > step) {
-			step = host + w->batch_ms * k;
+		if (host + batch > step) {
+			step = host + batch;
 			lim = DLBN_LIMIT_LOADING;
 		}
 	} else {
-		double supply = w->batch_ms * k / n;
+		double supply = batch / n;
 		if (n < w->num_workers && w->fewer_batch_ms > 0)
-			supply = w->fewer_batch_ms * k / n;
-		if (w->stage_ms * k > supply)
-			supply = w->stage_ms * k;
+			supply = w->fewer_batch_ms * grow / n;
+		if (w->stage_ms * grow > supply)
+			supply = w->stage_ms * grow;
 		if (supply > step) {
 			step = supply;
 			lim = w->file_share >= FILE_BOUND_SHARE ? DLBN_LIMIT_STORAGE
@@ -93,7 +97,7 @@ static double steady_at(const struct dlbn_whatif *w, double k, int n, const char
 	}
 	if (w->cores > 0 && w->cpu_known) {
 		/* Every batch costs its CPU in some process, whoever loads it. */
-		double cpu = (w->worker_cpu_ms * k + main_cpu) / w->cores;
+		double cpu = (w->worker_cpu_ms * grow + main_cpu) / w->cores;
 		if (cpu > step * 1.0001) {
 			step = cpu;
 			lim = DLBN_LIMIT_CORES;

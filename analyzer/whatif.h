@@ -66,7 +66,7 @@
 #include "verdict.h"
 
 #define DLBN_WHATIF_ROWS       48
-#define DLBN_WHATIF_NOTES      14
+#define DLBN_WHATIF_NOTES      16
 #define DLBN_WHATIF_BATCHES    5 /* batch sizes of the grid: /4, /2, x1, x2, x4 */
 #define DLBN_WHATIF_GRID_UNITS 8 /* worker (thread) counts of the grid */
 
@@ -140,6 +140,7 @@ struct dlbn_whatif {
 	 * the fixed parts come from measured points of another batch size
 	 * (split_measured), else 0 (proportional, said in a note). */
 	double loop_fixed_ms, gpu_fixed_ms;
+	double batch_fixed_ms; /* of the loader's time per batch, likewise */
 	int split_measured;
 	double batch_kib; /* a batch's bytes through shared memory (hand-off); 0 unknown */
 	int prefetch;	  /* batches in flight per worker (prefetch_factor) */

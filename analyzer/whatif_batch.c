@@ -62,72 +62,93 @@ static double fixed_part(const double *b, const double *y, size_t n, double y0)
 	return fixed < 0 ? 0 : fixed > y0 ? y0 : fixed;
 }
 
-/* The fixed parts from points of other batch sizes, preferring those at
- * the run's worker count (the loop's host work changes with the CPU the
- * workers leave it). */
+/* The points of other batch sizes a fit uses: those at the run's worker
+ * count when there are any (the loop's host work changes with the CPU the
+ * workers leave it), else all.  -1: none. */
+static int fit_pass(const struct dlbn_sweep *points, const struct dlbn_whatif *w)
+{
+	int any = 0;
+	for (size_t i = 0; points && i < points->n; i++) {
+		const struct dlbn_sweep_point *p = &points->v[i];
+		if (p->batch_size < 1 || SAME_SIZE(p->batch_size, w->batch_size) ||
+		    !(p->loop_ms > 0))
+			continue;
+		if (SAME_SIZE(p->num_workers, w->num_workers))
+			return 0;
+		any = 1;
+	}
+	return any ? 1 : -1;
+}
+
+#define FIT_MAX 16
+
+/* One series (the loop's, the GPU's or the loader's time): the run's
+ * figure y0 and the points' (NULL where a point has none).  The fixed part,
+ * or -1 when some point lacks the figure or the sizes do not span two. */
+static double fit_series(const double *b, const double *y, size_t n, double y0)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!(y[i] > 0))
+			return -1;
+	return y0 > 0 ? fixed_part(b, y, n, y0) : -1;
+}
+
 static void fit_split(const struct dlbn_sweep *points, struct dlbn_whatif *w)
 {
-	double b[DLBN_WHATIF_BATCHES + 8], loop[DLBN_WHATIF_BATCHES + 8],
-		gpu[DLBN_WHATIF_BATCHES + 8];
-	size_t nl = 0, ng = 0;
+	double b[FIT_MAX], loop[FIT_MAX], gpu[FIT_MAX], batch[FIT_MAX];
 	char sizes[80] = "";
-	size_t len = 0;
-	for (int pass = 0; pass < 2 && nl == 0; pass++) {
-		b[0] = w->batch_size;
-		loop[0] = w->loop_ms;
-		gpu[0] = w->gpu_step_ms;
-		nl = ng = 1;
-		len = 0;
-		sizes[0] = '\0';
-		for (size_t i = 0; points && i < points->n && nl < sizeof(b) / sizeof(b[0]); i++) {
-			const struct dlbn_sweep_point *p = &points->v[i];
-			if (p->batch_size < 1 || SAME_SIZE(p->batch_size, w->batch_size) ||
-			    !(p->loop_ms > 0))
-				continue;
-			if (pass == 0 && !SAME_SIZE(p->num_workers, w->num_workers))
-				continue;
-			b[nl] = p->batch_size;
-			loop[nl] = p->loop_ms;
-			if (w->gpu_step_ms > 0 && p->gpu_step_ms > 0)
-				gpu[ng++] = p->gpu_step_ms;
-			nl++;
-			if (len < sizeof(sizes))
-				len += (size_t)snprintf(sizes + len, sizeof(sizes) - len, "%s%.0f",
-							len ? ", " : "", p->batch_size);
-		}
-		if (nl == 1)
-			nl = 0;
+	size_t n = 1, len = 0;
+	int pass = fit_pass(points, w);
+	b[0] = w->batch_size;
+	loop[0] = w->loop_ms;
+	gpu[0] = w->gpu_step_ms;
+	batch[0] = w->batch_ms;
+	for (size_t i = 0; pass >= 0 && i < points->n && n < FIT_MAX; i++) {
+		const struct dlbn_sweep_point *p = &points->v[i];
+		if (p->batch_size < 1 || SAME_SIZE(p->batch_size, w->batch_size) ||
+		    !(p->loop_ms > 0) || (pass == 0 && !SAME_SIZE(p->num_workers, w->num_workers)))
+			continue;
+		b[n] = p->batch_size;
+		loop[n] = p->loop_ms;
+		gpu[n] = p->gpu_step_ms;
+		batch[n] = p->batch_ms;
+		n++;
+		if (len < sizeof(sizes))
+			len += (size_t)snprintf(sizes + len, sizeof(sizes) - len, "%s%.0f",
+						len ? ", " : "", p->batch_size);
 	}
-	if (nl < 2) {
+	double loop_fixed = n > 1 ? fit_series(b, loop, n, w->loop_ms) : -1;
+	if (loop_fixed < 0) {
 		note(w,
-		     "batch size: the loop's and the GPU's time per step are taken as proportional "
-		     "to the batch (no run of another batch size to measure a fixed part: dlbn-run "
-		     "--sweep batch_size=... gives one); then larger batches gain only on the "
-		     "loader's side, the pessimistic end");
+		     "batch size: the loop's and the GPU's time per step and the loader's time per "
+		     "batch are taken as proportional to the batch (no run of another batch size "
+		     "to measure a fixed part: dlbn-run --sweep batch_size=... gives one); then "
+		     "larger batches gain only on the loader's side, the pessimistic end");
 		return;
 	}
-	/* gpu[] pairs with b[] only where every point had a GPU figure. */
-	double loop_fixed = fixed_part(b, loop, nl, w->loop_ms);
-	double gpu_fixed =
-		ng == nl && w->gpu_step_ms > 0 ? fixed_part(b, gpu, ng, w->gpu_step_ms) : -1;
-	if (loop_fixed < 0)
-		return;
+	double gpu_fixed = w->gpu_step_ms > 0 ? fit_series(b, gpu, n, w->gpu_step_ms) : -1;
+	double batch_fixed = w->batch_ms > 0 ? fit_series(b, batch, n, w->batch_ms) : -1;
 	w->split_measured = 1;
 	w->loop_fixed_ms = loop_fixed;
-	if (gpu_fixed >= 0)
-		w->gpu_fixed_ms = gpu_fixed;
+	w->gpu_fixed_ms = gpu_fixed > 0 ? gpu_fixed : 0;
+	w->batch_fixed_ms = batch_fixed > 0 ? batch_fixed : 0;
 	note(w,
-	     "batch size: per step the loop's host work is %.2f ms fixed + %.2f ms per %d "
-	     "samples, fitted with the run(s) at batch size %s",
-	     w->loop_fixed_ms, w->loop_ms - w->loop_fixed_ms, w->batch_size, sizes);
+	     "batch size: fitted with the run(s) at batch size %s, per step the loop's host work "
+	     "is %.2f ms fixed + %.2f ms per %d samples%s",
+	     sizes, w->loop_fixed_ms, w->loop_ms - w->loop_fixed_ms, w->batch_size,
+	     w->gpu_step_ms > 0 && gpu_fixed < 0 ? " (the GPU's taken as proportional: the "
+						   "other runs have no GPU figure)"
+						 : "");
 	if (gpu_fixed >= 0)
 		note(w,
 		     "batch size: the GPU's time per step is %.2f ms fixed + %.2f ms per %d "
 		     "samples",
 		     w->gpu_fixed_ms, w->gpu_step_ms - w->gpu_fixed_ms, w->batch_size);
-	else if (w->gpu_step_ms > 0)
-		note(w, "batch size: the GPU's time per step is taken as proportional to the batch "
-			"(the runs of other sizes have no GPU figure)");
+	if (batch_fixed >= 0)
+		note(w,
+		     "batch size: the loader's time per batch is %.2f ms fixed + %.2f ms per %d "
+		     "samples",
+		     w->batch_fixed_ms, w->batch_ms - w->batch_fixed_ms, w->batch_size);
 }
 
 static int has(const int *v, size_t n, int x)
@@ -261,8 +282,11 @@ void dlbn_whatif_batch(const struct dlbn_analysis *a, const struct dlbn_sweep *p
 		note(w, "batch size: not in the loader's config, so no batch-size rows");
 		return;
 	}
-	if (!w->in_process && w->num_workers > 0 && a->recv_kib > 0)
-		w->batch_kib = a->recv_kib;
+	/* The batch's shared memory as the loop mapped it (outside.h), per
+	 * step: what each batch in flight holds in /dev/shm. */
+	if (!w->in_process && w->num_workers > 0 && a->outside.known &&
+	    a->outside.shm_mib_per_step > 0)
+		w->batch_kib = a->outside.shm_mib_per_step * 1024;
 	fit_split(points, w);
 	int sizes[DLBN_WHATIF_BATCHES], units[DLBN_WHATIF_GRID_UNITS];
 	size_t nsizes = grid_sizes(points, w, sizes);
@@ -286,11 +310,13 @@ void dlbn_whatif_batch(const struct dlbn_analysis *a, const struct dlbn_sweep *p
 	w->grid_best = grid_best(w);
 	if (w->batch_kib > 0)
 		note(w,
-		     "batch size: a batch of %d takes %.1f KiB of shared memory; num_workers x "
-		     "prefetch_factor (%d) of them are in flight, so a grid point needs "
-		     "num_workers x "
-		     "%d x %.1f KiB x its batch size / %d of /dev/shm (shm_mib in JSON; "
-		     "dlbn-preflight shows the room); host memory grows alike",
-		     w->batch_size, w->batch_kib, w->prefetch, w->prefetch, w->batch_kib,
-		     w->batch_size);
+		     "batch size: a batch of %d maps %.0f KiB of shared memory in the loop; "
+		     "num_workers x prefetch_factor (%d) batches are in flight, so a grid point "
+		     "needs num_workers x %d x that x its batch size / %d of /dev/shm (shm_mib in "
+		     "JSON; dlbn-preflight shows the room), and host memory grows alike",
+		     w->batch_size, w->batch_kib, w->prefetch, w->prefetch, w->batch_size);
+	else if (w->num_workers > 0 && !w->in_process)
+		note(w,
+		     "batch size: the batches' shared memory is not in the trace (no loop "
+		     "counters on the fetch marks): the /dev/shm room per grid point is unknown");
 }

@@ -781,6 +781,9 @@ def run_generation(snap, gen, scenarios, args, out_dir):
     what_if = run_whatif_checks(snap, python, args, out_dir) if args.whatif else None
     if what_if and what_if.get("rc") == 2:
         broken.append("what-if checks")
+    grid = run_grid_checks(snap, python, args, out_dir) if args.whatif else None
+    if grid and grid.get("rc") == 2:
+        broken.append("grid checks")
 
     doc = {"when": stamp, "generation": label, "interpreter": python,
            "machine": dict(machine_info(), **gen["info"]), "binaries": snap.info,
@@ -792,7 +795,7 @@ def run_generation(snap, gen, scenarios, args, out_dir):
            "thresholds": {"detected_above": DETECTED_ABOVE,
                           "potential_above": POTENTIAL_ABOVE, "near": NEAR,
                           "agree": AGREE},
-           "scenarios": results, "what_if": what_if}
+           "scenarios": results, "what_if": what_if, "grid": grid}
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump(doc, f, indent=1)
     with open(os.path.join(out_dir, "results.md"), "w") as f:
@@ -823,6 +826,54 @@ def run_whatif_checks(snap, python, args, out_dir):
     doc["summary"] = lines[-1] if lines else "what-if: no result (exit %d)" % proc.returncode
     doc["rc"] = proc.returncode
     return doc
+
+
+GRID_CHECK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "grid_check.py")
+
+
+def run_grid_checks(snap, python, args, out_dir):
+    """tests/eval/grid_check.py on this generation: the batch size x
+    num_workers grid of --what-if against every point measured.  Returns
+    its grid.json with its summary line and exit status."""
+    gdir = os.path.join(out_dir, "grid")
+    cmd = [sys.executable, GRID_CHECK, "--python", python, "--build", snap.build,
+           "--rounds", str(min(args.rounds, 3)), "--out", gdir]
+    print("eval: grid checks: %s" % " ".join(
+        shown(c) if os.path.isabs(c) else c for c in cmd), flush=True)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    print(proc.stdout, end="", flush=True)
+    lines = [x for x in proc.stdout.splitlines() if x.startswith("grid:")]
+    try:
+        with open(os.path.join(gdir, "grid.json")) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        doc = {}
+    doc["summary"] = lines[-1] if lines else "grid: no result (exit %d)" % proc.returncode
+    doc["rc"] = proc.returncode
+    return doc
+
+
+def grid_markdown(g):
+    """The grid checks' points (grid_check.py's grid.json), or ""."""
+    if not g or not g.get("results"):
+        return "\n`%s`\n" % g["summary"] if g else ""
+    rows = ["", "Grid checks (`tests/eval/grid_check.py`): samples/s predicted by the "
+            "`--what-if` grid of the traced setting A (given one calibration run of "
+            "another batch size) against every point run without dlbn; \"A alone\": "
+            "without the calibration run."]
+    for r in g["results"]:
+        rows += ["", "%s: %s; A = num_workers %d, batch_size %d; calibration %d x %d." % (
+            r["name"], r["covers"], r["a"][0], r["a"][1], r["calibrate"][0],
+            r["calibrate"][1]), "",
+            "| num_workers | batch_size | measured/s | predicted/s | error | limited by | "
+            "A alone/s | |", "|---:|---:|---:|---:|---:|---|---:|---|"]
+        for p in r["rows"]:
+            rows.append("| %d | %d | %.0f | %.0f%s | %+.1f%% | %s | %s | %s |" % (
+                p["num_workers"], p["batch_size"], p["measured_per_s"], p["predicted_per_s"],
+                " (best)" if p.get("best") else "", 100 * p["error"], p["limited_by"],
+                "%.0f" % p["alone_per_s"] if p.get("alone_per_s") else "-",
+                "ok" if p["passed"] else "miss (busy)" if p.get("suspect") else "MISS"))
+    return "\n".join(rows) + "\n\n`%s`\n" % g["summary"]
 
 
 def results_markdown(doc):
@@ -856,6 +907,7 @@ def results_markdown(doc):
             "%s (%s)" % (r["name"], r["skipped"]) for r in doc["scenarios"]
             if r.get("skipped"))
     text += whatif_markdown(doc.get("what_if"))
+    text += grid_markdown(doc.get("grid"))
     return text
 
 
@@ -890,8 +942,8 @@ def main(argv=None):
                     "(eval_workload.py) and pipelines (tests/pipelines/)")
     ap.add_argument("--list", action="store_true", help="list the scenarios and exit")
     ap.add_argument("--no-whatif", dest="whatif", action="store_false",
-                    help="skip the what-if checks (tests/eval/whatif_check.py; they run "
-                    "unless --only is given)")
+                    help="skip the what-if and grid checks (tests/eval/whatif_check.py, "
+                    "grid_check.py; they run unless --only is given)")
     ap.add_argument("--build", default=os.environ.get("BUILD", "build"))
     ap.add_argument("--out", default=None, help="output directory (default BUILD/eval)")
     args = ap.parse_args(argv)
