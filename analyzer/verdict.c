@@ -27,6 +27,7 @@
 #include "verdict.h"
 #include "damage.h"
 #include "quantiles.h"
+#include "verdict_int.h"
 
 void dlbn_verdict_default_opts(struct dlbn_verdict_opts *o)
 {
@@ -74,10 +75,7 @@ int dlbn_classify(double speedup, size_t window_steps, int prefetch_depth,
 	return DLBN_VERDICT_NOT_DETECTED;
 }
 
-static void add_line(char (*lines)[DLBN_LINE], size_t *n, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void add_line(char (*lines)[DLBN_LINE], size_t *n, const char *fmt, ...)
+void verdict_line(char (*lines)[DLBN_LINE], size_t *n, const char *fmt, ...)
 {
 	if (*n >= DLBN_MAX_LINES)
 		return;
@@ -93,20 +91,15 @@ void dlbn_advice_format(struct dlbn_analysis *a)
 	const struct dlbn_advice *v = &a->advice;
 	if (!v->present)
 		return;
-	/* Cut at DLBN_LINE, as add_line's lines are. */
+	/* Cut at DLBN_LINE, as verdict_line's lines are. */
 	char *line = a->recs[v->rec];
 	int len = snprintf(line, DLBN_LINE, "%s%s %d -> %d", v->prefix, v->name, v->from, v->to);
 	if (len >= 0 && len < DLBN_LINE)
 		snprintf(line + len, DLBN_LINE - (size_t)len, "%s", v->suffix);
 }
 
-/* A recommendation that names a count of the loader's workers or threads:
- * the line, and its parts for the what-if to settle (struct dlbn_advice). */
-static void advise(struct dlbn_analysis *a, const char *knob, const char *name, int from, int to,
-		   const char *prefix, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
-
-static void advise(struct dlbn_analysis *a, const char *knob, const char *name, int from, int to,
-		   const char *prefix, const char *fmt, ...)
+void verdict_advise(struct dlbn_analysis *a, const char *knob, const char *name, int from, int to,
+		    const char *prefix, const char *fmt, ...)
 {
 	struct dlbn_advice *v = &a->advice;
 	if (a->nrecs >= DLBN_MAX_LINES)
@@ -125,10 +118,6 @@ static void advise(struct dlbn_analysis *a, const char *knob, const char *name, 
 	va_end(ap);
 	dlbn_advice_format(a);
 }
-
-#define REASON(...) add_line(a->reasons, &a->nreasons, __VA_ARGS__)
-#define REC(...)    add_line(a->recs, &a->nrecs, __VA_ARGS__)
-#define WARN(...)   add_line(a->warnings, &a->nwarnings, __VA_ARGS__)
 
 static double rel_s(const struct dlbn_model *m, int64_t t)
 {
@@ -397,136 +386,6 @@ static void straggler(struct dlbn_analysis *a)
 	}
 }
 
-/* The traced threads use this share of the training process's CPUs: more
- * loader threads or workers would only queue for them. */
-#define CORES_FULL_SHARE 0.85
-
-/* ceil(num / den), immune to a ratio that is whole but for rounding. */
-static int ceil_ratio(double num, double den)
-{
-	return (int)ceil(num / den - 1e-6);
-}
-
-/*
- * A loader other than torch's DataLoader, without worker processes to
- * measure (DALI's thread pool, nodes' thread workers, a named loader):
- * its throughput is what the loop sees.  It delivers one batch every
- * wait + loop period with its N workers (or threads) busy, so keeping up
- * with the loop takes N x (wait + loop) / loop of them, cores permitting.
- * Said in the loader's own terms.  0 when c is torch's DataLoader.
- */
-/*
- * DALI: the pipeline's throughput, and its operators' busy time in the
- * window (lib_ops.h) naming the stage that costs it.  Decoding on the CPU
- * first: the GPU decoder is the fix DALI is made for.
- */
-static void dali_pipeline(const struct dlbn_model *m, const struct dlbn_config *c,
-			  struct dlbn_analysis *a, double period, int cpus_full)
-{
-	const struct dlbn_lib_ops *o = &m->lib_ops;
-	int threads = c->threads > 0 ? c->threads : 1;
-	int need = ceil_ratio(threads * period, a->loop_ms);
-	int gpu = strstr(c->text, "device=gpu") != NULL;
-	if (!a->cause[0])
-		snprintf(a->cause, sizeof(a->cause), "dali_pipeline");
-	REASON("DALI pipeline (%d thread%s, %s): it delivers a batch every %.1f ms, the loop "
-	       "consumes one every %.1f ms",
-	       threads, threads == 1 ? "" : "s", gpu ? "GPU pipeline" : "CPU-only pipeline", period,
-	       a->loop_ms);
-	if (o->n && o->busy_ns > 0) {
-		char list[200];
-		size_t len = 0;
-		for (size_t i = 0; i < o->n && i < 4 && len < sizeof(list); i++)
-			len += (size_t)snprintf(list + len, sizeof(list) - len,
-						"%s%s %.0f%% (%.2f s)", i ? ", " : "", o->v[i].name,
-						100.0 * (double)o->v[i].busy_ns /
-							(double)o->busy_ns,
-						(double)o->v[i].busy_ns / 1e9);
-		REASON("DALI's operators by busy time in the window: %s", list);
-	}
-	int cpu_decode = !gpu && o->n && o->busy_ns > 0 && strcasestr(o->v[0].name, "decode") &&
-			 !strstr(o->v[0].name, "(");
-	if (cpus_full)
-		REC("decode on the GPU (decoders.image device=\"mixed\") and move the other "
-		    "operators with it, or run on more cores: more DALI threads than num_threads "
-		    "%d would only queue for the %d CPUs (%.1f in use)",
-		    threads, c->cpus, a->cpus_used);
-	else if (cpu_decode) {
-		char prefix[160];
-		snprintf(prefix, sizeof(prefix),
-			 "decoding is DALI's costliest operator (%.0f%% of its busy time): decode "
-			 "on the GPU (decoders.image device=\"mixed\"), or ",
-			 100.0 * (double)o->v[0].busy_ns / (double)o->busy_ns);
-		advise(a, "num_threads", "DALI num_threads", threads,
-		       need > threads ? need : threads + 1, prefix,
-		       " if the machine has the cores");
-	} else {
-		advise(a, "num_threads", "DALI num_threads", threads,
-		       need > threads ? need : threads + 1, "",
-		       " (if the machine has the cores), or move decoding to the GPU "
-		       "(decoders.image device=\"mixed\") and the other operators with it");
-	}
-}
-
-/* The loop waited: the loader delivered one batch per step. */
-static double loader_period_ms(const struct dlbn_analysis *a)
-{
-	return a->wall_s * 1e3 / (double)a->steps_window;
-}
-
-static int cores_full(const struct dlbn_config *c, const struct dlbn_analysis *a)
-{
-	return a->cpu_contended || (c->cpus > 0 && a->cpus_used >= CORES_FULL_SHARE * c->cpus);
-}
-
-static int other_loader(const struct dlbn_model *m, const struct dlbn_config *c,
-			struct dlbn_analysis *a)
-{
-	const char *kind = dlbn_loader_kind(c);
-	if (!strcmp(kind, "dataloader") || a->loop_ms <= 0 || !a->steps_window)
-		return 0;
-	double period = loader_period_ms(a);
-	if (!strcmp(kind, "dali")) {
-		dali_pipeline(m, c, a, period, cores_full(c, a));
-		return 1;
-	}
-	int workers = c->num_workers > 0 ? c->num_workers : 0;
-	snprintf(a->cause, sizeof(a->cause), "loader_throughput");
-	if (!strcmp(kind, "nodes") && workers > 0) {
-		int need = ceil_ratio(workers * period, a->loop_ms);
-		REASON("torchdata.nodes: its %d %s worker%s deliver a batch every %.1f ms, the "
-		       "loop consumes one every %.1f ms",
-		       workers, c->worker_method[0] ? c->worker_method : "map",
-		       workers == 1 ? "" : "s", period, a->loop_ms);
-		if (cores_full(c, a))
-			REC("cores are the limit: ParallelMapper num_workers %d -> %d would keep "
-			    "up only with the cores for them (%.1f CPUs in use%s); make the map "
-			    "function cheaper, or run on more cores",
-			    workers, need > workers ? need : workers + 1, a->cpus_used,
-			    a->cpu_contended ? ", the threads queueing for one" : "");
-		else
-			advise(a, "num_workers", "ParallelMapper num_workers", workers,
-			       need > workers ? need : workers + 1, "",
-			       " (if the machine has the cores; method=\"process\" when the map "
-			       "function holds the GIL), or a cheaper map function");
-	} else if (!strcmp(kind, "nodes")) {
-		REASON("torchdata.nodes: the map runs in the loop's thread (no ParallelMapper "
-		       "workers): loading costs %.1f ms per step",
-		       a->mean_ms);
-		REC("ParallelMapper with about %d workers: a batch takes %.1f ms, the loop "
-		    "consumes one every %.1f ms",
-		    ceil_ratio(a->mean_ms, a->loop_ms), a->mean_ms, a->loop_ms);
-	} else {
-		REASON("the named loader delivers a batch every %.1f ms, the loop consumes one "
-		       "every %.1f ms",
-		       period, a->loop_ms);
-		REC("the named loader must produce batches %.1fx as fast: more producer threads "
-		    "or processes, or cheaper per-batch work",
-		    period / a->loop_ms);
-	}
-	return 1;
-}
-
 /* Localisation: what the wait is made of, and what to change. */
 static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 {
@@ -555,7 +414,7 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 		snprintf(a->cause, sizeof(a->cause), "none");
 		return;
 	}
-	if (a->mean_busy < 0 && other_loader(m, c, a))
+	if (a->mean_busy < 0 && verdict_other_loader(m, c, a))
 		return;
 	/* The loader runs in the loop's thread: num_workers=0, or (NVTX view,
 	 * no bootstrap) no worker process in the trace at all. */
@@ -569,9 +428,10 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 		       "per step, %.0f%% of the window",
 		       nw == 0 ? "num_workers=0" : "no DataLoader worker process in the trace",
 		       a->mean_ms, a->stall_fraction * 100);
-		advise(a, "num_workers", "num_workers", 0, need, "",
-		       ": loading a batch takes %.1f ms, the loop consumes one every %.1f ms",
-		       a->mean_ms, a->loop_ms);
+		verdict_advise(
+			a, "num_workers", "num_workers", 0, need, "",
+			": loading a batch takes %.1f ms, the loop consumes one every %.1f ms",
+			a->mean_ms, a->loop_ms);
 		return;
 	}
 	if (a->startup_stall_s > 0.5 * a->stall_s && a->epochs > 1) {
@@ -595,7 +455,8 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 		REASON("DALI proxy DataLoader: its workers only gather the inputs (busy %.0f%% of "
 		       "the window); DALI's pipeline in the training process makes each batch",
 		       a->mean_busy > 0 ? a->mean_busy * 100 : 0);
-		dali_pipeline(m, c, a, loader_period_ms(a), cores_full(c, a));
+		verdict_dali_pipeline(m, c, a, verdict_loader_period_ms(a),
+				      verdict_cores_full(c, a));
 		return;
 	}
 	if (a->mean_busy >= 0.9 && batch_ms > 0 && a->loop_ms > 0) {
@@ -629,11 +490,12 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 			    wq * 100, a->main_runq_fraction > 0 ? a->main_runq_fraction * 100 : 0,
 			    a->cpus_used, need, (int)ceil(batch_ms * (1 - wq) / a->loop_ms));
 		} else if (nw > 0) {
-			advise(a, "num_workers", "num_workers", nw, need, "",
-			       ": each worker needs %.1f ms per batch, the loop consumes one every "
-			       "%.1f ms (if the machine has the cores; otherwise make "
-			       "__getitem__/transforms cheaper)",
-			       batch_ms, a->loop_ms);
+			verdict_advise(a, "num_workers", "num_workers", nw, need, "",
+				       ": each worker needs %.1f ms per batch, the loop consumes "
+				       "one every "
+				       "%.1f ms (if the machine has the cores; otherwise make "
+				       "__getitem__/transforms cheaper)",
+				       batch_ms, a->loop_ms);
 		} else {
 			REC("about %d workers would keep up: each needs %.1f ms per batch, the "
 			    "loop consumes one every %.1f ms",
@@ -665,7 +527,7 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 	if (a->mean_busy >= 0 && a->mean_busy < 0.5)
 		REASON("workers idle %.0f%% of the window: they are not the bottleneck",
 		       (1 - a->mean_busy) * 100);
-	if (!a->cause[0] && other_loader(m, c, a))
+	if (!a->cause[0] && verdict_other_loader(m, c, a))
 		return;
 	if (!a->cause[0]) {
 		snprintf(a->cause, sizeof(a->cause), "unknown");
