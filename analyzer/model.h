@@ -142,14 +142,6 @@ struct dlbn_step {
 };
 
 /*
- * The steady-state window of one view, decided as the steps arrive (so
- * that worker evidence can be folded into it on the fly, see window.c).
- * Step i (0-based) is warm-up while i < P + 1 in the first epoch (or
- * i < the --warmup override), and step 0 always is: the window's wall
- * clock starts at the end of the last warm-up step.  Window steps are
- * v[warmup .. warmup + window - 1].
- */
-/*
  * The GPU's own time per step, seen from consecutive steps' GPU records:
  * when the GPU had drained step k-1's work before the loop's next launch
  * (it started idle), step k's work took from that launch to step k's
@@ -163,6 +155,14 @@ struct dlbn_gpu_pace {
 	size_t samples, backlog;
 };
 
+/*
+ * The steady-state window of one view, decided as the steps arrive (so
+ * that worker evidence can be folded into it on the fly, see window.c).
+ * Step i (0-based) is warm-up while i < P + 1 in the first epoch (or
+ * i < the --warmup override), and step 0 always is: the window's wall
+ * clock starts at the end of the last warm-up step.  Window steps are
+ * v[warmup .. warmup + window - 1].
+ */
 struct dlbn_window {
 	size_t warmup, window;	      /* steps */
 	int64_t ws, we;		      /* window begin and end (ns) */

@@ -4,6 +4,7 @@
  * No script and no external resource: the file opens offline, the same in
  * any browser, and a browser logs nothing for it.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,10 +255,18 @@ static const char *value_text(const struct dlbn_whatif_row *r, char *buf, size_t
 static double sweep_at(const struct dlbn_sweep *s, const struct dlbn_whatif *w,
 		       const struct dlbn_whatif_row *r)
 {
-	for (size_t i = 0; s && i < s->n; i++)
-		if (!strcmp(s->v[i].setting, r->setting) && s->v[i].value == r->value &&
-		    !svg_other_batch(&s->v[i], w))
-			return s->v[i].measured_ms;
+	for (size_t i = 0; s && i < s->n; i++) {
+		const struct dlbn_sweep_point *p = &s->v[i];
+		if (!strcmp(r->setting, "batch_size")) {
+			/* a point of that size at the run's units, whatever it swept */
+			if (p->batch_size >= 1 && fabs(p->batch_size - r->value) < 0.5 &&
+			    (p->units < 0 || fabs(p->units - w->num_workers) < 0.5))
+				return p->measured_ms;
+		} else if (!strcmp(p->setting, r->setting) && p->value == r->value &&
+			   !svg_other_batch(p, w)) {
+			return p->measured_ms;
+		}
+	}
 	return -2;
 }
 

@@ -158,8 +158,8 @@ static int skip(struct jp *p, int depth)
 }
 
 /* The run's own figures, where dlbn-run put them (absent or null: -1). */
-static const char *const figures[] = {"batch_size", "num_workers", "loop_ms", "gpu_step_ms",
-				      "batch_ms"};
+static const char *const figures[] = {"batch_size", "num_workers", "units",
+				      "loop_ms",    "gpu_step_ms", "batch_ms"};
 
 static int optional_figure(const char *key)
 {
@@ -175,6 +175,8 @@ static void set_figure(struct dlbn_sweep_point *pt, const char *key, double v)
 		pt->batch_size = v;
 	else if (!strcmp(key, "num_workers"))
 		pt->num_workers = v;
+	else if (!strcmp(key, "units"))
+		pt->units = v;
 	else if (!strcmp(key, "loop_ms"))
 		pt->loop_ms = v;
 	else if (!strcmp(key, "batch_ms"))
@@ -189,7 +191,8 @@ static int point(struct jp *p, struct dlbn_sweep_point *pt)
 	int have_setting = 0, have_value = 0;
 	memset(pt, 0, sizeof(*pt));
 	pt->measured_ms = -1;
-	pt->batch_size = pt->num_workers = pt->loop_ms = pt->gpu_step_ms = pt->batch_ms = -1;
+	pt->batch_size = pt->num_workers = pt->units = -1;
+	pt->loop_ms = pt->gpu_step_ms = pt->batch_ms = -1;
 	if (peek(p) != '{')
 		return fail(p, "expected an object {setting, value, measured_step_ms}");
 	p->i++;
@@ -246,6 +249,8 @@ static int point(struct jp *p, struct dlbn_sweep_point *pt)
 	}
 	if (!have_setting || !have_value)
 		return fail(p, "a sweep point needs \"setting\" and \"value\"");
+	if (pt->units < 0)
+		pt->units = pt->num_workers;
 	return 0;
 }
 

@@ -11,7 +11,9 @@
  * measured_step_ms null (or absent) with an "error" string is a run that
  * failed.  The run's own figures, where present (numbers >= 0 or null):
  * batch_size and num_workers (what the run had: a grid sweep changes two
- * settings), loop_ms, gpu_step_ms and batch_ms (its what-if basis: the
+ * settings), units (its count of the what-if curve's setting: DALI's
+ * threads; num_workers when absent), loop_ms, gpu_step_ms and batch_ms (its
+ * what-if basis: the
  * what-if splits the loop's and the GPU's time per step and the loader's
  * time per batch into a fixed part and one that grows with the batch from
  * points of another batch size).  Depends
@@ -27,7 +29,10 @@ struct dlbn_sweep_point {
 	double value;
 	double measured_ms; /* < 0: the run failed (or no figure) */
 	char error[160];    /* "" none */
-	double batch_size, num_workers, loop_ms, gpu_step_ms, batch_ms; /* < 0: not given */
+	/* The run's own figures; < 0: not given.  units: its count of the
+	 * what-if curve's setting (DALI's threads), num_workers where absent. */
+	double batch_size, num_workers, units;
+	double loop_ms, gpu_step_ms, batch_ms;
 };
 
 struct dlbn_sweep {

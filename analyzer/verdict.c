@@ -496,6 +496,7 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 				       "%.1f ms (if the machine has the cores; otherwise make "
 				       "__getitem__/transforms cheaper)",
 				       batch_ms, a->loop_ms);
+			ADVICE_ALT("make __getitem__/transforms cheaper");
 		} else {
 			REC("about %d workers would keep up: each needs %.1f ms per batch, the "
 			    "loop consumes one every %.1f ms",

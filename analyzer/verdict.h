@@ -51,6 +51,7 @@ struct dlbn_advice {
 	int from, to;		/* the run's count, the advised one */
 	char prefix[160];	/* before the name ("" or a sentence ending ", or ") */
 	char suffix[DLBN_LINE]; /* after the count: ": why" or " (if ...)" */
+	char alt[120];		/* what else to change whatever the count, "" none */
 };
 
 struct dlbn_analysis {

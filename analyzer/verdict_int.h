@@ -8,6 +8,7 @@
 #define DLBN_VERDICT_INT_H
 
 #include <math.h>
+#include <stdio.h>
 
 #include "model.h"
 #include "verdict.h"
@@ -25,6 +26,9 @@ void verdict_line(char (*lines)[DLBN_LINE], size_t *n, const char *fmt, ...)
  * the line, and its parts for the what-if to settle (struct dlbn_advice). */
 void verdict_advise(struct dlbn_analysis *a, const char *knob, const char *name, int from, int to,
 		    const char *prefix, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+
+/* The advice's alternative to more units (struct dlbn_advice alt). */
+#define ADVICE_ALT(text) snprintf(a->advice.alt, sizeof(a->advice.alt), "%s", text)
 
 #define REASON(...) verdict_line(a->reasons, &a->nreasons, __VA_ARGS__)
 #define REC(...)    verdict_line(a->recs, &a->nrecs, __VA_ARGS__)

@@ -57,11 +57,13 @@ void verdict_dali_pipeline(const struct dlbn_model *m, const struct dlbn_config 
 		verdict_advise(a, "num_threads", "DALI num_threads", threads,
 			       need > threads ? need : threads + 1, prefix,
 			       " if the machine has the cores");
+		ADVICE_ALT("decode on the GPU (decoders.image device=\"mixed\")");
 	} else {
 		verdict_advise(a, "num_threads", "DALI num_threads", threads,
 			       need > threads ? need : threads + 1, "",
 			       " (if the machine has the cores), or move decoding to the GPU "
 			       "(decoders.image device=\"mixed\") and the other operators with it");
+		ADVICE_ALT("move decoding to the GPU (decoders.image device=\"mixed\")");
 	}
 }
 
@@ -114,6 +116,7 @@ int verdict_other_loader(const struct dlbn_model *m, const struct dlbn_config *c
 				need > workers ? need : workers + 1, "",
 				" (if the machine has the cores; method=\"process\" when the map "
 				"function holds the GIL), or a cheaper map function");
+		ADVICE_ALT("a cheaper map function");
 	} else if (!strcmp(kind, "nodes")) {
 		REASON("torchdata.nodes: the map runs in the loop's thread (no ParallelMapper "
 		       "workers): loading costs %.1f ms per step",

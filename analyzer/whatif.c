@@ -698,11 +698,15 @@ void dlbn_whatif_settle_advice(const struct dlbn_whatif *w, struct dlbn_analysis
 		dlbn_advice_format(a);
 		return;
 	}
-	/* The curve is flat from the run's count on: more would not help. */
+	/* The curve is flat from the run's count on: more would not help.
+	 * Where the cores hold it, cheaper work per batch still would. */
+	int cheaper =
+		v->alt[0] && (!strcmp(lim, DLBN_LIMIT_CORES) || !strcmp(lim, DLBN_LIMIT_STORAGE));
 	v->to = v->from;
 	snprintf(a->recs[v->rec], DLBN_LINE,
 		 "%s %d is enough: the what-if gives %.2f ms per step from %d on (%.2f ms "
-		 "measured), limited by %s, not by the number of %s",
+		 "measured), limited by %s, not by the number of %s%s%s",
 		 v->name, v->from, best_ms, best, w->measured_ms, limit_words(lim),
-		 w->in_process || !strcmp(w->knob, "num_threads") ? "threads" : "workers");
+		 w->in_process || !strcmp(w->knob, "num_threads") ? "threads" : "workers",
+		 cheaper ? "; instead: " : "", cheaper ? v->alt : "");
 }

@@ -66,7 +66,7 @@
 #include "verdict.h"
 
 #define DLBN_WHATIF_ROWS       48
-#define DLBN_WHATIF_NOTES      16
+#define DLBN_WHATIF_NOTES      20
 #define DLBN_WHATIF_BATCHES    5 /* batch sizes of the grid: /4, /2, x1, x2, x4 */
 #define DLBN_WHATIF_GRID_UNITS 8 /* worker (thread) counts of the grid */
 

@@ -73,7 +73,7 @@ static int fit_pass(const struct dlbn_sweep *points, const struct dlbn_whatif *w
 		if (p->batch_size < 1 || SAME_SIZE(p->batch_size, w->batch_size) ||
 		    !(p->loop_ms > 0))
 			continue;
-		if (SAME_SIZE(p->num_workers, w->num_workers))
+		if (SAME_SIZE(p->units, w->num_workers))
 			return 0;
 		any = 1;
 	}
@@ -106,7 +106,7 @@ static void fit_split(const struct dlbn_sweep *points, struct dlbn_whatif *w)
 	for (size_t i = 0; pass >= 0 && i < points->n && n < FIT_MAX; i++) {
 		const struct dlbn_sweep_point *p = &points->v[i];
 		if (p->batch_size < 1 || SAME_SIZE(p->batch_size, w->batch_size) ||
-		    !(p->loop_ms > 0) || (pass == 0 && !SAME_SIZE(p->num_workers, w->num_workers)))
+		    !(p->loop_ms > 0) || (pass == 0 && !SAME_SIZE(p->units, w->num_workers)))
 			continue;
 		b[n] = p->batch_size;
 		loop[n] = p->loop_ms;
@@ -194,11 +194,10 @@ static size_t grid_units(const struct dlbn_sweep *points, const struct dlbn_what
 {
 	size_t n = 0;
 	add_unique(v, &n, DLBN_WHATIF_GRID_UNITS, w->num_workers, w->min_units);
-	if (!strcmp(w->knob, "num_workers"))
-		for (size_t i = 0; points && i < points->n; i++)
-			if (points->v[i].num_workers >= 0)
-				add_unique(v, &n, DLBN_WHATIF_GRID_UNITS,
-					   (int)lround(points->v[i].num_workers), w->min_units);
+	for (size_t i = 0; points && i < points->n; i++)
+		if (points->v[i].units >= 0)
+			add_unique(v, &n, DLBN_WHATIF_GRID_UNITS, (int)lround(points->v[i].units),
+				   w->min_units);
 	add_unique(v, &n, DLBN_WHATIF_GRID_UNITS, w->best_workers, w->min_units);
 	for (int u = w->min_units > 1 ? w->min_units : 1; u <= w->max_workers; u *= 2)
 		add_unique(v, &n, DLBN_WHATIF_GRID_UNITS, u, w->min_units);
@@ -214,8 +213,7 @@ static double measured_at(const struct dlbn_sweep *points, const struct dlbn_wha
 		return w->measured_ms;
 	for (size_t i = 0; points && i < points->n; i++) {
 		const struct dlbn_sweep_point *p = &points->v[i];
-		if (p->measured_ms > 0 && SAME_SIZE(p->batch_size, b) &&
-		    SAME_SIZE(p->num_workers, u))
+		if (p->measured_ms > 0 && SAME_SIZE(p->batch_size, b) && SAME_SIZE(p->units, u))
 			return p->measured_ms;
 	}
 	return 0;

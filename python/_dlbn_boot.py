@@ -1572,22 +1572,27 @@ def _set_batch_size(loader, size):
     makes it from batch_size.  The (set, set_from, set_ignored) texts."""
     d = loader.__dict__
     own = d.get("batch_size")
+    current = d.get("batch_sampler")
     reason = None
     try:
         from torch.utils.data import BatchSampler
-        current = d.get("batch_sampler")
+        kind = type(current)
+        # torch's, or a library's subclass made the same way (torchdata's
+        # StatefulDataLoader has one); a program's own class is its own
+        library = kind.__module__.split(".")[0] in ("torch", "torchdata")
         if own is None:
             reason = ("it does not batch by batch_size (a batch_sampler of the program's, "
                       "or batch_size=None)")
-        elif type(current) is not BatchSampler:
-            reason = "its batch sampler (%s) is the program's own" % type(current).__name__
+        elif not (isinstance(current, BatchSampler) and library):
+            reason = "its batch sampler (%s) is the program's own" % kind.__name__
         elif size != own:
-            d["batch_sampler"] = BatchSampler(d["sampler"], size, d.get("drop_last", False))
+            d["batch_sampler"] = kind(d["sampler"], size, d.get("drop_last", False))
             d["batch_size"] = size
     except Exception as exc:
         reason = "%s: %s" % (type(exc).__name__, exc)
     if reason is None and getattr(loader, "batch_size", None) != size:
         reason = "this DataLoader class does not keep it as an attribute"
+        d["batch_sampler"], d["batch_size"] = current, own  # as it was"
     if reason is not None:
         _say_ignored([_BATCH_KEY], reason)
         return "", "", _BATCH_KEY

@@ -87,12 +87,15 @@ def what_if(a):
 def check_what_if(a, kind, knob, current, queue):
     """The curve is over the loader's own knob, starts where the knob can,
     reproduces the run's step time at the run's setting, and offers no
-    DataLoader-only rows."""
+    DataLoader-only rows (batch_size is every loader's: nodes' Batcher,
+    DALI's pipeline)."""
     rows, basis = what_if(a)
     assert basis["valid"] and basis["loader_kind"] == kind, basis
     assert basis["curve_setting"] == knob, basis
     settings = {r["setting"] for r in rows}
-    assert settings == {knob, queue}, settings
+    assert settings == {knob, queue, "batch_size"}, settings
+    own_batch = [r for r in rows if r["setting"] == "batch_size" and r["current"]]
+    assert len(own_batch) == 1 and own_batch[0]["value"] == basis["batch_size"], rows
     now = [r for r in rows if r["setting"] == knob and r["current"]]
     assert len(now) == 1 and now[0]["value"] == current, rows
     assert abs(now[0]["predicted_step_ms"] / now[0]["measured_step_ms"] - 1) <= TOLERANCE, \

@@ -104,6 +104,15 @@ elif mode == "batch":
                      "len": len(loader), "sum": sum(int(b.sum()) for b in batches),
                      "batch_size": loader.batch_size}
     print(json.dumps(out))
+elif mode == "stateful":
+    try:
+        from torchdata.stateful_dataloader import StatefulDataLoader
+    except ImportError:
+        print(json.dumps({"skip": "no torchdata.stateful_dataloader"}))
+        sys.exit(0)
+    loader = StatefulDataLoader(Items(32), batch_size=2, shuffle=True)
+    print(json.dumps({"sizes": sorted(set(len(b) for b in loader)), "len": len(loader),
+                      "sampler": type(loader.batch_sampler).__module__}))
 elif mode == "sweep":
     loader = DataLoader(Items(400), batch_size=2, shuffle=True, num_workers=1)
     if loader.num_workers == 2:
@@ -180,6 +189,8 @@ def test_parse_settings():
     (["--sweep", "num_workers=1,x"], "--sweep num_workers=x"),
     (["--sweep", "num_workers=1", "-o", "fixed.bin"], "put %v"),
     (["--sweep", "num_workers=1", "--sweep", "num_workers=2"], "--sweep num_workers given twice"),
+    (["--sweep", "num_workers=1", "--sweep", "train:num_workers=2"],
+     "--sweep num_workers given twice"),
     (["--sweep", "num_workers=1", "--sweep", "batch_size=0"], "batch_size must be >= 1"),
     (["--sweep-out", "x.json"], "--sweep-out goes with --sweep"),
     (["--no-python", "--set", "num_workers=1"], "need the Python bootstrap"),
@@ -288,6 +299,20 @@ def test_set_batch_size(rundir, script):
     assert len(own) == 1 and own[0]["set_ignored"] == "batch_size", iters
 
 
+def test_set_batch_size_stateful_dataloader(rundir, script):
+    """torchdata's StatefulDataLoader batches with its own BatchSampler
+    subclass: --set batch_size rebuilds that class at the new size."""
+    r = dlbn_run(["-o", str(rundir / "stateful.bin"), "--set", "batch_size=8", "--", PYTHON,
+                  str(script), "stateful"], rundir)
+    assert r.returncode == 0, r.stderr[-3000:]
+    seen = json.loads(r.stdout.splitlines()[1])
+    if "skip" in seen:
+        pytest.skip(seen["skip"])
+    assert seen["sizes"] == [8] and seen["len"] == 4, seen
+    assert seen["sampler"].startswith("torchdata"), seen
+    assert "not applied" not in r.stderr, r.stderr
+
+
 # ---------------------------------------------------------------------------
 # --max-steps
 
@@ -371,7 +396,7 @@ def test_sweep_measures_each_value_and_goes_on_after_a_failure(rundir, script, t
     cells = [line.split() for line in table[2:5]]
     assert [c[0] for c in cells] == ["0", "2", "1"]
     # value, measured ms, predicted ms, measured and predicted samples/s, status
-    assert cells[1][1:] == ["-", "102.00", "-", "-", "exit", "3"]
+    assert cells[1][1:] == ["-", "102.00", "-", "20", "exit", "3"]  # 2 per batch / 102 ms
     assert float(cells[0][3]) == pytest.approx(2 * 1000 / rows[0]["measured_step_ms"], abs=1)
     assert float(cells[0][1]) == pytest.approx(rows[0]["measured_step_ms"], abs=0.006)
     # each run's CONFIG says what it was run with

@@ -77,7 +77,8 @@ def sweep_point(result, measured_ms):
     config = result.get("config") or {}
     return {"setting": "batch_size", "value": int(config.get("batch_size")),
             "measured_step_ms": measured_ms, "batch_size": int(config.get("batch_size")),
-            "num_workers": int(config.get("num_workers")), "loop_ms": basis.get("loop_ms"),
+            "num_workers": int(config.get("num_workers")), "units": basis.get("num_workers"),
+            "loop_ms": basis.get("loop_ms"),
             "gpu_step_ms": basis.get("gpu_step_ms"), "batch_ms": basis.get("batch_ms")}
 
 
@@ -144,6 +145,9 @@ def judge(result, target):
     # the point the analyzer marks best (the most samples/s; within 2% of
     # it the run's batch size, then the fewest workers): what a user is told
     marked = [r for r in rows if r["best"]]
+    # a best outside the 3 x 3 grid was not measured: judged is then the
+    # most predicted of the nine, said so
+    result["best_outside"] = not marked
     best_predicted = marked[0] if marked else max(rows, key=lambda r: r["predicted_per_s"])
     result["best_measured"] = (best_measured["batch_size"], best_measured["num_workers"])
     result["best_predicted"] = (best_predicted["batch_size"], best_predicted["num_workers"])
@@ -167,10 +171,12 @@ def print_grid(r):
             100 * p["error"], p["limited_by"],
             "%.0f" % p["alone_per_s"] if p["alone_per_s"] else "-",
             "ok" if p["passed"] else "miss (busy machine)" if p["suspect"] else "MISS"))
-    print("  best measured: batch_size %d, num_workers %d; best predicted: batch_size %d, "
+    print("  best measured: batch_size %d, num_workers %d; best predicted%s: batch_size %d, "
           "num_workers %d (measures %+.1f%% from the best)" % (
-              r["best_measured"][0], r["best_measured"][1], r["best_predicted"][0],
-              r["best_predicted"][1], 100 * r["best_gap"]), flush=True)
+              r["best_measured"][0], r["best_measured"][1],
+              " of the nine (the analyzer's best lies outside them)" if r["best_outside"]
+              else "", r["best_predicted"][0], r["best_predicted"][1], 100 * r["best_gap"]),
+          flush=True)
 
 
 def main(argv=None):

@@ -365,8 +365,16 @@ static void test_sweep_reader(void)
 			      "\"gpu_step_ms\":null}]";
 	CHECK(dlbn_sweep_parse(&s, figures, strlen(figures), err, sizeof(err)) == 0 && s.n == 1 &&
 		      s.v[0].batch_size == 64 && s.v[0].num_workers == 2 && s.v[0].loop_ms == 3.5 &&
-		      s.v[0].gpu_step_ms < 0,
-	      "a run's figures: batch_size, num_workers, loop_ms; null gpu_step_ms (%s)", err);
+		      s.v[0].gpu_step_ms < 0 && s.v[0].units == 2,
+	      "a run's figures: batch_size, num_workers (units too), loop_ms; null gpu_step_ms "
+	      "(%s)",
+	      err);
+	dlbn_sweep_free(&s);
+	const char *threads = "[{\"setting\":\"num_threads\",\"value\":3,\"num_workers\":0,"
+			      "\"units\":3}]";
+	CHECK(dlbn_sweep_parse(&s, threads, strlen(threads), err, sizeof(err)) == 0 && s.n == 1 &&
+		      s.v[0].units == 3 && s.v[0].num_workers == 0,
+	      "units: the run's count of the curve's setting (DALI's threads) (%s)", err);
 	dlbn_sweep_free(&s);
 	CHECK(dlbn_sweep_parse(&s, "[]", 2, err, sizeof(err)) == 0 && s.n == 0, "empty list");
 	static const char *const bad[] = {
