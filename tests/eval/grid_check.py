@@ -27,7 +27,9 @@ of the best measured.  Also shown:
 the prediction from A alone (no calibration run: the loop's and the GPU's
 time per step taken as proportional to the batch), for what the second
 batch size adds.  Measurements are the programs' own clocks (window_s over
-the steady-state window, as whatif_check.py), medians over --rounds runs.
+the steady-state window, as whatif_check.py), medians over --rounds runs;
+A and the calibration run are traced --rounds times each, and the run of
+the median step time is the one analysed.
 
 Output: a table per grid on stdout and OUT/grid.json (default
 build/eval/grid).  Exit status: 0 every grid passes (a point missed while
@@ -97,12 +99,21 @@ def cells_of(result):
     return {(c["batch_size"], c["num_workers"]): c for c in result.get("what_if_grid") or []}
 
 
+def median_run(runner, tag, args, program, rounds):
+    runs = [runner.run("%s-r%d" % (tag, k), args, preload=True, program=program)
+            for k in range(rounds)]
+    return sorted(runs, key=lambda r: r["step_ms"])[(len(runs) - 1) // 2]
+
+
 def run_grid(runner, grid, rounds):
     name = grid["name"]
     program = grid["program"]
-    a = runner.run("%s-A" % name, point_args(grid, *grid["a"]), preload=True, program=program)
-    cal = runner.run("%s-cal" % name, point_args(grid, *grid["calibrate"]), preload=True,
-                     program=program)
+    # A and the calibration run are traced --rounds times each and the run
+    # of the median step time is analysed: one slow traced run would carry
+    # this machine's spread into every prediction.
+    a = median_run(runner, "%s-A" % name, point_args(grid, *grid["a"]), program, rounds)
+    cal = median_run(runner, "%s-cal" % name, point_args(grid, *grid["calibrate"]), program,
+                     rounds)
     plain = analyse(runner, a["trace"])
     points_path = os.path.join(runner.out_dir, name + "-points.json")
     with open(points_path, "w") as f:
