@@ -389,16 +389,13 @@ static void page(FILE *out, const struct html_data *d, const struct dlbn_report_
 	fputs("</main>\n</body></html>\n", out);
 }
 
-int dlbn_plot_svg(const char *path, const char *trace_path, const struct dlbn_whatif *w, char *err,
-		  size_t errlen)
+/* Write path atomically: begin, fill through write(out, ctx), commit.  0,
+ * or -1 with err set and nothing left at path. */
+static int write_file(const char *path, const char *trace_path,
+		      void (*write)(FILE *out, const void *ctx), const void *ctx, char *err,
+		      size_t errlen)
 {
 	struct dlbn_out_file o;
-	if (!w->valid || !w->ngrid) {
-		snprintf(err, errlen, "no batch size x %s grid to plot: %s",
-			 w->knob[0] ? w->knob : "workers",
-			 !w->valid ? w->why_not : "the batch size is not in the trace");
-		return -1;
-	}
 	if (dlbn_out_begin(&o, path, trace_path, 1, err, errlen) != 0)
 		return -1;
 	FILE *out = fdopen(o.fd, "w");
@@ -407,7 +404,7 @@ int dlbn_plot_svg(const char *path, const char *trace_path, const struct dlbn_wh
 		dlbn_out_abort(&o);
 		return -1;
 	}
-	svg_grid(out, w, 1);
+	write(out, ctx);
 	int bad = fflush(out) != 0 || ferror(out);
 	bad |= fclose(out) != 0;
 	o.fd = -1;
@@ -419,35 +416,45 @@ int dlbn_plot_svg(const char *path, const char *trace_path, const struct dlbn_wh
 	return dlbn_out_commit(&o, err, errlen);
 }
 
+static void write_plot(FILE *out, const void *ctx)
+{
+	svg_grid(out, ctx, 1);
+}
+
+int dlbn_plot_svg(const char *path, const char *trace_path, const struct dlbn_whatif *w, char *err,
+		  size_t errlen)
+{
+	if (!w->valid || !w->ngrid) {
+		snprintf(err, errlen, "no batch size x %s grid to plot: %s",
+			 w->knob[0] ? w->knob : "workers",
+			 !w->valid ? w->why_not : "the batch size is not in the trace");
+		return -1;
+	}
+	return write_file(path, trace_path, write_plot, w, err, errlen);
+}
+
+struct page_ctx {
+	const struct html_data *d;
+	const struct dlbn_report_input *in;
+	const struct dlbn_sweep *sweep;
+};
+
+static void write_page(FILE *out, const void *ctx)
+{
+	const struct page_ctx *p = ctx;
+	page(out, p->d, p->in, p->sweep);
+}
+
 int dlbn_report_html(const char *path, struct dlbn_reader *r, const struct dlbn_report_input *in,
 		     const struct dlbn_sweep *sweep, char *err, size_t errlen)
 {
 	struct html_data d;
-	struct dlbn_out_file o;
 	if (html_data_collect(&d, r, in->m, err, errlen) != 0) {
 		html_data_free(&d);
 		return -1;
 	}
-	if (dlbn_out_begin(&o, path, in->path, 1, err, errlen) != 0) {
-		html_data_free(&d);
-		return -1;
-	}
-	FILE *out = fdopen(o.fd, "w");
-	if (!out) {
-		snprintf(err, errlen, "out of memory");
-		dlbn_out_abort(&o);
-		html_data_free(&d);
-		return -1;
-	}
-	page(out, &d, in, sweep);
+	struct page_ctx ctx = {&d, in, sweep};
+	int rc = write_file(path, in->path, write_page, &ctx, err, errlen);
 	html_data_free(&d);
-	int bad = fflush(out) != 0 || ferror(out);
-	bad |= fclose(out) != 0;
-	o.fd = -1;
-	if (bad) {
-		snprintf(err, errlen, "writing %s failed", path);
-		dlbn_out_abort(&o);
-		return -1;
-	}
-	return dlbn_out_commit(&o, err, errlen);
+	return rc;
 }

@@ -19,12 +19,9 @@
 #define GPU_PACED_BUSY	  0.50 /* ... or the GPU was busy through most waits */
 #define FILE_BOUND_SHARE  0.50 /* worker time mostly file reads: storage */
 #define HANDOFF_SHARE	  0.50 /* floor mostly hand-off */
-#define BEST_WITHIN	  1.02 /* fewest workers within 2% of the best step */
 #define SATURATED_SHARE	  0.75 /* traced threads use this share of the CPUs: theirs is the load */
 
-static void note(struct dlbn_whatif *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void note(struct dlbn_whatif *w, const char *fmt, ...)
+void dlbn_whatif_note(struct dlbn_whatif *w, const char *fmt, ...)
 {
 	if (w->nnotes >= DLBN_WHATIF_NOTES)
 		return;
@@ -220,10 +217,11 @@ static void worker_inputs(const struct dlbn_model *m, const struct dlbn_analysis
 		w->batch_ms = raw - queued > w->worker_cpu_ms ? raw - queued : w->worker_cpu_ms;
 		if (w->batch_ms > raw)
 			w->batch_ms = raw;
-		note(w,
-		     "a worker needs %.1f ms per batch, %.1f ms of it queued for a CPU: %.1f ms "
-		     "with a core of its own",
-		     raw, raw - w->batch_ms, w->batch_ms);
+		dlbn_whatif_note(
+			w,
+			"a worker needs %.1f ms per batch, %.1f ms of it queued for a CPU: %.1f ms "
+			"with a core of its own",
+			raw, raw - w->batch_ms, w->batch_ms);
 	}
 }
 
@@ -260,20 +258,25 @@ static void thread_inputs(const struct dlbn_model *m, const struct dlbn_analysis
 		double cpu_ms = a->cpus_used > 0 ? a->cpus_used * w->measured_ms : 0;
 		if (cpu_ms > 0 && cpu_ms < w->batch_ms)
 			w->fewer_batch_ms = cpu_ms;
-		note(w,
-		     "DALI's CPU operators ran %.1f ms per batch on %d thread(s), taken as %.1f ms "
-		     "on one (they split a batch's samples among the threads)%s%s",
-		     ops_ms, w->num_workers, w->batch_ms,
-		     w->fewer_batch_ms > 0 ? "; with fewer threads at most the process's CPU per "
-					     "step"
-					   : "",
-		     w->stage_ms > 0 ? "; its GPU and mixed operators stay as they are" : "");
+		dlbn_whatif_note(w,
+				 "DALI's CPU operators ran %.1f ms per batch on %d thread(s), "
+				 "taken as %.1f ms "
+				 "on one (they split a batch's samples among the threads)%s%s",
+				 ops_ms, w->num_workers, w->batch_ms,
+				 w->fewer_batch_ms > 0
+					 ? "; with fewer threads at most the process's CPU per "
+					   "step"
+					 : "",
+				 w->stage_ms > 0 ? "; its GPU and mixed operators stay as they are"
+						 : "");
 	} else {
 		w->batch_ms = w->measured_ms * units;
-		note(w,
-		     "the loader's %d thread(s) are not measured one by one: taken as busy through "
-		     "every step (%.1f ms), which overstates them when the loop barely waits",
-		     w->num_workers, w->measured_ms);
+		dlbn_whatif_note(
+			w,
+			"the loader's %d thread(s) are not measured one by one: taken as busy "
+			"through "
+			"every step (%.1f ms), which overstates them when the loop barely waits",
+			w->num_workers, w->measured_ms);
 	}
 	w->in_process = 1;
 	if (a->cpus_used > 0) {
@@ -324,16 +327,18 @@ static void gpu_step(const struct dlbn_model *m, const struct dlbn_analysis *a,
 	w->gpu_samples = g->samples;
 	if (g->samples >= 3 && g->samples >= g->backlog) {
 		w->gpu_step_ms = g->sum_ms / (double)g->samples;
-		note(w, "the GPU needs %.2f ms per step (%zu steps where it started idle)",
-		     w->gpu_step_ms, g->samples);
+		dlbn_whatif_note(w,
+				 "the GPU needs %.2f ms per step (%zu steps where it started idle)",
+				 w->gpu_step_ms, g->samples);
 	} else if (g->backlog >= 3) {
 		/* Never idle at a launch: it sets the pace, at the measured rate. */
 		w->gpu_paced = 1;
 		w->gpu_step_ms = w->loop_ms;
-		note(w,
-		     "the GPU still had work at %zu of the launches: it sets the pace (%.2f ms "
-		     "per step)",
-		     g->backlog, w->gpu_step_ms);
+		dlbn_whatif_note(
+			w,
+			"the GPU still had work at %zu of the launches: it sets the pace (%.2f ms "
+			"per step)",
+			g->backlog, w->gpu_step_ms);
 	}
 }
 
@@ -368,11 +373,13 @@ static void find_cores(const struct dlbn_model *m, const struct dlbn_analysis *a
 				 a->cpus_used, cfg);
 		}
 		if (contended && !saturated)
-			note(w,
-			     "the threads queued for a CPU while using %.1f of the %d CPUs: other "
-			     "programs load this machine; the curve assumes that load stays as it "
-			     "was (fewer workers then get a smaller share of the CPUs)",
-			     a->cpus_used, cfg);
+			dlbn_whatif_note(w,
+					 "the threads queued for a CPU while using %.1f of the %d "
+					 "CPUs: other "
+					 "programs load this machine; the curve assumes that load "
+					 "stays as it "
+					 "was (fewer workers then get a smaller share of the CPUs)",
+					 a->cpus_used, cfg);
 	} else if (saturated) {
 		w->cores = a->cpus_used;
 		snprintf(w->cores_from, sizeof(w->cores_from),
@@ -406,7 +413,7 @@ static void workers_curve(struct dlbn_whatif *w)
 	}
 	w->best_workers = w->min_units;
 	for (int n = w->min_units; n <= MAX_CURVE_WORKERS; n++)
-		if (dlbn_whatif_workers_ms(w, n, NULL) <= best * BEST_WITHIN) {
+		if (dlbn_whatif_workers_ms(w, n, NULL) <= best * DLBN_WHATIF_BEST_WITHIN) {
 			w->best_workers = n;
 			break;
 		}
@@ -444,8 +451,9 @@ static void persistent_rows(const struct dlbn_model *m, const struct dlbn_analys
 	if (w->num_workers <= 0)
 		return;
 	if (a->epochs < 2) {
-		note(w, "one epoch in the window: persistent_workers changes nothing here (it "
-			"saves the worker start-up of every later epoch)");
+		dlbn_whatif_note(
+			w, "one epoch in the window: persistent_workers changes nothing here (it "
+			   "saves the worker start-up of every later epoch)");
 		return;
 	}
 	const char *lim;
@@ -487,7 +495,7 @@ static void pin_rows(const struct dlbn_model *m, const struct dlbn_analysis *a,
 		     struct dlbn_whatif *w)
 {
 	if (!a->gpu) {
-		note(w, "pin_memory: no GPU activity in the trace, nothing to pin for");
+		dlbn_whatif_note(w, "pin_memory: no GPU activity in the trace, nothing to pin for");
 		return;
 	}
 	int pin = m->config.pin_memory;
@@ -499,16 +507,19 @@ static void pin_rows(const struct dlbn_model *m, const struct dlbn_analysis *a,
 		if (s < floor - a->pageable_ms)
 			s = floor - a->pageable_ms;
 		dlbn_whatif_add_row(w, "pin_memory", 1, s > 0 ? s : w->measured_ms, lim);
-		note(w,
-		     "pin_memory=True saves the %.2f ms per step the host is blocked in H2D copies "
-		     "from pageable memory, if the copies become .to(device, non_blocking=True)",
-		     a->pageable_ms);
+		dlbn_whatif_note(
+			w,
+			"pin_memory=True saves the %.2f ms per step the host is blocked in H2D "
+			"copies "
+			"from pageable memory, if the copies become .to(device, non_blocking=True)",
+			a->pageable_ms);
 	} else if (pin == 1 && a->path == DLBN_PATH_PIN && a->mean_busy >= 0 &&
 		   a->mean_busy < 0.7) {
-		note(w,
-		     "pin_memory: the pin-memory thread may lag (workers idle %.0f%%); its cost "
-		     "per batch is not in the trace, so pin_memory=False is not predicted",
-		     (1 - a->mean_busy) * 100);
+		dlbn_whatif_note(
+			w,
+			"pin_memory: the pin-memory thread may lag (workers idle %.0f%%); its cost "
+			"per batch is not in the trace, so pin_memory=False is not predicted",
+			(1 - a->mean_busy) * 100);
 	}
 }
 
@@ -516,41 +527,51 @@ static void cannot_know(const struct dlbn_analysis *a, struct dlbn_whatif *w, in
 			int threads)
 {
 	if (w->cores <= 0)
-		note(w, "the CPUs the job may use are not in the trace (no cpus= in the loader "
-			"config, no CPU contention seen): the curve applies no core limit");
+		dlbn_whatif_note(
+			w, "the CPUs the job may use are not in the trace (no cpus= in the loader "
+			   "config, no CPU contention seen): the curve applies no core limit");
 	if (w->cores > 0 && !w->cpu_known)
-		note(w,
-		     "no schedstat samples of the %s: the CPU a batch costs is unknown (sleep "
-		     "and CPU look alike), so the curve applies no core limit",
-		     threads		  ? "training process"
-		     : w->num_workers > 0 ? "workers"
-					  : "training loop");
+		dlbn_whatif_note(
+			w,
+			"no schedstat samples of the %s: the CPU a batch costs is unknown (sleep "
+			"and CPU look alike), so the curve applies no core limit",
+			threads		     ? "training process"
+			: w->num_workers > 0 ? "workers"
+					     : "training loop");
 	else if (!sampled)
-		note(w, "no schedstat samples of the training process: its CPU per step is taken "
+		dlbn_whatif_note(
+			w,
+			"no schedstat samples of the training process: its CPU per step is taken "
 			"as the loop's time less host syncs");
 	if (w->file_share >= 0.3)
-		note(w,
-		     "file reads are %.0f%% of the workers' time: the curve assumes the storage "
-		     "serves that many readers in parallel (its spare bandwidth is not in the "
-		     "trace)",
-		     w->file_share * 100);
+		dlbn_whatif_note(
+			w,
+			"file reads are %.0f%% of the workers' time: the curve assumes the storage "
+			"serves that many readers in parallel (its spare bandwidth is not in the "
+			"trace)",
+			w->file_share * 100);
 	if (w->startup_ms > 0)
-		note(w,
-		     "epoch start-up (%.2f ms per step) is taken as the same for any %s; more "
-		     "workers usually start slower",
-		     w->startup_ms, w->knob);
+		dlbn_whatif_note(
+			w,
+			"epoch start-up (%.2f ms per step) is taken as the same for any %s; more "
+			"workers usually start slower",
+			w->startup_ms, w->knob);
 	double kib = a->recv_kib > 0 ? a->recv_kib : 0;
 	if (threads)
-		note(w, "not in the trace: the host memory each further thread's batches in "
-			"flight take");
+		dlbn_whatif_note(
+			w, "not in the trace: the host memory each further thread's batches in "
+			   "flight take");
 	else if (kib >= 1)
-		note(w,
-		     "not in the trace: host memory per worker (each is a copy of the loader's "
-		     "process) and the /dev/shm room for the batches in flight (num_workers x "
-		     "prefetch_factor x %.0f KiB); dlbn-preflight shows /dev/shm",
-		     kib);
+		dlbn_whatif_note(
+			w,
+			"not in the trace: host memory per worker (each is a copy of the loader's "
+			"process) and the /dev/shm room for the batches in flight (num_workers x "
+			"prefetch_factor x %.0f KiB); dlbn-preflight shows /dev/shm",
+			kib);
 	else
-		note(w, "not in the trace: host memory per worker (each is a copy of the loader's "
+		dlbn_whatif_note(
+			w,
+			"not in the trace: host memory per worker (each is a copy of the loader's "
 			"process) and the /dev/shm room for the batches in flight; dlbn-preflight "
 			"shows /dev/shm");
 }
@@ -604,7 +625,9 @@ void dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis 
 		w->cpu_known = sampled; /* the loop thread's CPU holds both */
 		if (w->main_cpu_ms < 0)
 			w->main_cpu_ms = 0;
-		note(w, "num_workers=0 in this run: workers' hand-off cost is unknown (receiving a "
+		dlbn_whatif_note(
+			w,
+			"num_workers=0 in this run: workers' hand-off cost is unknown (receiving a "
 			"batch costs the loop about 1-2 ms per 256 KiB on a small machine)");
 	} else if (a->nworkers) {
 		worker_inputs(m, a, w, process_workers);
@@ -650,10 +673,13 @@ void dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis 
 	}
 	double model =
 		steady_ms(w, w->num_workers, NULL) + (w->num_workers > 0 ? w->startup_ms : 0);
-	note(w, "at the run's %s=%d the model gives %.2f ms per step, %.2f ms measured (%+.0f%%)",
-	     w->knob, w->num_workers, model, w->measured_ms, (model / w->measured_ms - 1) * 100);
+	dlbn_whatif_note(
+		w,
+		"at the run's %s=%d the model gives %.2f ms per step, %.2f ms measured (%+.0f%%)",
+		w->knob, w->num_workers, model, w->measured_ms, (model / w->measured_ms - 1) * 100);
 	if (a->verdict == DLBN_VERDICT_INCONCLUSIVE)
-		note(w, "the verdict is INCONCLUSIVE: these figures rest on thin evidence");
+		dlbn_whatif_note(
+			w, "the verdict is INCONCLUSIVE: these figures rest on thin evidence");
 	cannot_know(a, w, sampled || threads, threads);
 	w->prefetch = m->config.prefetch_factor > 0 ? m->config.prefetch_factor : 2;
 	dlbn_whatif_batch(a, points, w);

@@ -65,8 +65,11 @@
 #include "sweep.h"
 #include "verdict.h"
 
-#define DLBN_WHATIF_ROWS       48
-#define DLBN_WHATIF_NOTES      20
+#define DLBN_WHATIF_ROWS  48
+#define DLBN_WHATIF_NOTES 20
+#define DLBN_WHATIF_BEST_WITHIN                                                                    \
+	1.02			 /* "best": the fewest units (the grid: the least                  \
+				  * change) within 2% of the best */
 #define DLBN_WHATIF_BATCHES    5 /* batch sizes of the grid: /4, /2, x1, x2, x4 */
 #define DLBN_WHATIF_GRID_UNITS 8 /* worker (thread) counts of the grid */
 
@@ -185,5 +188,8 @@ struct dlbn_whatif_row *dlbn_whatif_add_row(struct dlbn_whatif *w, const char *s
 					    double step_ms, const char *limited_by);
 void dlbn_whatif_batch(const struct dlbn_analysis *a, const struct dlbn_sweep *points,
 		       struct dlbn_whatif *w);
+/* A note under the table (dropped past DLBN_WHATIF_NOTES). */
+void dlbn_whatif_note(struct dlbn_whatif *w, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 #endif /* DLBN_WHATIF_H */

@@ -17,7 +17,6 @@
  * second, and only the loader side gains.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,19 +24,6 @@
 #include "whatif.h"
 
 #define SAME_SIZE(a, b) (fabs((a) - (b)) < 0.5)
-#define BEST_WITHIN	1.02 /* as the worker curve's: within 2% of the most */
-
-static void note(struct dlbn_whatif *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void note(struct dlbn_whatif *w, const char *fmt, ...)
-{
-	if (w->nnotes >= DLBN_WHATIF_NOTES)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(w->notes[w->nnotes++], DLBN_LINE, fmt, ap);
-	va_end(ap);
-}
 
 /* Least squares of y = fixed + per * b over n points; the fixed part kept
  * within [0, y0] (y0: the run's own figure).  -1 when the points do not
@@ -119,11 +105,14 @@ static void fit_split(const struct dlbn_sweep *points, struct dlbn_whatif *w)
 	}
 	double loop_fixed = n > 1 ? fit_series(b, loop, n, w->loop_ms) : -1;
 	if (loop_fixed < 0) {
-		note(w,
-		     "batch size: the loop's and the GPU's time per step and the loader's time per "
-		     "batch are taken as proportional to the batch (no run of another batch size "
-		     "to measure a fixed part: dlbn-run --sweep batch_size=... gives one); then "
-		     "larger batches gain only on the loader's side, the pessimistic end");
+		dlbn_whatif_note(
+			w,
+			"batch size: the loop's and the GPU's time per step and the loader's time "
+			"per "
+			"batch are taken as proportional to the batch (no run of another batch "
+			"size "
+			"to measure a fixed part: dlbn-run --sweep batch_size=... gives one); then "
+			"larger batches gain only on the loader's side, the pessimistic end");
 		return;
 	}
 	double gpu_fixed = w->gpu_step_ms > 0 ? fit_series(b, gpu, n, w->gpu_step_ms) : -1;
@@ -132,23 +121,27 @@ static void fit_split(const struct dlbn_sweep *points, struct dlbn_whatif *w)
 	w->loop_fixed_ms = loop_fixed;
 	w->gpu_fixed_ms = gpu_fixed > 0 ? gpu_fixed : 0;
 	w->batch_fixed_ms = batch_fixed > 0 ? batch_fixed : 0;
-	note(w,
-	     "batch size: fitted with the run(s) at batch size %s, per step the loop's host work "
-	     "is %.2f ms fixed + %.2f ms per %d samples%s",
-	     sizes, w->loop_fixed_ms, w->loop_ms - w->loop_fixed_ms, w->batch_size,
-	     w->gpu_step_ms > 0 && gpu_fixed < 0 ? " (the GPU's taken as proportional: the "
-						   "other runs have no GPU figure)"
-						 : "");
+	dlbn_whatif_note(w,
+			 "batch size: fitted with the run(s) at batch size %s, per step the loop's "
+			 "host work "
+			 "is %.2f ms fixed + %.2f ms per %d samples%s",
+			 sizes, w->loop_fixed_ms, w->loop_ms - w->loop_fixed_ms, w->batch_size,
+			 w->gpu_step_ms > 0 && gpu_fixed < 0
+				 ? " (the GPU's taken as proportional: the "
+				   "other runs have no GPU figure)"
+				 : "");
 	if (gpu_fixed >= 0)
-		note(w,
-		     "batch size: the GPU's time per step is %.2f ms fixed + %.2f ms per %d "
-		     "samples",
-		     w->gpu_fixed_ms, w->gpu_step_ms - w->gpu_fixed_ms, w->batch_size);
+		dlbn_whatif_note(
+			w,
+			"batch size: the GPU's time per step is %.2f ms fixed + %.2f ms per %d "
+			"samples",
+			w->gpu_fixed_ms, w->gpu_step_ms - w->gpu_fixed_ms, w->batch_size);
 	if (batch_fixed >= 0)
-		note(w,
-		     "batch size: the loader's time per batch is %.2f ms fixed + %.2f ms per %d "
-		     "samples",
-		     w->batch_fixed_ms, w->batch_ms - w->batch_fixed_ms, w->batch_size);
+		dlbn_whatif_note(
+			w,
+			"batch size: the loader's time per batch is %.2f ms fixed + %.2f ms per %d "
+			"samples",
+			w->batch_fixed_ms, w->batch_ms - w->batch_fixed_ms, w->batch_size);
 }
 
 static int has(const int *v, size_t n, int x)
@@ -238,7 +231,7 @@ static void fill_cell(const struct dlbn_sweep *points, struct dlbn_whatif *w, in
 	c->measured_ms = measured_at(points, w, b, u);
 }
 
-/* Is cell c a better pick than cell d, both within BEST_WITHIN of the most
+/* Is cell c a better pick than cell d, both within DLBN_WHATIF_BEST_WITHIN of the most
  * samples/s: the run's batch size first, then fewer units, then the batch
  * size nearer the run's. */
 static int preferred(const struct dlbn_whatif *w, const struct dlbn_whatif_cell *c,
@@ -264,7 +257,7 @@ static int grid_best(const struct dlbn_whatif *w)
 			most = w->grid[i].samples_per_s;
 	for (size_t i = 0; i < w->ngrid; i++) {
 		const struct dlbn_whatif_cell *c = &w->grid[i];
-		if (c->samples_per_s * BEST_WITHIN < most)
+		if (c->samples_per_s * DLBN_WHATIF_BEST_WITHIN < most)
 			continue;
 		if (best < 0 || preferred(w, c, &w->grid[best]))
 			best = (int)i;
@@ -277,7 +270,8 @@ void dlbn_whatif_batch(const struct dlbn_analysis *a, const struct dlbn_sweep *p
 {
 	w->grid_best = -1;
 	if (w->batch_size < 1) {
-		note(w, "batch size: not in the loader's config, so no batch-size rows");
+		dlbn_whatif_note(w,
+				 "batch size: not in the loader's config, so no batch-size rows");
 		return;
 	}
 	/* The batch's shared memory as the loop mapped it (outside.h), per
@@ -307,14 +301,17 @@ void dlbn_whatif_batch(const struct dlbn_analysis *a, const struct dlbn_sweep *p
 			fill_cell(points, w, sizes[i], units[j]);
 	w->grid_best = grid_best(w);
 	if (w->batch_kib > 0)
-		note(w,
-		     "batch size: a batch of %d maps %.0f KiB of shared memory in the loop; "
-		     "num_workers x prefetch_factor (%d) batches are in flight, so a grid point "
-		     "needs num_workers x %d x that x its batch size / %d of /dev/shm (shm_mib in "
-		     "JSON; dlbn-preflight shows the room), and host memory grows alike",
-		     w->batch_size, w->batch_kib, w->prefetch, w->prefetch, w->batch_size);
+		dlbn_whatif_note(
+			w,
+			"batch size: a batch of %d maps %.0f KiB of shared memory in the loop; "
+			"num_workers x prefetch_factor (%d) batches are in flight, so a grid point "
+			"needs num_workers x %d x that x its batch size / %d of /dev/shm (shm_mib "
+			"in "
+			"JSON; dlbn-preflight shows the room), and host memory grows alike",
+			w->batch_size, w->batch_kib, w->prefetch, w->prefetch, w->batch_size);
 	else if (w->num_workers > 0 && !w->in_process)
-		note(w,
-		     "batch size: the batches' shared memory is not in the trace (no loop "
-		     "counters on the fetch marks): the /dev/shm room per grid point is unknown");
+		dlbn_whatif_note(
+			w, "batch size: the batches' shared memory is not in the trace (no loop "
+			   "counters on the fetch marks): the /dev/shm room per grid point is "
+			   "unknown");
 }

@@ -806,51 +806,42 @@ def run_generation(snap, gen, scenarios, args, out_dir):
 WHATIF_CHECK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "whatif_check.py")
 
 
-def run_whatif_checks(snap, python, args, out_dir):
-    """tests/eval/whatif_check.py on this generation: --what-if's
-    predictions checked by rerunning with the setting they predict for.
-    Returns its whatif.json with its summary line and exit status."""
-    wdir = os.path.join(out_dir, "whatif")
-    cmd = [sys.executable, WHATIF_CHECK, "--python", python, "--build", snap.build,
-           "--rounds", str(min(args.rounds, 3)), "--out", wdir]
-    print("eval: what-if checks: %s" % " ".join(
-        shown(c) if os.path.isabs(c) else c for c in cmd), flush=True)
+def run_check_script(script, name, prefix, snap, python, args, out_dir):
+    """One of the check scripts on this generation, output in out_dir/name:
+    its name.json with its summary line (the last starting with prefix)
+    and exit status."""
+    cdir = os.path.join(out_dir, name)
+    cmd = [sys.executable, script, "--python", python, "--build", snap.build,
+           "--rounds", str(min(args.rounds, 3)), "--out", cdir]
+    print("eval: %s checks: %s" % (prefix.rstrip(":"), " ".join(
+        shown(c) if os.path.isabs(c) else c for c in cmd)), flush=True)
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     print(proc.stdout, end="", flush=True)
-    lines = [x for x in proc.stdout.splitlines() if x.startswith("what-if:")]
+    lines = [x for x in proc.stdout.splitlines() if x.startswith(prefix)]
     try:
-        with open(os.path.join(wdir, "whatif.json")) as f:
+        with open(os.path.join(cdir, name + ".json")) as f:
             doc = json.load(f)
     except (OSError, ValueError):
         doc = {}
-    doc["summary"] = lines[-1] if lines else "what-if: no result (exit %d)" % proc.returncode
+    doc["summary"] = lines[-1] if lines else "%s no result (exit %d)" % (prefix,
+                                                                         proc.returncode)
     doc["rc"] = proc.returncode
     return doc
+
+
+def run_whatif_checks(snap, python, args, out_dir):
+    """tests/eval/whatif_check.py: --what-if's predictions checked by
+    rerunning with the setting they predict for."""
+    return run_check_script(WHATIF_CHECK, "whatif", "what-if:", snap, python, args, out_dir)
 
 
 GRID_CHECK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "grid_check.py")
 
 
 def run_grid_checks(snap, python, args, out_dir):
-    """tests/eval/grid_check.py on this generation: the batch size x
-    num_workers grid of --what-if against every point measured.  Returns
-    its grid.json with its summary line and exit status."""
-    gdir = os.path.join(out_dir, "grid")
-    cmd = [sys.executable, GRID_CHECK, "--python", python, "--build", snap.build,
-           "--rounds", str(min(args.rounds, 3)), "--out", gdir]
-    print("eval: grid checks: %s" % " ".join(
-        shown(c) if os.path.isabs(c) else c for c in cmd), flush=True)
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    print(proc.stdout, end="", flush=True)
-    lines = [x for x in proc.stdout.splitlines() if x.startswith("grid:")]
-    try:
-        with open(os.path.join(gdir, "grid.json")) as f:
-            doc = json.load(f)
-    except (OSError, ValueError):
-        doc = {}
-    doc["summary"] = lines[-1] if lines else "grid: no result (exit %d)" % proc.returncode
-    doc["rc"] = proc.returncode
-    return doc
+    """tests/eval/grid_check.py: the batch size x num_workers grid of
+    --what-if against every point measured."""
+    return run_check_script(GRID_CHECK, "grid", "grid:", snap, python, args, out_dir)
 
 
 def grid_markdown(g):
