@@ -34,6 +34,7 @@ static const struct rec_desc rec_descs[] = {
 	{DLBN_REC_SEM_WAIT, "SEM_WAIT", {"dur_ns", "sem", "ret", "call"}},
 	{DLBN_REC_SEM_POST, "SEM_POST", {"sem"}},
 	{DLBN_REC_SCHED, "SCHED", {"tid", "run_ns", "runq_wait_ns"}},
+	{DLBN_REC_TASK, "TASK", {"tid", "run_ns", "runq_wait_ns", "timeslices", "name"}},
 	{DLBN_REC_MARK, "MARK", {"kind", "iter_id", "arg"}},
 	{DLBN_REC_CONFIG, "CONFIG", {"iter_id", "text"}},
 	{DLBN_REC_STRING, "STRING", {"id", "text"}},

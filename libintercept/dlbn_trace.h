@@ -186,6 +186,12 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *           only for semaphores that some thread of the process has blocked
  *           on before (the recorder keeps a small set of them)
  *  SCHED    tid, run_ns, runq_wait_ns               /proc schedstat sample
+ *  TASK     tid, run_ns, runq_wait_ns, timeslices[, name (str)]
+ *           thread census: another thread of the process (one that may
+ *           call no hook: an intra-op pool's), sampled from
+ *           /proc/self/task/TID/schedstat by the main thread at a fetch
+ *           begin, at most every 100 ms; name (its comm) with the first
+ *           sample of each thread
  *
  * Python bootstrap marks (exact DataLoader view)
  *  MARK     kind (DLBN_MARK_*), iter_id, arg
@@ -279,6 +285,7 @@ enum dlbn_record_type {
 	DLBN_REC_SEM_WAIT = 20,
 	DLBN_REC_SEM_POST = 21,
 	DLBN_REC_SCHED = 22,
+	DLBN_REC_TASK = 23,
 
 	DLBN_REC_MARK = 30,
 	DLBN_REC_CONFIG = 31,

@@ -11,6 +11,7 @@
 
 #include "loop_cost.h"
 #include "recorder.h"
+#include "thread_census.h"
 
 DLBN_EXPORT int dlbn_active(void);
 DLBN_EXPORT int dlbn_mark(int kind, long long iter_id, long long arg);
@@ -29,7 +30,8 @@ int dlbn_active(void)
  * On the main thread a fetch's begin and end, and iter(), also carry the
  * loop's cumulative counters (loop_cost.c): from one batch's arrival to
  * the next wait (or to the iter() whose worker start-up that wait carries)
- * they give the loading costs that land outside the waits.
+ * they give the loading costs that land outside the waits.  A fetch's
+ * begin also takes the thread census (thread_census.c).
  */
 static __thread uint64_t tls_fetch_begin_ns;
 
@@ -52,6 +54,9 @@ int dlbn_mark(int kind, long long iter_id, long long arg)
 		if (kind == DLBN_MARK_FETCH_BEGIN) {
 			tls_fetch_begin_ns = now;
 			loader_wait_begins(now);
+			/* A loop period just ended: the model's threads are idle
+			 * until the batch comes, so the census costs them nothing. */
+			thread_census_sample(now);
 		} else if ((kind == DLBN_MARK_FETCH_END || kind == DLBN_MARK_FETCH_STOP) &&
 			   tls_fetch_begin_ns) {
 			uint64_t t0 = tls_fetch_begin_ns;

@@ -21,6 +21,7 @@
 #include "nvtx_inject.h"
 #include "real.h"
 #include "session.h"
+#include "thread_census.h"
 #include "trace_writer.h"
 
 int dlbn_state = DLBN_OFF;
@@ -224,6 +225,7 @@ static void atfork_child(void)
 	tls_in_hook = 0;
 	tls_last_sched_ns = 0;
 	loop_cost_fork_child();
+	thread_census_fork_child();
 	if (!recorder_on())
 		return;
 	session_fork_child();
