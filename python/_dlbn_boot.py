@@ -932,7 +932,7 @@ def _config_text(loader, it, replay=None, iter_id=0):
     items.append(("dataset_kind", _dataset_kind(loader, it)))
     items.append(("drop_last", pick("drop_last", "_drop_last")))
     items.append(("timeout", pick("timeout", "_timeout")))
-    items.append(("cpus", _cpu_count()))
+    items.extend(_cpu_items())
     if loader is not None:
         items.append(("loader", id(loader)))
         items.append(("loader_class", type(loader).__name__))
@@ -997,6 +997,58 @@ def _cpu_count():
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count()
+
+
+def _cpu_items():
+    """What the training process's CPU side looks like: the CPUs it may run
+    on, its cgroup's CPU quota (in CPUs, when one is set) and torch's
+    intra-op thread count, the threads a CPU model runs on."""
+    import sys
+    items = [("cpus", _cpu_count()), ("cpu_quota", _cpu_quota())]
+    torch = sys.modules.get("torch")
+    try:
+        items.append(("intraop_threads", torch.get_num_threads()))
+    except Exception:  # no torch yet, or one without it
+        pass
+    return items
+
+
+def _cpu_quota():
+    """The cgroup's CPU limit in CPUs (cgroup v2 cpu.max, else v1's CFS
+    quota), None when there is none or it cannot be read."""
+    import os
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        path = parts[2].lstrip("/")
+        try:
+            if parts[0] == "0" and parts[1] == "":
+                with open(os.path.join("/sys/fs/cgroup", path, "cpu.max")) as f:
+                    quota, period = f.read().split()[:2]
+                if quota == "max":
+                    return None
+            elif "cpu" in parts[1].split(","):
+                base = os.path.join("/sys/fs/cgroup", parts[1])
+                if not os.path.isdir(base):
+                    base = "/sys/fs/cgroup/cpu"
+                with open(os.path.join(base, path, "cpu.cfs_quota_us")) as f:
+                    quota = f.read().strip()
+                with open(os.path.join(base, path, "cpu.cfs_period_us")) as f:
+                    period = f.read().strip()
+                if int(quota) <= 0:
+                    return None
+            else:
+                continue
+            return round(int(quota) / int(period), 2)
+        except (OSError, ValueError, ZeroDivisionError):
+            continue
+    return None
 
 
 def _sampler_name(loader, it):

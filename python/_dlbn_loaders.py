@@ -966,7 +966,7 @@ def config_text(kind, loader):
                 "threads", "device", "pipelines"):
         if info.get(key) is not None:
             items.append((key, info[key]))
-    items.append(("cpus", boot._cpu_count()))
+    items.extend((k, v) for k, v in boot._cpu_items() if v is not None)
     items.append(("loader", id(loader)))
     label = getattr(loader, "_dlbn_named", None)  # a named class's or function's
     items.append(("loader_class", label or type(loader).__name__))
