@@ -60,6 +60,7 @@ void dlbn_config_parse(struct dlbn_config *c, const char *text, size_t len)
 	c->present = 1;
 	c->num_workers = c->prefetch_factor = c->batch_size = -1;
 	c->pin_memory = c->persistent_workers = c->threads = c->cpus = c->dali_proxy = -1;
+	c->intraop_threads = -1;
 	if (len >= sizeof(c->text))
 		len = sizeof(c->text) - 1;
 	memcpy(c->text, text, len);
@@ -99,6 +100,10 @@ void dlbn_config_parse(struct dlbn_config *c, const char *text, size_t len)
 			c->threads = config_int(v);
 		else if (!strcmp(k, "cpus"))
 			c->cpus = config_int(v);
+		else if (!strcmp(k, "intraop_threads"))
+			c->intraop_threads = config_int(v);
+		else if (!strcmp(k, "cpu_quota"))
+			c->cpu_quota = strtod(v, NULL) > 0 ? strtod(v, NULL) : 0;
 		else if (!strcmp(k, "dali_proxy"))
 			c->dali_proxy = config_int(v);
 		c->n++;
@@ -372,6 +377,8 @@ static int run_pass2(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 		struct dlbn_proc *p = &m->procs[t->proc_index];
 		if (rec->type == DLBN_REC_SCHED && p->role != DLBN_ROLE_OTHER)
 			model_sched_record(&ps, rec);
+		if (rec->type == DLBN_REC_TASK && p->role == DLBN_ROLE_TRAINING)
+			model_census_record(&ps, rec);
 		if (p->role == DLBN_ROLE_WORKER) {
 			model_worker_record(&ps, p, rec);
 		} else if (p->role == DLBN_ROLE_TRAINING) {
@@ -491,6 +498,7 @@ void dlbn_model_free(struct dlbn_model *m)
 	}
 	dlbn_loaders_free(m);
 	free(m->sched_threads);
+	free(m->census);
 	dlbn_range_names_free(m->range_names);
 	model_pipe_table_free(m->pipes);
 	dlbn_wait_stacks_free(&m->stacks);

@@ -102,6 +102,21 @@ struct dlbn_thread {
 	int sched_has_end;
 };
 
+/*
+ * A thread of the training process seen by the thread census (TASK
+ * records, libintercept/thread_census.c): every thread but the loop's,
+ * including those that call no hook (an intra-op pool's).  Same
+ * cumulative counters and window edges as struct dlbn_thread's schedstat.
+ */
+#define DLBN_CENSUS_MAX 256
+struct dlbn_census_thread {
+	int tid;
+	char name[16]; /* its comm, "" unknown */
+	int samples;
+	int64_t cur[2], base[2], end[2]; /* [run_ns, runq_wait_ns] */
+	int has_end;
+};
+
 /* One step of the training loop: the fetch of one batch. */
 struct dlbn_step {
 	int64_t begin, end;  /* fetch start and end (end: batch in hand) */
@@ -200,7 +215,7 @@ struct dlbn_steps {
 typedef void (*dlbn_step_sink)(void *ctx, size_t index, const struct dlbn_step *s,
 			       const struct dlbn_gpu_step *gs);
 
-#define DLBN_CONFIG_MAX 20
+#define DLBN_CONFIG_MAX 28
 struct dlbn_config {
 	int present;
 	char text[512];
@@ -209,9 +224,11 @@ struct dlbn_config {
 	char val[DLBN_CONFIG_MAX][64];
 	/* Parsed values; -1 unknown. */
 	int num_workers, prefetch_factor, batch_size, pin_memory, persistent_workers;
-	int threads;	/* DALI's num_threads */
-	int cpus;	/* the CPUs the training process may run on (affinity) */
-	int dali_proxy; /* 1: DALI's proxy DataLoader (threads, device: its pipeline's) */
+	int threads;	     /* DALI's num_threads */
+	int intraop_threads; /* torch.get_num_threads() in the training process */
+	double cpu_quota;    /* CPUs its cgroup's quota allows, 0 none */
+	int cpus;	     /* the CPUs the training process may run on (affinity) */
+	int dali_proxy;	     /* 1: DALI's proxy DataLoader (threads, device: its pipeline's) */
 	char start_method[24], dataset_kind[24];
 	/* What kind of loader (the bootstrap's "kind"): "" torch's DataLoader,
 	 * "nodes" torchdata.nodes, "dali" DALI's iterators, "named" one the
@@ -343,6 +360,10 @@ struct dlbn_model {
 	uint32_t *sched_threads;
 	size_t nsched_threads, capsched_threads;
 
+	/* The training process's other threads (thread census). */
+	struct dlbn_census_thread *census;
+	size_t ncensus, capcensus;
+
 	/* Native stacks at the training process's longest waits (symbolised). */
 	struct dlbn_wait_stacks stacks;
 
@@ -412,6 +433,8 @@ void dlbn_prefetch_depth(struct dlbn_model *m);
 /* window.c: a thread's time on a CPU and runnable-waiting inside the window. */
 void dlbn_sched_window(const struct dlbn_model *m, size_t thread_index, int64_t *run_ns,
 		       int64_t *wait_ns);
+/* window.c: the same for census thread i (m->census[i]). */
+void dlbn_census_window(const struct dlbn_model *m, size_t i, int64_t *run_ns, int64_t *wait_ns);
 /* window.c: account one step of view st as it ends (the chosen one folds
  * workers); sets s->warmup and s->in_epoch. */
 void dlbn_window_feed(struct dlbn_model *m, struct dlbn_steps *st, struct dlbn_step *s);

@@ -222,5 +222,7 @@ void model_nvtx_record(struct pass2 *ps, const struct dlbn_record *r, int on_nvt
 /* model_workers.c */
 void model_worker_record(struct pass2 *ps, struct dlbn_proc *p, const struct dlbn_record *r);
 void model_sched_record(struct pass2 *ps, const struct dlbn_record *r);
+/* A TASK record of the training process (struct dlbn_census_thread). */
+void model_census_record(struct pass2 *ps, const struct dlbn_record *r);
 
 #endif /* DLBN_MODEL_INT_H */

@@ -117,3 +117,43 @@ void model_sched_record(struct pass2 *ps, const struct dlbn_record *r)
 	t->sched_cur[0] = bounded(r->f[1], DLBN_TIME_LIMIT);
 	t->sched_cur[1] = bounded(r->f[2], DLBN_TIME_LIMIT);
 }
+
+/*
+ * A thread census sample of the training process (TASK).  Threads are few
+ * (tens) and samples come every 100 ms at most: a linear search is enough.
+ * A tid seen again after its thread ended is another thread with counters
+ * that start over; the window's figures then read as nothing for it
+ * (dlbn_census_window), which loses at most that thread.
+ */
+void model_census_record(struct pass2 *ps, const struct dlbn_record *r)
+{
+	struct dlbn_model *m = ps->m;
+	if (r->nfields < 4 || r->kind[0] != DLBN_V_INT || r->kind[1] != DLBN_V_INT ||
+	    r->kind[2] != DLBN_V_INT)
+		return;
+	struct dlbn_census_thread *c = NULL;
+	for (size_t i = 0; i < m->ncensus && !c; i++)
+		if (m->census[i].tid == (int)r->f[0])
+			c = &m->census[i];
+	if (!c) {
+		if (m->ncensus >= DLBN_CENSUS_MAX)
+			return;
+		struct dlbn_census_thread fresh = {.tid = (int)r->f[0]};
+		if (PUSH(m->census, m->ncensus, m->capcensus, fresh)) {
+			ps->oom = 1;
+			return;
+		}
+		c = &m->census[m->ncensus - 1];
+		c->base[0] = bounded(r->f[1], DLBN_TIME_LIMIT);
+		c->base[1] = bounded(r->f[2], DLBN_TIME_LIMIT);
+	}
+	if (r->nfields > 4 && r->kind[4] == DLBN_V_STR) {
+		size_t n = (size_t)r->f[4] < sizeof(c->name) - 1 ? (size_t)r->f[4]
+								 : sizeof(c->name) - 1;
+		memcpy(c->name, r->str[4], n);
+		c->name[n] = '\0';
+	}
+	c->samples++;
+	c->cur[0] = bounded(r->f[1], DLBN_TIME_LIMIT);
+	c->cur[1] = bounded(r->f[2], DLBN_TIME_LIMIT);
+}

@@ -17,7 +17,10 @@
  * so it takes the idle time the per-period charges left, summed.  Where a
  * wrapper iterable fetched the batch, its work up to the hand-off is timed
  * by the HANDOFF mark (the other counters start there) and weighed against
- * the GPU's idle time inside that part of the period.
+ * the GPU's idle time inside that part of the period.  Where the model's
+ * own threads shared the cores with the workers (shared_cores.h), the
+ * loop's CPU time holds their slowdown: a window figure, charged like the
+ * first touch.
  */
 #include <string.h>
 
@@ -29,7 +32,8 @@ static double sec(int64_t ns)
 	return (double)ns / 1e9;
 }
 
-void dlbn_outside_waits(const struct dlbn_model *m, int gpu_rule, struct dlbn_outside *o)
+void dlbn_outside_waits(const struct dlbn_model *m, int gpu_rule, double workers_busy,
+			size_t nworkers, struct dlbn_outside *o)
 {
 	memset(o, 0, sizeof(*o));
 	if (!m->steps)
@@ -55,6 +59,10 @@ void dlbn_outside_waits(const struct dlbn_model *m, int gpu_rule, struct dlbn_ou
 		touch = l->cpu_ns;
 	o->touch_s = sec(touch);
 	o->cpu_s = sec(l->cpu_ns - touch);
+	struct dlbn_loop_load load = {o->cpu_s, o->runq_s, workers_busy, nworkers};
+	dlbn_shared_cores(m, &load, &o->cores);
+	if (o->cores.applies)
+		o->slowed_s = o->cores.waited_s;
 	o->minflt_per_step = (double)l->minflt / (double)l->known;
 	o->shm_mib_per_step = (double)l->shm_bytes / (double)l->known / (1024.0 * 1024.0);
 	if (!gpu_rule) {
@@ -62,7 +70,8 @@ void dlbn_outside_waits(const struct dlbn_model *m, int gpu_rule, struct dlbn_ou
 		o->charged_free_s = o->free_s;
 		o->charged_runq_s = o->runq_s;
 		o->charged_touch_s = o->touch_s;
-		o->charged_s = o->wrap_s + o->free_s + o->runq_s + o->touch_s;
+		o->charged_slowed_s = o->slowed_s;
+		o->charged_s = o->wrap_s + o->free_s + o->runq_s + o->touch_s + o->slowed_s;
 		return;
 	}
 	o->gpu_steps = (size_t)sum.gpu_known;
@@ -81,8 +90,11 @@ void dlbn_outside_waits(const struct dlbn_model *m, int gpu_rule, struct dlbn_ou
 	double touch_known = o->touch_s * (double)sum.gpu_known / (double)l->known;
 	double room = sec(sum.gpu_room_ns);
 	o->charged_touch_s = touch_known < room ? touch_known : room;
+	room -= o->charged_touch_s;
+	double slowed_known = o->slowed_s * (double)sum.gpu_known / (double)l->known;
+	o->charged_slowed_s = slowed_known < room ? slowed_known : room;
 	o->charged_wrap_s = sec(sum.gpu_wrap_charged_ns);
-	o->charged_s = o->charged_wrap_s + charged + o->charged_touch_s;
+	o->charged_s = o->charged_wrap_s + charged + o->charged_touch_s + o->charged_slowed_s;
 	double loading = o->refill_s + o->charged_s;
 	o->other_host_s = o->gpu_idle_s > loading ? o->gpu_idle_s - loading : 0;
 }

@@ -9,16 +9,23 @@
  * faults on worker-written shared memory; a cached batch is warm).  It
  * removes a fourth where a wrapper iterable fetched the batch (timm's
  * PrefetchLoader): the wrapper's work on it up to its hand-off to the loop
- * (lead.h).  They are charged to the stall as far as the GPU sat idle for
- * them: under the GPU rule at most the GPU's idle time in the same loop
- * period less the refill bubble already charged there (the wrapper's part
- * only with the idle time inside it); under the CPU-only rule whole.  The
- * loop's own work there is kept, as Replay keeps it.
+ * (lead.h).  And where the model's own threads share the cores with the
+ * workers (shared_cores.h), the part of the loop's own CPU time that is
+ * the model's work slowed by them: the time the loop waited for the
+ * model's other threads while they were off a CPU.  They
+ * are charged to the stall as far as the GPU sat idle for them: under the
+ * GPU rule at most the GPU's idle time in the same loop period less the
+ * refill bubble already charged there (the wrapper's part only with the
+ * idle time inside it; the slowed part with what the first touch left, as
+ * a window sum); under the CPU-only rule whole.  The rest of the loop's
+ * own work is kept, as Replay keeps it.
  */
 #ifndef DLBN_OUTSIDE_H
 #define DLBN_OUTSIDE_H
 
 #include <stddef.h>
+
+#include "shared_cores.h"
 
 struct dlbn_model;
 
@@ -28,29 +35,35 @@ struct dlbn_model;
 #define DLBN_FIRST_TOUCH_NS_PER_PAGE_MAX 2000
 
 struct dlbn_outside {
-	int known;	  /* the fetch marks carried the loop's counters */
-	int gpu_rule;	  /* charged by the GPU's idle time (else whole) */
-	size_t steps;	  /* window loop periods with counters */
-	size_t gpu_steps; /* of them, with the GPU's idle time known */
-	size_t wrapped;	  /* of them, with a wrapper's hand-off */
-	double wall_s;	  /* arrival .. next fetch, summed */
-	double free_s;	  /* inside munmap/close */
-	double runq_s;	  /* runnable but not running, outside those calls */
-	double touch_s;	  /* kernel time outside them, bounded by the pages mapped */
-	double wrap_s;	  /* arrival .. the wrapper's hand-off */
-	double cpu_s;	  /* the loop's own CPU time (running, less the two above) */
+	int known;			/* the fetch marks carried the loop's counters */
+	int gpu_rule;			/* charged by the GPU's idle time (else whole) */
+	size_t steps;			/* window loop periods with counters */
+	size_t gpu_steps;		/* of them, with the GPU's idle time known */
+	size_t wrapped;			/* of them, with a wrapper's hand-off */
+	double wall_s;			/* arrival .. next fetch, summed */
+	double free_s;			/* inside munmap/close */
+	double runq_s;			/* runnable but not running, outside those calls */
+	double touch_s;			/* kernel time outside them, bounded by the pages mapped */
+	double wrap_s;			/* arrival .. the wrapper's hand-off */
+	double cpu_s;			/* the loop's own CPU time (running, less the two above) */
+	double slowed_s;		/* of it, the model's work slowed by the loader's CPU use */
+	struct dlbn_shared_cores cores; /* the model's threads (census) */
 	double minflt_per_step, shm_mib_per_step;
 	double gpu_idle_s; /* GPU idle in those periods (GPU rule) */
 	double refill_s;   /* of which charged with the waits as refill bubbles */
 	double charged_s;  /* wrap + free + runq + touch as far as the GPU sat idle */
 	double charged_wrap_s, charged_free_s, charged_runq_s, charged_touch_s;
+	double charged_slowed_s;
 	double other_host_s; /* GPU idle in them that Replay keeps */
 };
 
 /* The figures over the training window: its own steps' leads and those of
  * the other loaders' steps inside it (the loop body before a zipped
  * loader's fetch is that fetch's lead).  gpu_rule: whether the GPU rule
- * applies (else the CPU-only rule). */
-void dlbn_outside_waits(const struct dlbn_model *m, int gpu_rule, struct dlbn_outside *o);
+ * applies (else the CPU-only rule); workers_busy (-1 unknown) and
+ * nworkers: the workers' mean busy share of the window and their count
+ * (shared_cores.h). */
+void dlbn_outside_waits(const struct dlbn_model *m, int gpu_rule, double workers_busy,
+			size_t nworkers, struct dlbn_outside *o);
 
 #endif /* DLBN_OUTSIDE_H */

@@ -169,7 +169,8 @@ static void json_cpu(FILE *out, const struct dlbn_analysis *a)
 		fputs("null", out);
 		return;
 	}
-	fprintf(out, "{\"threads_sampled\":%zu,\"main_runq_fraction\":", a->sched_threads);
+	fprintf(out, "{\"threads_sampled\":%zu,\"census_threads\":%zu,\"main_runq_fraction\":",
+		a->sched_threads, a->census_threads);
 	if (a->main_runq_fraction >= 0)
 		dlbn_json_number(out, a->main_runq_fraction);
 	else

@@ -4,11 +4,12 @@
  * went: terminal, markdown and JSON forms of the same figures.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "json.h"
 #include "report.h"
 
-#define OUTSIDE_LINES 7
+#define OUTSIDE_LINES 9
 
 struct outside_line {
 	const char *label;
@@ -18,6 +19,57 @@ struct outside_line {
 static double share(double s, double wall)
 {
 	return wall > 0 ? s / wall * 100 : 0;
+}
+
+/* The loop's own CPU time, and the model's threads that share the cores
+ * with the workers (shared_cores.h); returns the lines written (1-2). */
+static int model_thread_lines(const struct dlbn_analysis *a, struct outside_line *v)
+{
+	const struct dlbn_outside *o = &a->outside;
+	const struct dlbn_shared_cores *c = &o->cores;
+	double w = a->wall_s;
+	int n = 0;
+	if (!(o->slowed_s > 0)) {
+		v[n].label = "own work";
+		snprintf(v[n++].text, DLBN_LINE,
+			 "%.3f s (%.1f%%) the loop's own CPU time: kept, as Replay keeps it",
+			 o->cpu_s, share(o->cpu_s, w));
+	} else {
+		v[n].label = "own work";
+		snprintf(
+			v[n++].text, DLBN_LINE,
+			"%.3f s (%.1f%%) the loop's own CPU time: %.3f s of it kept, as Replay "
+			"keeps it; %.3f s the model's work slowed by the workers' CPU use (below); "
+			"%.3f s in the stall",
+			o->cpu_s, share(o->cpu_s, w), o->cpu_s - o->slowed_s, o->slowed_s,
+			o->charged_slowed_s);
+	}
+	if (!c->gang)
+		return n;
+	double run = 0, runq = 0;
+	for (size_t i = 0; i < c->gang; i++) {
+		run += c->gang_threads[i].run_s;
+		runq += c->gang_threads[i].runq_s;
+	}
+	char threads[48] = "";
+	if (c->intraop_threads > 0)
+		snprintf(threads, sizeof(threads), " (torch.get_num_threads() = %d)",
+			 c->intraop_threads);
+	v[n].label = "model threads";
+	if (c->applies)
+		snprintf(v[n++].text, DLBN_LINE,
+			 "%zu thread%s of the model besides the loop's%s: on a CPU %.3f s, queued "
+			 "for one %.3f s; the loop waited %.3f s for them beyond its own queueing "
+			 "(their times off a CPU overlap while the workers hold every core, about "
+			 "%.0f%% of the time)",
+			 c->gang, c->gang == 1 ? "" : "s", threads, run, runq, c->waited_s,
+			 c->all_cores_busy * 100);
+	else
+		snprintf(v[n++].text, DLBN_LINE,
+			 "%zu busy thread%s besides the loop's%s: on a CPU %.3f s, queued for one "
+			 "%.3f s; not counted as the model's: %s",
+			 c->gang, c->gang == 1 ? "" : "s", threads, run, runq, c->why_not);
+	return n;
 }
 
 /* The lines both the terminal and markdown reports show; returns count. */
@@ -58,10 +110,7 @@ static int outside_lines(const struct dlbn_analysis *a, struct outside_line *v)
 		 "memory, %.0f page faults per step); %.3f s in the stall",
 		 o->touch_s, share(o->touch_s, w), o->shm_mib_per_step, o->minflt_per_step,
 		 o->charged_touch_s);
-	v[n].label = "own work";
-	snprintf(v[n++].text, DLBN_LINE,
-		 "%.3f s (%.1f%%) the loop's own CPU time: kept, as Replay keeps it", o->cpu_s,
-		 share(o->cpu_s, w));
+	n += model_thread_lines(a, v + n);
 	if (o->gpu_rule) {
 		double in_waits = a->stall_s - o->charged_s - o->refill_s;
 		v[n].label = "gpu idle";
@@ -91,6 +140,58 @@ void dlbn_outside_markdown(FILE *out, const struct dlbn_analysis *a)
 		fprintf(out, "- %s: %s\n", v[i].label, v[i].text);
 }
 
+/* The thread census's figures: the model's threads and the rest. */
+static void model_threads_json(FILE *out, const struct dlbn_shared_cores *c)
+{
+	if (!c->known) {
+		fputs("null", out);
+		return;
+	}
+	fputs("{\"intraop_threads\":", out);
+	if (c->intraop_threads > 0)
+		fprintf(out, "%d", c->intraop_threads);
+	else
+		fputs("null", out);
+	fputs(",\"cpus\":", out);
+	if (c->cpus > 0)
+		fprintf(out, "%d", c->cpus);
+	else
+		fputs("null", out);
+	fputs(",\"cpu_quota\":", out);
+	if (c->cpu_quota > 0)
+		dlbn_json_number(out, c->cpu_quota);
+	else
+		fputs("null", out);
+	fprintf(out, ",\"applies\":%s,\"why_not\":", c->applies ? "true" : "false");
+	if (c->why_not[0])
+		dlbn_json_string(out, c->why_not, strlen(c->why_not));
+	else
+		fputs("null", out);
+	fputs(",\"all_cores_busy\":", out);
+	dlbn_json_number(out, c->all_cores_busy);
+	fputs(",\"waited_s\":", out);
+	dlbn_json_number(out, c->waited_s);
+	fprintf(out, ",\"other_threads\":%zu,\"other_run_s\":", c->threads - c->gang);
+	double gang_run = 0;
+	for (size_t i = 0; i < c->gang; i++)
+		gang_run += c->gang_threads[i].run_s;
+	dlbn_json_number(out, c->threads_run_s - gang_run);
+	fputs(",\"threads\":[", out);
+	for (size_t i = 0; i < c->gang; i++) {
+		const struct dlbn_gang_thread *g = &c->gang_threads[i];
+		fprintf(out, "%s{\"tid\":%d,\"name\":", i ? "," : "", g->tid);
+		dlbn_json_string(out, g->name, strlen(g->name));
+		fputs(",\"run_s\":", out);
+		dlbn_json_number(out, g->run_s);
+		fputs(",\"runq_s\":", out);
+		dlbn_json_number(out, g->runq_s);
+		fputs(",\"off_s\":", out);
+		dlbn_json_number(out, g->off_s);
+		fputc('}', out);
+	}
+	fputs("]}", out);
+}
+
 void dlbn_outside_json(FILE *out, const struct dlbn_analysis *a)
 {
 	const struct dlbn_outside *o = &a->outside;
@@ -108,19 +209,24 @@ void dlbn_outside_json(FILE *out, const struct dlbn_analysis *a)
 			       "first_touch_s",
 			       "first_touch_in_stall_s",
 			       "own_cpu_s",
+			       "slowed_s",
+			       "slowed_in_stall_s",
 			       "in_stall_s",
 			       "page_faults_per_step",
 			       "shm_mib_per_step"};
-	double vals[] = {o->wall_s,	     o->wrap_s, o->charged_wrap_s, o->free_s,
-			 o->charged_free_s,  o->runq_s, o->charged_runq_s, o->touch_s,
-			 o->charged_touch_s, o->cpu_s,	o->charged_s,	   o->minflt_per_step,
-			 o->shm_mib_per_step};
+	double vals[] = {o->wall_s,	    o->wrap_s,		o->charged_wrap_s,
+			 o->free_s,	    o->charged_free_s,	o->runq_s,
+			 o->charged_runq_s, o->touch_s,		o->charged_touch_s,
+			 o->cpu_s,	    o->slowed_s,	o->charged_slowed_s,
+			 o->charged_s,	    o->minflt_per_step, o->shm_mib_per_step};
 	fprintf(out, "{\"periods\":%zu,\"wrapped_periods\":%zu,\"rule\":\"%s\"", o->steps,
 		o->wrapped, o->gpu_rule ? "gpu" : "cpu");
 	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
 		fprintf(out, ",\"%s\":", names[i]);
 		dlbn_json_number(out, vals[i]);
 	}
+	fputs(",\"model_threads\":", out);
+	model_threads_json(out, &o->cores);
 	fputs(",\"gpu_idle\":", out);
 	if (!o->gpu_rule) {
 		fputs("null}", out);

@@ -61,6 +61,9 @@ static void text_cpu(FILE *out, const struct dlbn_analysis *a)
 		return;
 	fprintf(out, "  cpu              %.1f CPUs in use by %zu sampled thread(s)", a->cpus_used,
 		a->sched_threads);
+	if (a->census_threads)
+		fprintf(out, " and %zu more of the training process (thread census)",
+			a->census_threads);
 	if (a->main_runq_fraction >= 0)
 		fprintf(out, "; loop thread waits for a CPU %.1f%% of the window",
 			a->main_runq_fraction * 100);

@@ -27,6 +27,7 @@
 #include "verdict.h"
 #include "damage.h"
 #include "quantiles.h"
+#include "shared_cores.h"
 #include "verdict_int.h"
 
 void dlbn_verdict_default_opts(struct dlbn_verdict_opts *o)
@@ -241,7 +242,10 @@ static void cpu_contention(const struct dlbn_model *m, struct dlbn_analysis *a)
 	}
 	if (!a->sched_threads || a->wall_s <= 0)
 		return;
-	a->cpus_used = (double)run_all / 1e9 / a->wall_s;
+	/* The training process's threads that call no hook (an intra-op
+	 * pool's) use CPUs too. */
+	double census_s = dlbn_census_run_s(m, &a->census_threads);
+	a->cpus_used = ((double)run_all / 1e9 + census_s) / a->wall_s;
 	if (mrun + mwait > 0)
 		a->main_runq_fraction = (double)mwait / 1e9 / a->wall_s;
 	/* Share of the workers' busy wall time (index received .. result
@@ -289,6 +293,37 @@ static void add_contention_stall(struct dlbn_analysis *a)
 	a->predicted_speedup_low = a->predicted_speedup;
 }
 
+/*
+ * The model's own threads share the cores with the workers (shared_cores.h):
+ * what gives the model its cores back.  Fewer intra-op threads than cores
+ * left by the workers keeps a parallel region from waiting on a queued
+ * thread; separate cores for workers and model keep them from taking
+ * turns; decoding on the GPU takes the workers' CPU use away.
+ */
+static void shared_cores_advice(struct dlbn_analysis *a)
+{
+	const struct dlbn_outside *o = &a->outside;
+	const struct dlbn_shared_cores *c = &o->cores;
+	int cpus = c->cpus > 0 ? c->cpus : 0;
+	if (c->cpu_quota > 0 && (cpus == 0 || c->cpu_quota < cpus))
+		cpus = (int)c->cpu_quota;
+	int threads = c->intraop_threads > 0 ? c->intraop_threads : (int)c->gang + 1;
+	char cores[64] = "the cores";
+	if (cpus > 0)
+		snprintf(cores, sizeof(cores), "%d CPU%s", cpus, cpus == 1 ? "" : "s");
+	REASON("CPU contention: the model runs on %d threads (the loop's and %zu more) that "
+	       "share %s with %zu busy worker%s: %.3f s of the loop's own CPU time "
+	       "(%.0f%% of the window) is the model's work slowed by the workers' CPU use, "
+	       "which Replay does not have",
+	       threads, c->gang, cores, a->nworkers, a->nworkers == 1 ? "" : "s", o->slowed_s,
+	       o->slowed_s / a->wall_s * 100);
+	REC("the model's threads and %zu workers share %s and take turns on them: give each "
+	    "its own cores (os.sched_setaffinity in worker_init_fn for the workers, "
+	    "torch.set_num_threads to the cores left for the model), or fewer workers "
+	    "(--what-if), or decode on the GPU (DALI, torchvision.io.decode_jpeg on cuda)",
+	    a->nworkers, cores);
+}
+
 static void contention_reasons(struct dlbn_analysis *a)
 {
 	if (a->workers_runq_share >= DLBN_WORKER_RUNQ_SHARE)
@@ -305,19 +340,21 @@ static void contention_reasons(struct dlbn_analysis *a)
 			REASON("%.3f s of the stall is that queueing outside the loader waits: "
 			       "without busy workers (Replay) the loop gets its core back",
 			       a->contention_stall_s);
-		if (a->nworkers)
+		if (a->nworkers && !(a->outside.charged_slowed_s > 0))
 			REC("the training loop's thread waits for a CPU %.0f%% of the window while "
 			    "%zu workers share the cores: fewer workers, or fewer threads per "
 			    "worker (torch.set_num_threads(1) in worker_init_fn), give it its core "
 			    "back",
 			    a->main_runq_fraction * 100, a->nworkers);
 	}
+	if (a->nworkers && a->outside.charged_slowed_s > 0)
+		shared_cores_advice(a);
 }
 
 /* Loading costs outside the waits (outside.c): into the stall. */
 static void outside_waits(const struct dlbn_model *m, struct dlbn_analysis *a)
 {
-	dlbn_outside_waits(m, a->gpu, &a->outside);
+	dlbn_outside_waits(m, a->gpu, a->mean_busy, a->nworkers, &a->outside);
 	if (a->outside.charged_s <= 0)
 		return;
 	a->stall_s += a->outside.charged_s;
@@ -337,10 +374,15 @@ static void outside_reasons(struct dlbn_analysis *a)
 	if (o->wrapped)
 		snprintf(wrap, sizeof(wrap), "the wrapper iterator's work on the batch %.3f s, ",
 			 o->charged_wrap_s);
+	char slowed[96] = "";
+	if (o->charged_slowed_s > 0)
+		snprintf(slowed, sizeof(slowed),
+			 ", the model's work slowed by the workers' CPU use %.3f s",
+			 o->charged_slowed_s);
 	REASON("%.3f s of the stall is loading outside the waits, after the batches arrived "
 	       "(%sdropping the previous batch %.3f s, the loop queued for a CPU %.3f s, first "
-	       "touch of the new batch %.3f s)%s",
-	       o->charged_s, wrap, o->charged_free_s, o->charged_runq_s, o->charged_touch_s,
+	       "touch of the new batch %.3f s%s)%s",
+	       o->charged_s, wrap, o->charged_free_s, o->charged_runq_s, o->charged_touch_s, slowed,
 	       o->gpu_rule ? ": the part of them the GPU sat idle for" : "");
 }
 
@@ -449,6 +491,11 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 		if (c->persistent_workers != 1)
 			REC("persistent_workers=True would save about %.2f s", a->startup_stall_s);
 	}
+	/* Most of the stall is the loop queued or slowed behind busy workers,
+	 * not waiting for a batch: the cores are what the loader takes. */
+	if (!a->cause[0] &&
+	    a->outside.charged_runq_s + a->outside.charged_slowed_s > 0.5 * a->stall_s)
+		snprintf(a->cause, sizeof(a->cause), "cpu_contention");
 	if (c->dali_proxy == 1 && a->loop_ms > 0 && a->mean_busy < 0.5) {
 		/* DALI's proxy DataLoader: its workers only gather each sample's
 		 * inputs, DALI's pipeline in this process makes the batch. */
@@ -809,14 +856,18 @@ static int analyze_intact(const struct dlbn_model *m, const struct dlbn_reader_s
 		a->end_s = rel_s(m, w->we);
 		a->wall_s = (double)(w->we - w->ws) / 1e9;
 		loader_wait_stats(m, a);
+	}
+	/* The workers' busy share sizes how the model's threads share the
+	 * cores with them (outside.h). */
+	if (collect_workers(m, a) != 0)
+		return -1;
+	if (w->window > 0) {
 		outside_waits(m, a);
 		double rest = a->wall_s - a->stall_s;
 		if (a->wall_s > 0)
 			a->predicted_speedup = rest > 1e-9 ? a->wall_s / rest : 1e9;
 	}
 	a->predicted_speedup_low = a->predicted_speedup;
-	if (collect_workers(m, a) != 0)
-		return -1;
 	cpu_contention(m, a);
 	add_contention_stall(a);
 	loaders_reasons(m, a);

@@ -92,6 +92,7 @@ struct dlbn_analysis {
 	double workers_runq_share; /* workers' runq wait / their busy wall time */
 	double cpus_used;	   /* CPU time of sampled threads / window wall */
 	size_t sched_threads;	   /* threads with samples in the window */
+	size_t census_threads;	   /* and threads only the census saw (their CPU in cpus_used) */
 	int cpu_contended;	   /* workers or the loop wait for a CPU (thresholds below) */
 	char cause[32];
 	struct dlbn_advice advice; /* !present: no line names a count */

@@ -70,6 +70,13 @@ static double steady_at(const struct dlbn_whatif *w, double k, int n, const char
 	 * the loader's CPU its time per batch. */
 	double loop = scaled(w->loop_ms, w->loop_fixed_ms, k);
 	double main_cpu = w->loop_ms > 0 ? w->main_cpu_ms * (loop / w->loop_ms) : w->main_cpu_ms;
+	/* The model's threads spin while the workers hold the cores: as much
+	 * as in the run from its worker count on, less with fewer, none with
+	 * the loading in the loop (a first model: the run shows one point). */
+	if (n > 0 && w->model_spin_ms > 0 && w->num_workers > 0)
+		main_cpu += w->model_spin_ms *
+			    (n < w->num_workers ? (double)n / w->num_workers : 1) *
+			    (loop / w->loop_ms);
 	double batch = scaled(w->batch_ms, w->batch_fixed_ms, k);
 	double grow = w->batch_ms > 0 ? batch / w->batch_ms : k;
 	if (n == 0) {
@@ -288,6 +295,31 @@ static void thread_inputs(const struct dlbn_model *m, const struct dlbn_analysis
 	w->worker_cpu_ms = 0;
 }
 
+/*
+ * The CPU time of the training process's threads that only the thread
+ * census saw, with the model's work at full speed (shared_cores.h): the
+ * model's threads each do the loop's kept work, and the loop's own slowed
+ * part goes.  Seconds over the window.
+ */
+static double model_threads_cpu_s(const struct dlbn_model *m, const struct dlbn_analysis *a,
+				  double *spin_s)
+{
+	size_t n;
+	double census_s = dlbn_census_run_s(m, &n);
+	const struct dlbn_outside *o = &a->outside;
+	*spin_s = 0;
+	if (!(o->slowed_s > 0))
+		return census_s;
+	double gang_s = 0;
+	for (size_t i = 0; i < o->cores.gang; i++)
+		gang_s += o->cores.gang_threads[i].run_s;
+	double kept = o->cpu_s - o->slowed_s;
+	double full = (double)o->cores.gang * kept;
+	*spin_s = gang_s > full ? gang_s - full : 0;
+	*spin_s += o->slowed_s;
+	return census_s - gang_s + full - o->slowed_s;
+}
+
 /* The training process's own CPU per step (schedstat, else an estimate). */
 static int main_cpu(const struct dlbn_model *m, const struct dlbn_analysis *a,
 		    struct dlbn_whatif *w)
@@ -307,7 +339,10 @@ static int main_cpu(const struct dlbn_model *m, const struct dlbn_analysis *a,
 	}
 	double steps = (double)a->steps_window;
 	if (sampled) {
-		w->main_cpu_ms = (double)run_all / 1e6 / steps;
+		double spin_s;
+		w->main_cpu_ms =
+			((double)run_all / 1e9 + model_threads_cpu_s(m, a, &spin_s)) * 1e3 / steps;
+		w->model_spin_ms = spin_s * 1e3 / steps;
 		return 1;
 	}
 	w->main_cpu_ms = a->loop_ms - (a->gpu ? a->sync_fraction * a->wall_s * 1e3 / steps : 0);

@@ -111,11 +111,15 @@ struct dlbn_whatif {
 	double measured_ms; /* window wall / window steps */
 	int batch_size;	    /* -1 unknown (throughput in samples/s when known) */
 	/* The model's inputs (see above), ms per batch or per step. */
-	int num_workers;       /* the run's */
-	double batch_ms;       /* a worker's time per batch (contended: without runq waits) */
-	double worker_cpu_ms;  /* CPU per batch in a worker */
-	double loop_ms;	       /* loop per step without the stall */
-	double main_cpu_ms;    /* training process CPU per step */
+	int num_workers;      /* the run's */
+	double batch_ms;      /* a worker's time per batch (contended: without runq waits) */
+	double worker_cpu_ms; /* CPU per batch in a worker */
+	double loop_ms;	      /* loop per step without the stall */
+	double main_cpu_ms;   /* training process CPU per step */
+	/* Of the CPU the model's threads used per step, what sharing the
+	 * cores with the run's workers added (spinning in its parallel
+	 * regions: shared_cores.h); main_cpu_ms holds the rest. */
+	double model_spin_ms;
 	double handoff_ms;     /* exposed hand-off per batch */
 	double startup_ms;     /* epoch start-up stall per step */
 	double file_share;     /* file reads / worker busy time */

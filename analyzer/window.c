@@ -83,7 +83,8 @@ static void fold_workers(struct dlbn_model *m, int64_t ws, int64_t e, int accumu
 /*
  * The chosen view's step just ended: its schedstat samples so far are the
  * window's start (warm-up) or its latest end.  Samples come at most every
- * 50 ms per thread, so the window's figures are exact to about that.
+ * 50 ms per thread (100 ms for the thread census), so the window's figures
+ * are exact to about that.
  */
 static void sched_mark(struct dlbn_model *m, int in_window)
 {
@@ -98,6 +99,17 @@ static void sched_mark(struct dlbn_model *m, int in_window)
 			t->sched_has_end = 1;
 		}
 	}
+	for (size_t k = 0; k < m->ncensus; k++) {
+		struct dlbn_census_thread *c = &m->census[k];
+		if (!in_window) {
+			c->base[0] = c->cur[0];
+			c->base[1] = c->cur[1];
+		} else {
+			c->end[0] = c->cur[0];
+			c->end[1] = c->cur[1];
+			c->has_end = 1;
+		}
+	}
 }
 
 void dlbn_sched_window(const struct dlbn_model *m, size_t ti, int64_t *run_ns, int64_t *wait_ns)
@@ -108,6 +120,17 @@ void dlbn_sched_window(const struct dlbn_model *m, size_t ti, int64_t *run_ns, i
 		return;
 	int64_t run = t->sched_end[0] - t->sched_base[0], wait = t->sched_end[1] - t->sched_base[1];
 	*run_ns = run > 0 ? run : 0; /* counters only grow; a reset reads as nothing */
+	*wait_ns = wait > 0 ? wait : 0;
+}
+
+void dlbn_census_window(const struct dlbn_model *m, size_t i, int64_t *run_ns, int64_t *wait_ns)
+{
+	const struct dlbn_census_thread *c = &m->census[i];
+	*run_ns = *wait_ns = 0;
+	if (!c->samples || !c->has_end)
+		return;
+	int64_t run = c->end[0] - c->base[0], wait = c->end[1] - c->base[1];
+	*run_ns = run > 0 ? run : 0;
 	*wait_ns = wait > 0 ? wait : 0;
 }
 

@@ -318,6 +318,99 @@ static void test_without_counters(void)
 	CHECK(near(a.stall_s, a.exposed_s, 1e-6), "without counters: stall = exposed wait");
 }
 
+/*
+ * A model on the CPU: its intra-op threads besides the loop's queue for a
+ * CPU while the workers run (shared_cores.h).  The loop's own CPU time
+ * holds what waiting for them cost: the union of the model threads' times
+ * off a CPU while the loop ran (each one's queueing, bounded by the loop's
+ * runnable time, 10 ms of work and 2 ms queued a step, less its own run
+ * time, 10 ms a step), less the loop's own queueing.  With 64 CPUs the 4
+ * workers never hold every core: the times off never overlap and add up.
+ * A logger thread that runs 1% of the loop's time is not the model's.
+ */
+static void test_model_threads_slowed(void)
+{
+	struct tgsim_params p;
+	struct dlbn_analysis plain, a;
+	base(&p);
+	p.sched = 1;
+	p.cpus = 64;
+	run(&p, &plain);
+	p.model_threads = 1;
+	p.model_runq = 0.1; /* 1.1 ms queued a step: under the 2 ms bound */
+	run(&p, &a);
+	const struct dlbn_outside *o = &a.outside;
+	const struct dlbn_shared_cores *c = &o->cores;
+	double n = (double)a.steps_window;
+	CHECK(c->known && c->applies && c->gang == 1,
+	      "model threads: one found besides the loop's, logger aside (known %d applies %d "
+	      "gang %zu threads %zu)",
+	      c->known, c->applies, c->gang, c->threads);
+	CHECK(c->threads == 2 && c->intraop_threads == 2,
+	      "model threads: the census saw 2 threads; intraop_threads %d", c->intraop_threads);
+	CHECK(c->all_cores_busy == 0, "model threads: 4 workers cannot hold 64 cores (%.3f)",
+	      c->all_cores_busy);
+	CHECK(near(o->slowed_s, n * 0.010 / 9, 0.03),
+	      "model threads: its queueing is what the loop waited (%.4f, want %.4f)", o->slowed_s,
+	      n * 0.010 / 9);
+	CHECK(near(c->gang_threads[0].off_s, o->slowed_s, 1e-9), "model threads: off %.4f",
+	      c->gang_threads[0].off_s);
+	CHECK(near(o->charged_s, plain.outside.charged_s + o->slowed_s, 0.01),
+	      "model threads: charged whole on a CPU-only run (%.4f = %.4f + %.4f)", o->charged_s,
+	      plain.outside.charged_s, o->slowed_s);
+	CHECK(a.predicted_speedup > plain.predicted_speedup * 1.01,
+	      "model threads: the prediction grows (%.3f, without %.3f)", a.predicted_speedup,
+	      plain.predicted_speedup);
+	CHECK(a.census_threads == 2 && a.cpus_used > plain.cpus_used,
+	      "model threads: their CPU counts in use (%zu threads, %.2f > %.2f CPUs)",
+	      a.census_threads, a.cpus_used, plain.cpus_used);
+}
+
+/* Queued longer than the loop could have waited for them: each thread's
+ * time off is bounded by 2 ms a step.  Without the cores in the CONFIG the
+ * workers may hold all of them: the four times off (the loop's own 2 ms
+ * among them) are taken as independent, their union 12 ms x (1 - (10/12)^4)
+ * a step, 4.21 ms beyond the loop's own queueing. */
+static void test_model_threads_three(void)
+{
+	struct tgsim_params p;
+	struct dlbn_analysis a;
+	base(&p);
+	p.model_threads = 3;
+	p.model_runq = 0.4; /* 6.7 ms queued a step each */
+	run(&p, &a);
+	const struct dlbn_shared_cores *c = &a.outside.cores;
+	double n = (double)a.steps_window;
+	double want = n * 0.012 * (1 - pow(10.0 / 12, 4)) - n * 0.002;
+	CHECK(c->gang == 3 && c->all_cores_busy == 1,
+	      "three model threads: all found (%zu), cores unknown (%.3f)", c->gang,
+	      c->all_cores_busy);
+	CHECK(near(c->gang_threads[0].off_s, n * 0.002, 0.03),
+	      "three model threads: each off 2 ms a step, the bound (%.4f)",
+	      c->gang_threads[0].off_s);
+	CHECK(near(a.outside.slowed_s, want, 0.03),
+	      "three model threads: independent times off (%.4f, want %.4f)", a.outside.slowed_s,
+	      want);
+	CHECK(!strcmp(a.cause, "cpu_contention"), "three model threads: cause %s", a.cause);
+}
+
+/* The model's threads never queued: nothing slowed, and the run is the
+ * one without them. */
+static void test_model_threads_unhindered(void)
+{
+	struct tgsim_params p;
+	struct dlbn_analysis plain, a;
+	base(&p);
+	run(&p, &plain);
+	p.model_threads = 1;
+	run(&p, &a);
+	CHECK(a.outside.cores.gang == 1 && a.outside.slowed_s < 1e-9,
+	      "unhindered model threads: slowed %.4f", a.outside.slowed_s);
+	CHECK(near(a.predicted_speedup, plain.predicted_speedup, 1e-6),
+	      "unhindered model threads: the prediction does not move (%.4f, %.4f)",
+	      a.predicted_speedup, plain.predicted_speedup);
+}
+
 int main(void)
 {
 	int fd = mkstemp(path);
@@ -333,6 +426,9 @@ int main(void)
 	test_worker_start_up_not_in_lead();
 	test_wrapper_part();
 	test_without_counters();
+	test_model_threads_slowed();
+	test_model_threads_three();
+	test_model_threads_unhindered();
 	unlink(path);
 	CHECK_EXIT();
 }

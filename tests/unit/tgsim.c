@@ -52,6 +52,10 @@ struct sim {
 	/* The loop's cumulative counters (loop_cost.c order): run, runq,
 	 * sys, minflt, free wall, free CPU. */
 	int64_t counters[6];
+	/* The thread census (model_threads): cumulative run and runq of the
+	 * model's threads, then the logger's. */
+	int64_t census_run[TGSIM_MAX_WORKERS + 1], census_runq[TGSIM_MAX_WORKERS + 1];
+	long long censuses;
 };
 
 static int lead_costs(const struct tgsim_params *p)
@@ -87,6 +91,31 @@ static int64_t lead(struct sim *s)
 	s->counters[4] += f;
 	s->counters[5] += f;
 	return f + q + touch;
+}
+
+/* A thread census at a fetch begin (libintercept/thread_census.c): the
+ * model's threads worked through the loop period that just ended. */
+#define CENSUS_TID 900000
+static void census(struct sim *s, int64_t t)
+{
+	const struct tgsim_params *p = &s->p;
+	int64_t loop = s->censuses++ ? (int64_t)(p->loop_ms * MS) : 0;
+	for (int i = 0; i <= p->model_threads; i++) {
+		int logger = i == p->model_threads;
+		int64_t run = logger ? loop / 100 : loop;
+		s->census_run[i] += run;
+		if (!logger && p->model_runq > 0 && p->model_runq < 1)
+			s->census_runq[i] +=
+				(int64_t)((double)run * p->model_runq / (1 - p->model_runq));
+		int64_t tid = CENSUS_TID + i;
+		if (s->censuses == 1)
+			tg_rec(s->main, DLBN_REC_TASK, t, "iiiis", tid, s->census_run[i],
+			       s->census_runq[i], (int64_t)s->censuses,
+			       logger ? "logger" : "python");
+		else
+			tg_rec(s->main, DLBN_REC_TASK, t, "iiii", tid, s->census_run[i],
+			       s->census_runq[i], (int64_t)s->censuses);
+	}
 }
 
 #define GPU_STREAM 0x7000
@@ -342,6 +371,9 @@ static void run(struct sim *s)
 		 p->persistent ? "True" : "False");
 	if (p->cpus > 0)
 		snprintf(cfg + strlen(cfg), sizeof(cfg) - strlen(cfg), ";cpus=%d", p->cpus);
+	if (p->model_threads > 0)
+		snprintf(cfg + strlen(cfg), sizeof(cfg) - strlen(cfg), ";intraop_threads=%d",
+			 p->model_threads + 1);
 	s->idx_sent = calloc((size_t)per_epoch + (size_t)P + 1, sizeof(int64_t));
 	s->ready = calloc((size_t)per_epoch + 1, sizeof(int64_t));
 	long long global = 0;
@@ -385,6 +417,8 @@ static void run(struct sim *s)
 			int64_t fb = loop_t, fe;
 			if (p->marks)
 				fetch_mark(s, fb, DLBN_MARK_FETCH_BEGIN, e + 1, i);
+			if (p->marks && p->model_threads > 0)
+				census(s, fb);
 			if (p->gpu_ms > 0)
 				gpu_fetch_begins(s, fb);
 			if (!p->pin) {
@@ -484,7 +518,8 @@ int tgsim_write(const char *path, const struct tgsim_params *p, uint64_t *record
 {
 	struct sim *s = calloc(1, sizeof(*s));
 	if (!s || p->workers < 1 || p->workers > TGSIM_MAX_WORKERS || p->prefetch < 1 ||
-	    p->epochs < 1 || p->tensors < 1 || p->steps < 1) {
+	    p->model_threads < 0 || p->model_threads > TGSIM_MAX_WORKERS || p->epochs < 1 ||
+	    p->tensors < 1 || p->steps < 1) {
 		free(s);
 		return -1;
 	}

@@ -72,6 +72,13 @@ struct tgsim_params {
 			       * of the same name busy 450 of 500 ms, a Python thread never
 			       * busy in 1000 ms, and DALI's native pool thread, 300 ms of
 			       * CPU in 1000 ms */
+	int model_threads;    /* > 0: the model runs on that many intra-op threads besides
+			       * the loop's (CONFIG intraop_threads = model_threads + 1):
+			       * at each fetch begin a thread census (TASK) of them, each
+			       * on a CPU loop_ms per step and queued for one model_runq
+			       * of its runnable time, and of a logger thread that runs
+			       * 1% of loop_ms */
+	double model_runq;
 	unsigned seed;
 };
 
