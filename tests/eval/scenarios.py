@@ -229,6 +229,19 @@ PIPELINES = [
              "two training loaders zipped (labelled + unlabelled, FixMatch-like) and a "
              "val loader; input preset",
              "DETECTED"),
+    # A model trained on the CPU on 2 intra-op threads (Debian's torch 1.13
+    # defaults to 1): its threads and the workers share the two cores, and
+    # the loop's own work runs slower for it.
+    pipeline("cpu_train_input", "cpu_train", ["--setting", "input", "--threads", "2"],
+             "torchvision mobilenet_v3_small trained on the CPU (torch's intra-op "
+             "threads) over 1600x1200 JPEGs, train + val loaders, 2 workers each",
+             "DETECTED (the model's threads share the cores with the workers)"),
+    pipeline("cpu_train_balanced", "cpu_train", ["--setting", "balanced", "--threads", "2"],
+             "mobilenet_v3_small on the CPU over 640x480 JPEGs, 2 workers",
+             "POTENTIAL (~1.2)"),
+    pipeline("cpu_train_compute", "cpu_train", ["--setting", "compute", "--threads", "2"],
+             "resnet18 on the CPU over 320x240 JPEGs, 1 worker",
+             "NOT_DETECTED (~1.0)"),
 ]
 
 # ---------------------------------------------------------------------------

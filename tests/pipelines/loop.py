@@ -113,9 +113,9 @@ def image_size(text):
     return (w, h)
 
 
-def parser(description):
+def parser(description, settings=("input", "compute")):
     ap = argparse.ArgumentParser(description=description)
-    ap.add_argument("--setting", choices=("input", "compute"), default="input",
+    ap.add_argument("--setting", choices=settings, default="input",
                     help="preset: input-bound or compute-bound (knobs override it)")
     ap.add_argument("--mode", choices=MODES, default="real")
     ap.add_argument("--json-out", default=None)
@@ -344,7 +344,9 @@ class Recorder:
         r = self.record
         if error is None:
             try:
-                r["gpu_end"] = self.gpu.finish(self.events)
+                # Steps of a loop without GPU work (cpu_train.py) queued no event.
+                r["gpu_end"] = (self.gpu.finish(self.events)
+                                + [None] * (len(r["host_end"]) - len(self.events)))
             except Exception as exc:
                 error = "%s: %s" % (type(exc).__name__, exc)
         if error is not None:
@@ -543,17 +545,22 @@ def run_epochs(args, rec, loader, length=None):
 
 
 def main(description, presets, build=None, run=None, add_args=None, pipeline=None,
-         argv=None):
+         argv=None, threads=1):
     """Parse, build the pipeline (build(args) -> loader, or (loader, length)),
     run it (run(args, rec) when given, else run_epochs), write the record.
     Returns the exit status."""
-    ap = parser(description)
+    ap = parser(description, getattr(presets, "settings", None) or
+                (tuple(presets) if isinstance(presets, dict) else ("input", "compute")))
     if add_args:
         add_args(ap)
     args = parse(ap, presets, argv)
     pipeline = pipeline or os.path.splitext(os.path.basename(sys.argv[0]))[0]
     import torch
-    torch.set_num_threads(1)
+    # One intra-op thread: the simulated GPU's programs keep the loop's own
+    # CPU small; a CPU-training program (cpu_train.py) passes None to keep
+    # torch's own count.
+    if threads is not None:
+        torch.set_num_threads(threads)
     torch.manual_seed(args.seed)
     random.seed(args.seed)
     rec = None
