@@ -129,6 +129,11 @@ def test_config_text():
     configs = iterator_configs(result)
     assert len(configs) == 1
     fields = dict(item.split("=", 1) for item in configs[0][2].split(";"))
+    # the process's CPU side: torch's intra-op pool always, the cgroup quota
+    # only where one is set
+    assert int(fields.pop("intraop_threads")) >= 1
+    if "cpu_quota" in fields:
+        assert float(fields.pop("cpu_quota")) > 0
     assert fields == {
         "num_workers": "1", "batch_size": "3", "prefetch_factor": "3",
         "pin_memory": "0", "persistent_workers": "1", "start_method": "spawn",
