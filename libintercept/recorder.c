@@ -113,9 +113,9 @@ bool on_main_thread(void)
 
 /* ---- process information ------------------------------------------------ */
 
-static ssize_t read_small_file(const char *path, char *buf, size_t size)
+ssize_t read_small_file_at(int dirfd, const char *path, char *buf, size_t size)
 {
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	int fd = (int)syscall(SYS_openat, dirfd, path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	ssize_t n = syscall(SYS_read, fd, buf, size - 1);
@@ -143,15 +143,17 @@ static int64_t first_env_long(const char *a, const char *b, const char *c)
 
 static void gather_process_info(void)
 {
-	if (read_small_file("/proc/self/cmdline", proc_info.argv0, sizeof(proc_info.argv0)) <= 0)
+	if (read_small_file_at(AT_FDCWD, "/proc/self/cmdline", proc_info.argv0,
+			       sizeof(proc_info.argv0)) <= 0)
 		copy_str(proc_info.argv0, sizeof(proc_info.argv0), program_invocation_name);
 	ssize_t n = readlink("/proc/self/exe", proc_info.exe, sizeof(proc_info.exe) - 1);
 	proc_info.exe[n > 0 ? n : 0] = '\0';
 	if (gethostname(proc_info.host, sizeof(proc_info.host) - 1) != 0)
 		copy_str(proc_info.host, sizeof(proc_info.host), "unknown");
 	copy_str(proc_info.job_id, sizeof(proc_info.job_id), session_job_id());
-	read_small_file("/sys/devices/system/clocksource/clocksource0/current_clocksource",
-			proc_info.clock_source, sizeof(proc_info.clock_source));
+	read_small_file_at(AT_FDCWD,
+			   "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+			   proc_info.clock_source, sizeof(proc_info.clock_source));
 	char *nl = strchr(proc_info.clock_source, '\n');
 	if (nl)
 		*nl = '\0';
@@ -211,7 +213,7 @@ void recorder_sched_sample(uint64_t now_ns)
 		return;
 	tls_last_sched_ns = now_ns;
 	char buf[96];
-	if (read_small_file("/proc/thread-self/schedstat", buf, sizeof(buf)) <= 0)
+	if (read_small_file_at(AT_FDCWD, "/proc/thread-self/schedstat", buf, sizeof(buf)) <= 0)
 		return;
 	char *end;
 	unsigned long long run = strtoull(buf, &end, 10);

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "dlbn_trace.h"
 
@@ -70,6 +71,10 @@ void hook_leave(void) DLBN_HIDDEN;
 
 /* True on the process's initial thread (tid == pid); cached per thread. */
 bool on_main_thread(void) DLBN_HIDDEN;
+
+/* A small /proc or /sys file, read with raw syscalls (no hooked call, no
+ * allocation), NUL-terminated; its length, or -1. */
+ssize_t read_small_file_at(int dirfd, const char *path, char *buf, size_t size) DLBN_HIDDEN;
 
 /*
  * Internal failure: print one line "dlbn: <what>: <strerror(err)>; recording

@@ -50,18 +50,6 @@ struct linux_dirent64 {
 	char d_name[];
 };
 
-/* Read a small file under the task directory; its length, or -1. */
-static ssize_t read_task_file(const char *path, char *buf, size_t size)
-{
-	int fd = (int)syscall(SYS_openat, task_dir_fd, path, O_RDONLY | O_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	ssize_t n = syscall(SYS_read, fd, buf, size - 1);
-	syscall(SYS_close, fd);
-	buf[n > 0 ? n : 0] = '\0';
-	return n;
-}
-
 static int was_named(pid_t tid)
 {
 	for (unsigned i = 0; i < nnamed; i++)
@@ -78,7 +66,7 @@ static void sample_thread(const char *name, pid_t tid, uint64_t now_ns)
 	size_t len = strnlen(name, 24);
 	memcpy(path, name, len);
 	memcpy(path + len, "/schedstat", sizeof("/schedstat"));
-	if (read_task_file(path, buf, sizeof(buf)) <= 0)
+	if (read_small_file_at(task_dir_fd, path, buf, sizeof(buf)) <= 0)
 		return; /* the thread ended meanwhile */
 	char *end;
 	int64_t f[4];
@@ -91,7 +79,7 @@ static void sample_thread(const char *name, pid_t tid, uint64_t now_ns)
 		return;
 	}
 	memcpy(path + len, "/comm", sizeof("/comm"));
-	ssize_t n = read_task_file(path, buf, sizeof(buf));
+	ssize_t n = read_small_file_at(task_dir_fd, path, buf, sizeof(buf));
 	while (n > 0 && buf[n - 1] == '\n')
 		n--;
 	rec_emit_str(DLBN_REC_TASK, now_ns, f, 4, buf, n > 0 ? (size_t)n : 0);
