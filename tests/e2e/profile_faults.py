@@ -57,14 +57,21 @@ class Work(Dataset):
 def main(mode, result):
     loader = DataLoader(Work(mode), batch_size=4, num_workers=2)
     ticks, pids, error = [], set(), None
+    batches = iter(loader)
+    # torch's SIGCHLD handler (set by iter()) raises from whatever bytecode
+    # runs when the killed worker's signal lands, our own except block and
+    # json.dump included; without it the loop still sees the death, at the
+    # fd hand-off or torch's worker status check.
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     try:
-        for batch in loader:
+        for batch in batches:
             ticks.append(int(batch[:, 1].max()))
             pids.update(int(p) for p in batch[:, 2])
             time.sleep(0.002)
     except (RuntimeError, OSError, EOFError) as exc:
-        # the worker killed: torch's "exited unexpectedly", or - killed while
-        # it passed a shared-memory fd - the fd hand-off's reset connection
+        # the worker killed: torch's "exited unexpectedly" (its status
+        # check), or - killed while it passed a shared-memory fd - the fd
+        # hand-off's reset connection
         error = "%s: %s" % (type(exc).__name__, exc)
     with open(result, "w") as f:
         json.dump({"pids": sorted(pids), "ticks": ticks, "error": error}, f)
