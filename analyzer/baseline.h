@@ -1,6 +1,6 @@
 /*
- * baseline.h - measured confirmation (DESIGN section 6): compare the
- * analysed ("Real") trace with a Replay run of the same training
+ * baseline.h - measured confirmation (docs/DESIGN.md, "Replay and ground truth"):
+ * compare the analysed ("Real") trace with a Replay run of the same training
  * (`dlbn-run --replay N`, the DataLoader's output replaced by N cached
  * batches) and report the measured speedup next to the predicted one.
  *

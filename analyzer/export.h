@@ -1,6 +1,6 @@
 /*
- * export.h - the analyzer's two exports of the whole model (DESIGN section
- * 5.6): `--sqlite FILE`, one SQLite database for SQL queries, and
+ * export.h - the analyzer's two exports of the whole model (docs/DESIGN.md,
+ * "Analyzer layers"): `--sqlite FILE`, one SQLite database for SQL queries, and
  * `--perfetto FILE`, a Chrome trace-event JSON timeline that
  * ui.perfetto.dev and chrome://tracing open.
  *

@@ -1,7 +1,7 @@
 /*
  * export_perfetto.c - `--perfetto FILE`: the trace as Chrome trace-event
- * JSON, the format ui.perfetto.dev and chrome://tracing open (DESIGN
- * section 5.6), so a person can look at the timeline.
+ * JSON, the format ui.perfetto.dev and chrome://tracing open
+ * (docs/DESIGN.md, "Analyzer layers"), so a person can look at the timeline.
  *
  * Tracks:
  *   - one process track per traced process, named "<role> <pid> <argv0>",

@@ -1,6 +1,6 @@
 /*
  * export_sqlite.c - `--sqlite FILE`: the whole model in one SQLite
- * database (DESIGN section 5.6; schema in man dlbn-analyze(1)).
+ * database (docs/DESIGN.md, "Analyzer layers"; schema in man dlbn-analyze(1)).
  *
  * Tables: meta (key/value: verdict, speedup, window, versions ...),
  * findings (reasons, recommendations, warnings), processes, threads,

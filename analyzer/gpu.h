@@ -1,5 +1,5 @@
 /*
- * gpu.h - the GPU side of the analysis (DESIGN sections 1, 3 and 5 step 3):
+ * gpu.h - the GPU side of the analysis (docs/DESIGN.md, "Analyzer layers"):
  * split every loader wait of the training loop into the part during which
  * the GPU still had queued work (hidden by prefetch, not a stall) and the
  * part during which it had none (the stall), from the recorder's drain

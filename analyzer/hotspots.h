@@ -1,6 +1,6 @@
 /*
  * hotspots.h - where the DataLoader workers' time goes, in Python terms
- * (DESIGN section 5.5, issue 10): the bootstrap's PROF_STAGE and
+ * (docs/DESIGN.md, "Analyzer layers"): the bootstrap's PROF_STAGE and
  * PROF_SAMPLE summaries (python/_dlbn_profile.py) per loader, turned into
  * shares of the workers' busy time, and the training loop's next() call
  * sites (CALLSITE).

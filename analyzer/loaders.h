@@ -1,6 +1,6 @@
 /*
- * loaders.h - the DataLoaders of the training process (DESIGN section 5
- * step 2): which iterator belongs to which loader, which loader is the
+ * loaders.h - the DataLoaders of the training process (docs/DESIGN.md,
+ * "Analyzer layers"): which iterator belongs to which loader, which loader is the
  * training loop's, what the others are, and which worker processes each
  * one started.
  *

@@ -4,7 +4,7 @@
  * records.  With several traces the job verdict is the worst rank's
  * (report.h, dlbn_job_summarize) and --fail-on applies to it.
  *
- * Exit status (DESIGN section 5.7): 0 analysis done (any verdict);
+ * Exit status (docs/DESIGN.md, "Analyzer layers"): 0 analysis done (any verdict);
  * 1 unreadable, damaged or cut-short input (message on stderr; a damaged
  * but readable trace still gets a report of its intact part, which says
  * what was lost); 2 usage; 3 --fail-on hit.

@@ -1,6 +1,6 @@
 /*
  * model.c - reconstruct the training process tree, roles, steps, waits and
- * workers from a trace (see model.h; DESIGN section 5 steps 1-3 and
+ * workers from a trace (see model.h; docs/DESIGN.md, "Analyzer layers", and
  * shared/notes/dataloader-ipc.md for the DataLoader behaviour relied on).
  *
  * Pass 1 (roles): processes, threads, and for every pipe inode the threads
@@ -176,7 +176,7 @@ static void step_split(void *ctx, int k, struct dlbn_step *s, const struct dlbn_
 }
 
 /*
- * A view's step ended.  The GPU seam (DESIGN section 5 step 3): its wait
+ * A view's step ended.  The GPU seam (docs/DESIGN.md, "Analyzer layers"): its wait
  * is split into the part during which the GPU still had queued work
  * (gpu_busy, not a stall: prefetch hid it) and the part it sat idle
  * (gpu_idle, the stall) by gpu.c, once the probes around it are in.

@@ -1,7 +1,7 @@
 /*
  * model.h - what the analyzer reconstructs from a trace: processes and
  * their roles, the training loop's steps and waits, DataLoader workers, and
- * the loader configuration (DESIGN section 5, steps 1-3).
+ * the loader configuration (docs/DESIGN.md, "Analyzer layers").
  *
  * Built in two streaming passes over the reader: pass 1 finds processes,
  * threads and pipe identities (who reads / writes which pipe inode) and
@@ -92,8 +92,8 @@ struct dlbn_thread {
 	uint64_t fetch_marks;
 	uint64_t result_reads; /* reads of result pipes (after roles) */
 	uint64_t nvtx_data;    /* NVTX data-loading ranges opened (pass 1) */
-	/* CPU contention (DESIGN 5.5): cumulative /proc schedstat samples
-	 * (SCHED: time on a CPU, time runnable waiting for one).  base: the
+	/* CPU contention (docs/DESIGN.md, "Verdict rules"): cumulative /proc
+	 * schedstat samples (SCHED: time on a CPU, time runnable waiting for one).  base: the
 	 * last sample by the end of warm-up (or the thread's first sample);
 	 * end: the last sample by the end of the latest window step; the
 	 * window's figures are end - base. */

@@ -1,6 +1,6 @@
 /*
- * ranges.h - what NVTX ranges mean to the analyzer (DESIGN section 5 step
- * 2; issue 3 deliverable 4): a range whose name looks like data loading
+ * ranges.h - what NVTX ranges mean to the analyzer (docs/DESIGN.md,
+ * "Analyzer layers"): a range whose name looks like data loading
  * ("data", "load", "batch", "fetch", case-insensitive) is the loop waiting
  * for its input; one named like a step ("step", "iter") is a training step.
  * Data wins when a name has both ("data_iter" is the loader's iterator).

@@ -1,6 +1,6 @@
 /*
- * ranks.c - several traces, one per rank of a data-parallel job (DESIGN
- * section 5 item 6): the per-rank table, the straggler (by its stall, not
+ * ranks.c - several traces, one per rank of a data-parallel job
+ * (docs/DESIGN.md, "Verdict rules"): the per-rank table, the straggler (by its stall, not
  * its step time: ranks.h), the worst rank and the job verdict (rules in
  * ranks.h, struct dlbn_job); report_ranks.c prints them.  Synchronous
  * data-parallel training waits at every collective for its slowest rank,

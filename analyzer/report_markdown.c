@@ -1,6 +1,6 @@
 /*
  * report_markdown.c - `--format markdown`: the report as a Markdown
- * document for tickets and CI summaries (DESIGN section 5 item 6): a
+ * document for tickets and CI summaries (docs/DESIGN.md, "Analyzer layers"): a
  * decision table, detection, localisation, confidence and scope, artifacts.
  * The figures are the text report's; only the layout differs.
  */

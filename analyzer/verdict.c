@@ -219,7 +219,7 @@ static int collect_workers(const struct dlbn_model *m, struct dlbn_analysis *a)
 	return 0;
 }
 
-/* CPU contention figures over the window (DESIGN 5.5). */
+/* CPU contention figures over the window (docs/DESIGN.md, "Verdict rules"). */
 static void cpu_contention(const struct dlbn_model *m, struct dlbn_analysis *a)
 {
 	int64_t wrun = 0, wwait = 0, run_all = 0, mrun = 0, mwait = 0;

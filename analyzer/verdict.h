@@ -1,7 +1,7 @@
 /*
  * verdict.h - from the model to the answer: steady-state window, stall,
- * predicted speedup, verdict (DESIGN section 1), reasons, localisation and
- * recommendations (DESIGN section 5 steps 4-5).
+ * predicted speedup, verdict, reasons, localisation and recommendations
+ * (docs/DESIGN.md, "Verdict rules").
  */
 #ifndef DLBN_VERDICT_H
 #define DLBN_VERDICT_H
@@ -108,7 +108,7 @@ void dlbn_verdict_default_opts(struct dlbn_verdict_opts *o);
  * of its count or suffix). */
 void dlbn_advice_format(struct dlbn_analysis *a);
 
-/* The threshold rule alone (DESIGN section 1). */
+/* The threshold rule alone (docs/DESIGN.md, "Verdict rules"). */
 int dlbn_classify(double speedup, size_t window_steps, int prefetch_depth,
 		  const struct dlbn_verdict_opts *o);
 

@@ -2,7 +2,7 @@
  * waitstacks.h - the native stacks the recorder captured at the training
  * process's longest waits (MODULE and STACK records, libintercept/stacks.h),
  * reduced to the few longest waits and symbolised ("func+0xoff (module)")
- * for the reports (DESIGN section 3, "where").
+ * for the reports (docs/DESIGN.md, "Recorder").
  *
  * Module ids are per process instance and shared by its threads: a MODULE
  * announced in one thread's stream may be used by a STACK in another's, so

@@ -1,6 +1,6 @@
 /*
  * whatif.h - predicted step time for other DataLoader settings (--what-if,
- * DESIGN section 5 step 6): num_workers from 0 to a maximum the job's CPUs
+ * docs/DESIGN.md, "Analyzer layers"): num_workers from 0 to a maximum the job's CPUs
  * allow, persistent_workers, prefetch_factor and pin_memory where the
  * evidence supports a figure, each with the limit that stops it.
  *

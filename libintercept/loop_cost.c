@@ -1,7 +1,7 @@
 /*
  * loop_cost.c - what the training loop's thread spends outside its loader
  * waits that is still the cost of loading: the costs Replay removes along
- * with the waits (issue 9; DESIGN section 5).
+ * with the waits (docs/DESIGN.md, "Loading after arrival").
  *
  * Between one batch's arrival and the next wait the loop drops the previous
  * batch (its shared-memory storages are unmapped and their fds closed: the

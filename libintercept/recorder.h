@@ -6,7 +6,7 @@
  * (hooks_*.c, cuda_*.c, nvtx_*.c, stacks.c) turn intercepted calls into
  * records through the functions below and nothing else.
  *
- * Rules every caller keeps (DESIGN section 3):
+ * Rules every caller keeps (docs/DESIGN.md, "Recorder"):
  *   - On the fast path: no malloc, no stdio, no locks, no dlsym.
  *   - errno seen by the application is the one the real call left.
  *   - Everything here is a no-op while the recorder is off or passive, and

@@ -5,7 +5,8 @@
  * libunwind.so.8 is dlopen()ed with RTLD_LOCAL on the first capture and
  * never linked: Debian's libunwind exports _Unwind_* and a weak backtrace
  * which, in the global scope, would take over C++ exception unwinding in the
- * whole process (DESIGN section 2).  Without libunwind there are no stacks.
+ * whole process (docs/DESIGN.md, "Recorder").  Without libunwind there are
+ * no stacks.
  *
  * Policy (DLBN_STACKS):
  *   unset/1  adaptive: a wait of at least 1 ms whose duration beats the

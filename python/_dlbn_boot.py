@@ -1,4 +1,5 @@
-"""dlbn Python bootstrap, DataLoader half: exact fetch marks (DESIGN section 3).
+"""dlbn Python bootstrap, DataLoader half: exact fetch marks (docs/DESIGN.md,
+"Python bootstrap").
 
 sitecustomize.py (the start-up half) loads this module when torch imports
 torch.utils.data.dataloader and calls patch_module(), which wraps
@@ -51,10 +52,11 @@ Mark arguments (the kinds are DLBN_MARK_* of libintercept/dlbn_trace.h):
 iter_id is unique per process and new for every iter(loader), including the
 reuse of one iterator object by persistent workers.
 
-Replay (DESIGN section 6, `dlbn-run --replay N`): with DLBN_REPLAY=N (N >= 1)
-every DataLoader serves N cached batches, cycled, instead of loading - the
-reference method's "Replay" run, whose time over the same steps measures
-the speedup dlbn predicts (dlbn-analyze REAL --baseline REPLAY).  Per loader:
+Replay (docs/DESIGN.md, "Replay and ground truth"; `dlbn-run --replay N`):
+with DLBN_REPLAY=N (N >= 1) every DataLoader serves N cached batches, cycled,
+instead of loading - the reference method's "Replay" run, whose time over
+the same steps measures the speedup dlbn predicts (dlbn-analyze REAL
+--baseline REPLAY).  Per loader:
   - the first iter() makes the real iterator as usual (workers start); its
     first __next__ takes the first N batches from it (inside the FETCH of
     step 0, which the analyzer's window always skips), copies them (tensors
@@ -1351,7 +1353,7 @@ def _clone_tensor(tensor):
 
 # ---------------------------------------------------------------------------
 # Settings and bounded runs (dlbn-run --set / --max-steps; DLBN_SET,
-# DLBN_MAX_STEPS).  Everything of issue 11 item 2 lives in this block; the
+# DLBN_MAX_STEPS).  All of --set and --max-steps lives in this block; the
 # wrappers above call _settings_init (DataLoader.__init__), _max_steps_iter
 # (__iter__), _max_steps_due / _max_steps_count (__next__) and
 # _settings_config (the CONFIG text), each only when a setting is on.

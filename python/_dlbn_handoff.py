@@ -9,7 +9,7 @@ what the loop iterates, so they remove that work along with the loader's
 wait, while the fetch marks end when the DataLoader's __next__ returns.
 _dlbn_boot arms this module after a fetch whose caller is such a
 generator; the generator's next yield (or its end) then calls back, and
-the bootstrap marks the hand-off (MARK HANDOFF, DESIGN section 5.1).
+the bootstrap marks the hand-off (MARK HANDOFF; docs/DESIGN.md, "Loading after arrival").
 
 How the yield is seen, without a per-call cost outside the window:
 

@@ -1,5 +1,5 @@
 """dlbn Python bootstrap, localization half: where the input pipeline's time
-goes, in Python terms (DESIGN section 5.5, issue 10).
+goes, in Python terms (docs/DESIGN.md, "Python bootstrap").
 
 _dlbn_boot calls install() once it wrapped torch's DataLoader, and
 fetch_begins(iter_id, iterator) at every fetch of the training loop.  In

@@ -1,4 +1,4 @@
-"""dlbn Python bootstrap, start-up half (DESIGN section 3, Python precision).
+"""dlbn Python bootstrap, start-up half (docs/DESIGN.md, "Python bootstrap").
 
 libdlbn.so prepends this directory to PYTHONPATH (unless DLBN_PYTHON=0), so
 CPython's `site` imports this module at start-up.  It must cost nothing

@@ -20,7 +20,7 @@ Three parts, each a table on stdout and a section of build/bench/results.json:
             and bytes per record (also of the real traces the e2e part
             recorded).
 
-Every figure is compared with its DESIGN section 8 budget; missed budgets are
+Every figure is compared with its budget (docs/DESIGN.md, "Budgets"); missed budgets are
 listed at the end and in results.json ("budgets").  Timing figures are
 medians: the machine is small and shared, so single runs are noisy, and the
 e2e table shows the spread of the plain runs to say what a ratio can resolve.
@@ -66,7 +66,7 @@ WORKLOADS = [
      ["--workers", "0", "--sample-ms", "0.5", "--step-ms", "10"]),
 ]
 
-# DESIGN section 8.
+# docs/DESIGN.md, "Budgets".
 BUDGET_IGNORED_NS = 10.0
 BUDGET_RECORDED_NS = 80.0
 BUDGET_STEP_OVERHEAD = 0.01
@@ -458,7 +458,7 @@ def bench_analyzer(opts, tmp):
     traces = []
     # Realistic shape: steps grow with records.  Then the same number of steps
     # as the small trace with 20x the records (more tensors per batch): what
-    # grows is events only, which DESIGN section 5 says must not cost memory.
+    # grows is events only, which must not cost memory (docs/DESIGN.md, "Invariants").
     specs = [("%gM" % (small / 1e6), ["--records", str(small)]),
              ("%gM" % (big / 1e6), ["--records", str(big)])]
     results = []
@@ -571,8 +571,8 @@ def print_trace_sizes(e):
 # ---- budgets --------------------------------------------------------------------
 
 def budgets(res):
-    """Every check against DESIGN: section 8 budgets, and the section 4 aim
-    of under 16 bytes per record (section "4", reported apart)."""
+    """Every check against the budgets of docs/DESIGN.md, "Budgets" (section
+    key "8"), and the aim of under 16 bytes per record (key "4", reported apart)."""
     out = []
 
     def add(section, budget, measured, unit, met, **extra):

@@ -1,6 +1,6 @@
 """profile_cost.py - what the worker profile (python/_dlbn_profile.py) costs
-the DataLoader workers, in CPU time (DESIGN section 8: worker sampling
-under 1% of worker CPU).  Part of `make bench` (bench.py --only profile);
+the DataLoader workers, in CPU time (docs/DESIGN.md, "Budgets": worker
+sampling under 1% of worker CPU).  Part of `make bench` (bench.py --only profile);
 alone:
 
     profile_cost.py [--reps N] [--batches B] [--interval-ms MS]

@@ -374,7 +374,7 @@ def test_destroyed_stream_is_skipped_not_fatal(tmp_path):
     assert len(dones) == 1 and dones[0]["status"] == 0
 
 
-# ---- the GPU scenarios of issue 3, at the recorder level -----------------------------
+# ---- the GPU scenarios, at the recorder level ----------------------------------------
 
 def gpu_split(recs):
     """Reference split of the main thread's waits into GPU-busy and GPU-idle

@@ -1,5 +1,5 @@
 """hotspot_workload.py - DataLoader programs whose expensive stage is known by
-construction, for tests/e2e/test_hotspots.py (issue 10's ground truth).
+construction, for tests/e2e/test_hotspots.py (its ground truth).
 
     hotspot_workload.py SCENARIO DATA_DIR RESULT.json [--workers N] [--batches B]
 

@@ -1,5 +1,5 @@
-"""Exceptions through the bootstrap keep the traceback they have without dlbn
-(issue 12 item 3): the same script, every way a DataLoader error reaches
+"""Exceptions through the bootstrap keep the traceback they have without dlbn:
+the same script, every way a DataLoader error reaches
 the loop, run with and without the preload - plain, with --set (the
 wrapped DataLoader.__init__) and with --max-steps armed - prints the same
 tracebacks, byte for byte, and exits with the same status.  Run it under

@@ -25,8 +25,8 @@ The scenarios of tests/simcuda/gpu_workload.py, with their ground truth
 Every scenario also runs in Replay mode (the same copies, kernels, syncs and
 host work over cached batches); Real over Replay time between the steps'
 completion times (host work and GPU work done) over the analyzer's window is
-the measured speedup each prediction is checked against (DESIGN section 8:
-within 10%).  input_bound and compute_ahead also run through the real
+the measured speedup each prediction is checked against (docs/DESIGN.md,
+"Budgets": within 10%).  input_bound and compute_ahead also run through the real
 pin-memory thread (CPU torch's CUDA pieces stood in for) and without the
 Python bootstrap (the IPC view).
 
@@ -59,7 +59,7 @@ EXPECTED = {
     "wrapped_sync": "DETECTED",
 }
 SCENARIOS = sorted(EXPECTED)
-TOLERANCE = 0.10  # DESIGN section 8
+TOLERANCE = 0.10  # docs/DESIGN.md, "Budgets"
 
 
 # Other views of the same loops (runtime reach): "pin" hands batches over

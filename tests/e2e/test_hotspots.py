@@ -1,4 +1,4 @@
-"""Where the workers' time goes (issue 10): ground truth by construction.
+"""Where the workers' time goes: ground truth by construction.
 
 Each scenario of hotspot_workload.py spends its time in one known place -
 JPEG decode (real JPEGs made with PIL), a torchvision Resize, a sleep in

@@ -1,4 +1,4 @@
-"""Real pipelines end to end (issue 8 item 4): dlbn's verdict on the input
+"""Real pipelines end to end: dlbn's verdict on the input
 pipelines users run, judged against a measured Replay.
 
 Every program of tests/pipelines/ (torchvision ImageFolder, timm's

@@ -1,5 +1,5 @@
-"""Measured confirmation (DESIGN section 6): `dlbn-run --replay N` and the
-baseline comparison.
+"""Measured confirmation (docs/DESIGN.md, "Replay and ground truth"):
+`dlbn-run --replay N` and the baseline comparison.
 
 Two parts:
   - the bootstrap's replay on its own (a fake marker API, no library): what

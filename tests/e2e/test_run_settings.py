@@ -1,4 +1,4 @@
-"""dlbn-run --set, --max-steps and --sweep (issue 11 items 2 and 3).
+"""dlbn-run --set, --max-steps and --sweep.
 
 The settings are checked where they act: the DataLoader attributes the
 script sees, the iterators' CONFIG in the trace (set=, set_from=,
@@ -8,7 +8,7 @@ with a prefetch_factor or persistent_workers it would refuse in __init__).
 the program exits 0 and its finally blocks ran.  --sweep runs each value,
 reports a failed one and goes on; the what-if predictions it prints come
 from the JSON of an analyzer that has --what-if (a wrapper of the real one
-adds a what_if list here, as issue 11 item 1 specifies it).
+adds a what_if list here).
 """
 
 import importlib.util
@@ -347,7 +347,7 @@ def test_max_steps_in_another_thread_stops_its_epochs(rundir, script):
 # --sweep
 
 FAKE_ANALYZER = r'''#!%(python)s
-"""The real dlbn-analyze, plus --what-if's JSON key (issue 11 item 1)."""
+"""The real dlbn-analyze, plus --what-if's JSON key."""
 import json, subprocess, sys
 real = %(real)r
 args = sys.argv[1:]
@@ -496,7 +496,7 @@ def test_sweep_without_what_if_prints_dashes(rundir, script, tmp_path):
 
 def test_sweep_with_the_real_what_if_and_its_picture(rundir, script, tmp_path):
     """The sweep reads dlbn-analyze --what-if's predictions, and --html
-    plots its measured points beside the curve (issue 11 items 1, 3, 4)."""
+    plots its measured points beside the curve."""
     out = tmp_path / "sweep.json"
     r = dlbn_run(["--sweep", "num_workers=1,3", "--max-steps", "20", "--sweep-out", str(out),
                   "--", PYTHON, str(script), "sweep"], tmp_path)

@@ -36,7 +36,7 @@ CASES = {
 }
 SLEEP_CASES = ["input_bound", "compute_bound"]
 
-# DESIGN section 8: predicted speedup within 10% of the measured one.
+# docs/DESIGN.md, "Budgets": predicted speedup within 10% of the measured one.
 TOLERANCE = 0.10
 
 

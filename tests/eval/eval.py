@@ -99,7 +99,7 @@ AGREE = 0.05           # predicted, S_dr and S_LE agree when within 5% of each o
 BUSY_CORES = 0.5       # foreign load above which a scenario's timings are suspect
 MAX_RETRIES = 4        # scenario re-runs for a busy machine, per generation
 RUN_TIMEOUT_S = 180
-PREDICTION_BUDGET = 0.10  # DESIGN section 8: predicted within 10% of measured
+PREDICTION_BUDGET = 0.10  # docs/DESIGN.md, "Budgets": predicted within 10% of measured
 REPLAY_BATCHES = 8     # N: eval's replay, LoaderEvaluator's cache, DLBN_REPLAY
 SKIP_STATUS = 77       # a scenario program's "does not apply here"
 

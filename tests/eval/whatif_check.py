@@ -1,5 +1,5 @@
-"""whatif_check.py - ground truth for dlbn-analyze --what-if (issue 11
-item 5): run an eval workload with setting A under the preload, ask
+"""whatif_check.py - ground truth for dlbn-analyze --what-if: run an eval
+workload with setting A under the preload, ask
 --what-if what setting B would give, run B, and compare the predicted with
 the measured step time.
 

@@ -84,7 +84,7 @@ CONFIGS = {
 }
 DALI_BATCH, DALI_THREADS, DALI_FILES = 128, 2, 1024
 
-# Verdict thresholds of DESIGN section 1 (the measured speedup's verdict).
+# Verdict thresholds (docs/DESIGN.md, "Verdict rules"; the measured speedup's verdict).
 DETECTED_ABOVE, POTENTIAL_ABOVE = 1.50, 1.10
 
 

@@ -5,7 +5,7 @@
     evaluator = cls(loader, mode="log")          # or mode="replay", num_cached_batches=N
     # or simply: loader_evaluator.LoaderEvaluator (loaded on first use)
 
-The reference method of DESIGN section 7 is DALI's LoaderEvaluator,
+The reference method (docs/DESIGN.md, "Replay and ground truth") is DALI's LoaderEvaluator,
 nvidia.dali.plugin.pytorch.loader_evaluator.LoaderEvaluator (PyPI package
 nvidia-dali-cuda130, pinned in .venv/).  Its module file, loader.py, imports
 only json, time, collections, typing and torch.utils.data, so it runs

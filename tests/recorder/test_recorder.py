@@ -133,7 +133,7 @@ def test_many_records_span_extents_and_stay_compact(rtest, tmp_path):
     # The time delta and duration fields grow with the time between and
     # inside the calls: on a slower or loaded CPU they pass an encoding step
     # (16.00-16.001 bytes here on an AMD EPYC, below 16 on the Intel machine
-    # before).  The DESIGN section 4 aim (< 16) is make bench's figure; this
+    # before).  The < 16 aim (docs/DESIGN.md, "Budgets") is make bench's figure; this
     # test guards the encoding itself: a field written wide or a record
     # written twice moves the mean by whole bytes.
     assert avg < 17

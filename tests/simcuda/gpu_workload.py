@@ -1,5 +1,5 @@
 """gpu_workload.py - DataLoader training loops on the simulated GPU, one per
-GPU scenario of issue 3, for recorder-level tests (tests/cuda) and the
+GPU scenario, for recorder-level tests (tests/cuda) and the
 end-to-end analyzer tests (tests/e2e/test_gpu.py).
 
     gpu_workload.py SCENARIO [--steps N] [--reach runtime|direct]

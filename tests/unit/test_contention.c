@@ -1,11 +1,11 @@
 /*
  * test_contention.c - CPU contention from SCHED (schedstat) samples
- * (DESIGN 5.5): saturated workers that wait for a CPU a third of their busy
- * time get the contention cause and a "cores are the limit" recommendation
- * instead of "num_workers a -> b"; the same run without contention keeps
- * the num_workers recommendation; a loop thread that waits for a CPU is
- * named with its share of the window.  Figures follow from tgsim's
- * parameters (tests/unit/tgsim.h).
+ * (docs/DESIGN.md, "Verdict rules"): saturated workers that wait for a CPU a
+ * third of their busy time get the contention cause and a "cores are the limit"
+ * recommendation instead of "num_workers a -> b"; the same run without
+ * contention keeps the num_workers recommendation; a loop thread that waits
+ * for a CPU is named with its share of the window.  Figures follow from
+ * tgsim's parameters (tests/unit/tgsim.h).
  */
 #include <math.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * verdict and all three reports; random byte strings go through the record
  * decoder.  The GPU split (gpu.c) runs on them too.
  *
- * The property (issue 12): a trace damaged anywhere past its file header
+ * The property: a trace damaged anywhere past its file header
  * (single-bit flips, random cuts, multi-bit flips and garbage runs, hostile
  * extent header fields) either is reported damaged (dlbn-analyze's exit
  * status 1: rejected, or dlbn_reader_damaged) or gives the same report as

@@ -1,5 +1,5 @@
 /*
- * test_verdict.c - the verdict rules of DESIGN section 1: thresholds at
+ * test_verdict.c - the verdict rules (docs/DESIGN.md, "Verdict rules"): thresholds at
  * exactly 1.10 and 1.50, too few steps after warm-up -> INCONCLUSIVE, no
  * training process / no hand-off -> INCONCLUSIVE with the reason, and the
  * predicted speedup computed from traces whose answer is known exactly
