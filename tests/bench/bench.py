@@ -638,8 +638,8 @@ def fmt_measured(b):
 
 
 def print_budgets(items):
-    for section, title in (("8", "Budgets (DESIGN section 8)"),
-                           ("4", "Trace size aim (DESIGN section 4)")):
+    for section, title in (("8", "Budgets (docs/DESIGN.md, Budgets)"),
+                           ("4", "Trace size aim (docs/DESIGN.md, Budgets)")):
         mine = [b for b in items if b["section"] == section]
         missed = [b for b in mine if b["met"] is False]
         log("\n%s: %d checked, %d missed" % (
@@ -725,7 +725,7 @@ def markdown(res):
                                    a["traces"][1]["trace"]))
         md.append("")
     md.append("### Budgets\n")
-    md.append("| DESIGN | check | measured | |")
+    md.append("| key | check | measured | |")
     md.append("|---|---|---:|---|")
     for b in res.get("budgets", []):
         md.append("| %s | %s | %s | %s |" % (

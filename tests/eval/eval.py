@@ -765,7 +765,7 @@ def run_generation(snap, gen, scenarios, args, out_dir):
     if wrong:
         print("eval %s: WRONG verdicts: %s" % (label, ", ".join(wrong)))
     if off:
-        print("eval %s: predicted speedup off by more than %.0f%% of S (DESIGN budget): %s"
+        print("eval %s: predicted speedup off by more than %.0f%% of S (docs/DESIGN.md budget): %s"
               % (label, 100 * PREDICTION_BUDGET, ", ".join(off)))
     if disagree:
         print("eval %s: predicted, S_dr and S_LE more than %.0f%% apart: %s" % (
@@ -888,8 +888,8 @@ def results_markdown(doc):
     if doc["wrong"]:
         text += "\nWrong verdicts: %s.\n" % ", ".join(doc["wrong"])
     if doc["off_budget"]:
-        text += ("\nPredicted speedup off by more than %.0f%% of S (DESIGN section 8 "
-                 "budget): %s.\n" % (100 * PREDICTION_BUDGET, ", ".join(doc["off_budget"])))
+        text += ("\nPredicted speedup off by more than %.0f%% of S (docs/DESIGN.md, "
+                 "Budgets): %s.\n" % (100 * PREDICTION_BUDGET, ", ".join(doc["off_budget"])))
     if doc["disagree"]:
         text += ("\nPredicted, S_dr and S_LE more than %.0f%% apart: %s.\n" % (
             100 * AGREE, "; ".join(doc["disagree"])))
