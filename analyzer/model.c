@@ -1,7 +1,7 @@
 /*
  * model.c - reconstruct the training process tree, roles, steps, waits and
  * workers from a trace (see model.h; docs/DESIGN.md, "Analyzer layers", and
- * shared/notes/dataloader-ipc.md for the DataLoader behaviour relied on).
+ * "How a DataLoader batch travels" for the DataLoader behaviour relied on).
  *
  * Pass 1 (roles): processes, threads, and for every pipe inode the threads
  * that read and write it.  The training process is the one with Python

@@ -1,6 +1,7 @@
 /*
  * gentrace.c - dlbn-gentrace: synthesise a realistic DataLoader trace
- * (the shape recorded from torch 1.13, shared/notes/dataloader-ipc.md) for
+ * (the shape recorded from torch 1.13: docs/DESIGN.md, "How a DataLoader
+ * batch travels") for
  * analyzer tests and the analyzer benchmark.
  *
  * The simulation itself is tgsim.c.

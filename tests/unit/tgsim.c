@@ -1,7 +1,7 @@
 /*
  * tgsim.c - a synthetic PyTorch DataLoader run written as a dlbn trace
- * (see tgsim.h).  Shape as recorded from torch 1.13 (shared/notes/
- * dataloader-ipc.md).
+ * (see tgsim.h).  Shape as recorded from torch 1.13 (docs/DESIGN.md, "How
+ * a DataLoader batch travels").
  *
  * A small queueing model: batch i is produced by worker i % W, which needs
  * batch_ms for it once its index arrived; indices go out prefetch x W ahead
