@@ -183,8 +183,9 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *  SEM_WAIT dur_ns, sem (address), ret, call (DLBN_SEM_*)
  *           only waits that blocked (dur_ns >= DLBN_SEM_MIN_NS)
  *  SEM_POST sem (address)
- *           only for semaphores that some thread of the process has blocked
- *           on before (the recorder keeps a small set of them)
+ *           only for semaphores some thread of the process has begun to
+ *           wait on (a small set, filled at wait entry: the post that wakes
+ *           a waiter may come before the waiter blocks)
  *  SCHED    tid, run_ns, runq_wait_ns               /proc schedstat sample
  *  TASK     tid, run_ns, runq_wait_ns, timeslices[, name (str)]
  *           thread census: another thread of the process (one that may

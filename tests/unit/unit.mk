@@ -18,7 +18,7 @@ $(UNIT_HELPERS): $(BUILD)/tests/%.o: tests/unit/%.c $(UNIT_HDRS)
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_HELPERS) $(ANA_LIB_OBJS) $(UNIT_HDRS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@")
-	$(Q)$(CC) $(UNIT_CFLAGS) -o $@ $< $(UNIT_HELPERS) $(ANA_LIB_OBJS) $(ANA_LIBS)
+	$(Q)$(CC) $(UNIT_CFLAGS) -o $@ $< $(UNIT_HELPERS) $(ANA_LIB_OBJS) $(ANA_LIBS) $(MSGPACK_LIBS)
 
 $(BUILD)/tests/dlbn-gentrace: tests/unit/gentrace.c $(UNIT_HELPERS) $(UNIT_HDRS)
 	@mkdir -p $(dir $@)
