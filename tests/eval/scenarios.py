@@ -236,6 +236,11 @@ PIPELINES = [
              "torchvision mobilenet_v3_small trained on the CPU (torch's intra-op "
              "threads) over 1600x1200 JPEGs, train + val loaders, 2 workers each",
              "DETECTED (the model's threads share the cores with the workers)"),
+    pipeline("cpu_train_heavy", "cpu_train",
+             ["--setting", "input", "--image-size", "2400x1800", "--threads", "2"],
+             "mobilenet_v3_small on the CPU over 2400x1800 JPEGs, 2 workers: decoding "
+             "dwarfs the step",
+             "DETECTED (~5-6)"),
     pipeline("cpu_train_balanced", "cpu_train", ["--setting", "balanced", "--threads", "2"],
              "mobilenet_v3_small on the CPU over 640x480 JPEGs, 2 workers",
              "POTENTIAL (~1.2)"),

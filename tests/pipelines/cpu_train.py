@@ -20,7 +20,11 @@ Presets (2-core machines; S is the Replay speedup they are built for):
             step, and the step itself runs slower while workers hold the
             cores -> S ~3-4;
   balanced  640x480, mobilenet_v3_small at 160 px, 8 per batch -> S ~1.3;
-  compute   320x240, resnet18 at 160 px, 8 per batch, 1 worker -> S ~1.0-1.1.
+  compute   320x240, resnet18 at 160 px, 8 per batch, 1 worker, 40 steps
+            (16 left S to the run-to-run spread of a 2-core machine:
+            1.04-1.19 across runs) -> S ~1.0-1.1.
+`--setting input --image-size 2400x1800` decodes 2.25 times the pixels a
+batch for the same step -> S ~5-6 (eval's cpu_train_heavy).
 Debian's torch 1.13 (no MKL) runs these models about 3 times slower: under
 torch 1 the crops are 64, 96 and 112 px, for about the same balance.
 """
@@ -34,7 +38,7 @@ PRESETS = {
                   val_steps=3, gpu="none", model="mobilenet_v3_small", crop=128),
     "balanced": dict(image_size="640x480", batch_size=8, workers=2, steps=24, epochs=1,
                      val_steps=3, gpu="none", model="mobilenet_v3_small", crop=160),
-    "compute": dict(image_size="320x240", batch_size=8, workers=1, steps=16, epochs=1,
+    "compute": dict(image_size="320x240", batch_size=8, workers=1, steps=40, epochs=1,
                     val_steps=3, gpu="none", model="resnet18", crop=160),
 }
 
