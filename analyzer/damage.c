@@ -70,7 +70,9 @@ static struct dlbn_damage_item *new_item(struct dlbn_damage *d, int kind)
 /* "t=1.234..2.345 s", "from t=1.234 s on", "up to t=..", "at an unknown time". */
 static void range_text(char *buf, size_t n, const struct dlbn_model *m, int64_t from, int64_t to)
 {
-	double f = (double)(from - m->t0) / 1e9, t = (double)(to - m->t0) / 1e9;
+	/* An unknown end is INT64_MIN: subtract only from known ones. */
+	double f = from != DLBN_LOSS_T_UNKNOWN ? (double)(from - m->t0) / 1e9 : 0;
+	double t = to != DLBN_LOSS_T_UNKNOWN ? (double)(to - m->t0) / 1e9 : 0;
 	if (from != DLBN_LOSS_T_UNKNOWN && to != DLBN_LOSS_T_UNKNOWN)
 		snprintf(buf, n, "t=%.3f..%.3f s", f, t);
 	else if (from != DLBN_LOSS_T_UNKNOWN)

@@ -385,8 +385,10 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 				*leaf++ = 0;
 			if ((double)k->b > e->share) {
 				e->share = (double)k->b, e->line = k->line;
-				snprintf(e->callers, sizeof(e->callers), "%s", callers);
-				snprintf(e->leaf, sizeof(e->leaf), "%s", leaf ? leaf : "");
+				copy_str(e->callers, sizeof(e->callers), callers,
+					 (int64_t)strlen(callers));
+				copy_str(e->leaf, sizeof(e->leaf), leaf ? leaf : "",
+					 leaf ? (int64_t)strlen(leaf) : 0);
 			}
 			e->ns += k->b;
 			if (k->in_stage == DLBN_PROF_THREAD_CPU)
@@ -408,8 +410,10 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 				*leaf++ = 0;
 			if (k->b > e->cpu_ns) {
 				e->cpu_ns = k->b, e->line = k->line;
-				snprintf(e->callers, sizeof(e->callers), "%s", callers);
-				snprintf(e->leaf, sizeof(e->leaf), "%s", leaf ? leaf : "");
+				copy_str(e->callers, sizeof(e->callers), callers,
+					 (int64_t)strlen(callers));
+				copy_str(e->leaf, sizeof(e->leaf), leaf ? leaf : "",
+					 leaf ? (int64_t)strlen(leaf) : 0);
 			}
 			e->ns += k->b; /* sampled CPU weight until scaled below */
 			sampled_w[li] += k->b;
@@ -648,12 +652,16 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 				 "produce faster: more threads or workers, or cheaper work per "
 				 "batch); ",
 				 tl->busiest_thread, tl->busiest_thread_share * 100);
-		snprintf(h->recommendation, sizeof(h->recommendation),
-			 "%s%s, the largest cost is %s%s, %s: %.0f%% of their busy time (%s); "
-			 "what usually fixes it: %s",
-			 busiest, thread ? "in the loader's threads" : "inside the workers",
-			 top->name, where, dlbn_hot_category_name(top->category), top->share * 100,
-			 top->exact ? "timed" : "sampled", dlbn_hot_category_fix(top->category));
+		size_t room = sizeof(h->recommendation);
+		int len = snprintf(
+			h->recommendation, room,
+			"%s%s, the largest cost is %s%s, %s: %.0f%% of their busy time "
+			"(%s); what usually fixes it: %s",
+			busiest, thread ? "in the loader's threads" : "inside the workers",
+			top->name, where, dlbn_hot_category_name(top->category), top->share * 100,
+			top->exact ? "timed" : "sampled", dlbn_hot_category_fix(top->category));
+		if (len >= 0 && (size_t)len >= room) /* a long function name: say it was cut */
+			memcpy(h->recommendation + room - 4, "...", 4);
 	}
 	return 0;
 oom:
