@@ -75,6 +75,18 @@ static void copy_str(char *dst, size_t cap, const char *s, int64_t len)
 	dst[n] = 0;
 }
 
+/* The heaviest sample of an entry names it: its line, and its callers text
+ * "chain<TAB>leaf" split into the two fields (each cut to fit). */
+static void name_by_sample(struct dlbn_hotspot *e, int line, const char *callers)
+{
+	const char *tab = strchr(callers, '\t');
+	size_t chain = tab ? (size_t)(tab - callers) : strlen(callers);
+	const char *leaf = tab ? tab + 1 : "";
+	e->line = line;
+	copy_str(e->callers, sizeof(e->callers), callers, (int64_t)chain);
+	copy_str(e->leaf, sizeof(e->leaf), leaf, (int64_t)strlen(leaf));
+}
+
 static int take_profile(struct dlbn_hotspots *h, int32_t *buckets, const struct dlbn_model *m,
 			const struct dlbn_record *r)
 {
@@ -380,15 +392,9 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 							   name, file, 0, 1);
 			if (!e)
 				goto oom;
-			char *leaf = strchr(callers, '\t');
-			if (leaf)
-				*leaf++ = 0;
 			if ((double)k->b > e->share) {
-				e->share = (double)k->b, e->line = k->line;
-				copy_str(e->callers, sizeof(e->callers), callers,
-					 (int64_t)strlen(callers));
-				copy_str(e->leaf, sizeof(e->leaf), leaf ? leaf : "",
-					 leaf ? (int64_t)strlen(leaf) : 0);
+				e->share = (double)k->b;
+				name_by_sample(e, k->line, callers);
 			}
 			e->ns += k->b;
 			if (k->in_stage == DLBN_PROF_THREAD_CPU)
@@ -405,15 +411,9 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 			struct dlbn_hotspot *e = entry_add(h, &cap, loader, 0, name, file, 0, 1);
 			if (!e)
 				goto oom;
-			char *leaf = strchr(callers, '\t');
-			if (leaf)
-				*leaf++ = 0;
 			if (k->b > e->cpu_ns) {
-				e->cpu_ns = k->b, e->line = k->line;
-				copy_str(e->callers, sizeof(e->callers), callers,
-					 (int64_t)strlen(callers));
-				copy_str(e->leaf, sizeof(e->leaf), leaf ? leaf : "",
-					 leaf ? (int64_t)strlen(leaf) : 0);
+				e->cpu_ns = k->b;
+				name_by_sample(e, k->line, callers);
 			}
 			e->ns += k->b; /* sampled CPU weight until scaled below */
 			sampled_w[li] += k->b;
