@@ -35,6 +35,9 @@ struct dlbn_lead {
 	int64_t sys_ns;	     /* kernel time (tick-sampled: exact as a sum only) */
 	int64_t minflt;	     /* minor faults (first touch of worker-written pages) */
 	int64_t shm_bytes;   /* the batch's shared memory mapped (any thread) */
+	int64_t gil_ns;	     /* off the CPU waiting for the interpreter's lock */
+	int64_t gil_others_ns; /* the process's other threads' waits for it, over
+				* the whole loop period (the lead and the fetch) */
 	int64_t wrap_ns;     /* arrival .. the wrapper's hand-off (0: none) */
 	int64_t wrapped;     /* steps with a hand-off */
 	int64_t known;	     /* steps with counters (1 or 0 for one step) */
@@ -52,6 +55,8 @@ static inline void dlbn_lead_add(struct dlbn_lead *sum, const struct dlbn_lead *
 	sum->sys_ns += x->sys_ns;
 	sum->minflt += x->minflt;
 	sum->shm_bytes += x->shm_bytes;
+	sum->gil_ns += x->gil_ns;
+	sum->gil_others_ns += x->gil_others_ns;
 	sum->wrap_ns += x->wrap_ns;
 	sum->wrapped += x->wrapped;
 	sum->known += x->known;
@@ -72,6 +77,8 @@ struct dlbn_lead_sums {
 	int64_t gpu_wrap_charged_ns; /* min(wrap idle - refill, idle - refill) */
 	int64_t gpu_charged_ns;	     /* min(free + runq, what is left), per step */
 	int64_t gpu_room_ns;	     /* idle - refill - both charges, per step */
+	int64_t gpu_gil_ns;	     /* min(gil, room), per step: charged only where
+				      * the lock's holders are the loader's (outside.c) */
 };
 
 /* A step's lead with the GPU's idle time in it (-1: unknown), the refill
@@ -98,6 +105,7 @@ static inline void dlbn_lead_sums_add(struct dlbn_lead_sums *w, const struct dlb
 	w->gpu_wrap_charged_ns += wrap;
 	w->gpu_charged_ns += charged;
 	w->gpu_room_ns += room - charged;
+	w->gpu_gil_ns += l->gil_ns < room - charged ? l->gil_ns : room - charged;
 }
 
 static inline void dlbn_lead_sums_merge(struct dlbn_lead_sums *w, const struct dlbn_lead_sums *x)
@@ -108,6 +116,7 @@ static inline void dlbn_lead_sums_merge(struct dlbn_lead_sums *w, const struct d
 	w->gpu_refill_ns += x->gpu_refill_ns;
 	w->gpu_wrap_charged_ns += x->gpu_wrap_charged_ns;
 	w->gpu_charged_ns += x->gpu_charged_ns;
+	w->gpu_gil_ns += x->gpu_gil_ns;
 	w->gpu_room_ns += x->gpu_room_ns;
 }
 

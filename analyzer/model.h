@@ -259,6 +259,7 @@ struct dlbn_loader {
 	int py_new_epoch;
 	struct dlbn_lead py_lead;      /* of the open fetch */
 	int64_t py_lead_end;	       /* its end (dlbn_step.lead_end) */
+	int64_t py_gil_others_at;      /* the open fetch's gil_others_ns counter (-1) */
 	struct dlbn_lead py_iter_lead; /* the lead up to its last iter() */
 	struct dlbn_steps steps;       /* another loader's steps (the training
 					* loader's are m->py_steps) */

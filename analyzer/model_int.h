@@ -133,10 +133,12 @@ struct ipc_fsm {
 };
 
 /* The counters a main-thread fetch mark carries after its 3 fields:
- * run_ns, runq_ns, sys_ns, minflt, free_ns, free_cpu_ns (MARK in
- * dlbn_trace.h). */
-#define LOOP_COUNTERS 6
-enum { LC_RUN, LC_RUNQ, LC_SYS, LC_MINFLT, LC_FREE, LC_FREE_CPU };
+ * run_ns, runq_ns, sys_ns, minflt, free_ns, free_cpu_ns, and since the
+ * recorder times the interpreter's lock, gil_ns and gil_others_ns (0 where
+ * a trace has only the first six) (MARK in dlbn_trace.h). */
+#define LOOP_COUNTERS_MIN 6
+#define LOOP_COUNTERS	  8
+enum { LC_RUN, LC_RUNQ, LC_SYS, LC_MINFLT, LC_FREE, LC_FREE_CPU, LC_GIL, LC_GIL_OTHERS };
 
 struct pending_wait {
 	uint64_t sem;

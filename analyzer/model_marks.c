@@ -12,9 +12,13 @@
 
 static int loop_counters(const struct dlbn_record *r, int64_t *c)
 {
-	if (r->nfields < 3 + LOOP_COUNTERS)
+	if (r->nfields < 3 + LOOP_COUNTERS_MIN)
 		return 0;
 	for (int i = 0; i < LOOP_COUNTERS; i++) {
+		if (i >= LOOP_COUNTERS_MIN && 3 + i >= r->nfields) {
+			c[i] = 0;
+			continue;
+		}
 		c[i] = r->kind[3 + i] == DLBN_V_INT ? r->f[3 + i] : -1;
 		if (c[i] < 0 && i != LC_SYS)
 			return 0;
@@ -40,6 +44,9 @@ static struct dlbn_lead lead_of(const struct pass2 *ps, const struct dlbn_record
 	if (run < 0 || runq < 0 || free_wall < 0 || free_cpu < 0)
 		return d; /* counters of another thread or process instance */
 	int64_t free_off_cpu = free_wall > free_cpu ? free_wall - free_cpu : 0;
+	int64_t gil = c[LC_GIL] - a[LC_GIL], others = c[LC_GIL_OTHERS] - a[LC_GIL_OTHERS];
+	d.gil_ns = gil > 0 ? gil : 0;
+	d.gil_others_ns = others > 0 ? others : 0;
 	d.wall_ns = r->t_ns - ps->arrival_t;
 	d.free_ns = free_wall;
 	d.free_cpu_ns = free_cpu;
@@ -84,9 +91,11 @@ void model_mark_record(struct pass2 *ps, const struct dlbn_record *r)
 		l->py_iter_waited = ps->waited_ns;
 		l->py_iter_lead = lead_of(ps, r);
 		break;
-	case DLBN_MARK_FETCH_BEGIN:
+	case DLBN_MARK_FETCH_BEGIN: {
+		int64_t c[LOOP_COUNTERS];
 		l->py_open = r->t_ns;
 		l->py_lead = lead_of(ps, r);
+		l->py_gil_others_at = loop_counters(r, c) ? c[LC_GIL_OTHERS] : -1;
 		l->py_lead_end = r->t_ns;
 		/* The training loader's first iter() is warm-up; another
 		 * loader's may fall inside the training window, where the
@@ -111,10 +120,17 @@ void model_mark_record(struct pass2 *ps, const struct dlbn_record *r)
 		ps->arrival_known = 0;
 		l->py_iter_begin = -1;
 		break;
+	}
 	case DLBN_MARK_FETCH_END:
 		if (l->py_open >= 0)
 			ps->waited_ns += r->t_ns - l->py_open;
 		if (l->py_open >= 0) {
+			/* The other threads' lock waits over the whole period: the
+			 * lead's, then the fetch's. */
+			int64_t c[LOOP_COUNTERS];
+			if (l->py_lead.known && l->py_gil_others_at >= 0 && loop_counters(r, c) &&
+			    c[LC_GIL_OTHERS] >= l->py_gil_others_at)
+				l->py_lead.gil_others_ns += c[LC_GIL_OTHERS] - l->py_gil_others_at;
 			struct dlbn_step s = {.begin = l->py_open,
 					      .end = r->t_ns,
 					      .wait_ns = r->t_ns - l->py_open + l->py_carry_ns +

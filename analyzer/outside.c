@@ -22,14 +22,50 @@
  * loop's CPU time holds their slowdown: a window figure, charged like the
  * first touch.
  */
+#include <stdio.h>
 #include <string.h>
 
+#include "loaders.h"
 #include "model.h"
 #include "outside.h"
 
 static double sec(int64_t ns)
 {
 	return (double)ns / 1e9;
+}
+
+/*
+ * Whose the interpreter lock's holders are.  A loader other than torch's
+ * DataLoader runs Python threads in the training process (nodes' mapper
+ * and prefetch threads, DALI's iterator, a named loader's producer) that
+ * go idle in a Replay; a DataLoader's loading runs in worker processes
+ * (the pin-memory thread's Python share is small) or in the loop's own
+ * thread, so the lock's holders there are the program's other threads,
+ * which Replay keeps.  Returns why the wait is kept, or NULL.
+ */
+static const char *gil_kept(const struct dlbn_model *m)
+{
+	if (!m->config.present)
+		return "no loader configuration in the trace";
+	if (!strcmp(dlbn_loader_kind(&m->config), "dataloader"))
+		return "torch's DataLoader loads in worker processes or in the loop's thread: "
+		       "the lock's holders are the program's other threads";
+	return NULL;
+}
+
+/* The CPU time of the training process's other threads in the window
+ * (thread census): the lock's holders ran at most that long; -1 unknown. */
+static double census_cpu_s(const struct dlbn_model *m)
+{
+	double run_s = 0;
+	int known = 0;
+	for (size_t i = 0; i < m->ncensus; i++) {
+		int64_t run, wait;
+		dlbn_census_window(m, i, &run, &wait);
+		known |= m->census[i].has_end;
+		run_s += run > 0 ? (double)run / 1e9 : 0;
+	}
+	return known ? run_s : -1;
 }
 
 void dlbn_outside_waits(const struct dlbn_model *m, int gpu_rule, double workers_busy,
@@ -59,6 +95,15 @@ void dlbn_outside_waits(const struct dlbn_model *m, int gpu_rule, double workers
 		touch = l->cpu_ns;
 	o->touch_s = sec(touch);
 	o->cpu_s = sec(l->cpu_ns - touch);
+	o->gil_s = sec(l->gil_ns);
+	o->gil_others_s = sec(l->gil_others_ns);
+	const char *kept = o->gil_s > 0 ? gil_kept(m) : NULL;
+	double holders = census_cpu_s(m);
+	o->gil_loader_s = kept ? 0 : o->gil_s;
+	if (holders >= 0 && o->gil_loader_s > holders)
+		o->gil_loader_s = holders;
+	if (kept)
+		snprintf(o->gil_why_kept, sizeof(o->gil_why_kept), "%s", kept);
 	struct dlbn_loop_load load = {o->cpu_s, o->runq_s, workers_busy, nworkers};
 	dlbn_shared_cores(m, &load, &o->cores);
 	if (o->cores.applies)
@@ -71,7 +116,9 @@ void dlbn_outside_waits(const struct dlbn_model *m, int gpu_rule, double workers
 		o->charged_runq_s = o->runq_s;
 		o->charged_touch_s = o->touch_s;
 		o->charged_slowed_s = o->slowed_s;
-		o->charged_s = o->wrap_s + o->free_s + o->runq_s + o->touch_s + o->slowed_s;
+		o->charged_gil_s = o->gil_loader_s;
+		o->charged_s = o->wrap_s + o->free_s + o->runq_s + o->touch_s + o->slowed_s +
+			       o->gil_loader_s;
 		return;
 	}
 	o->gpu_steps = (size_t)sum.gpu_known;
@@ -85,16 +132,31 @@ void dlbn_outside_waits(const struct dlbn_model *m, int gpu_rule, double workers
 		o->charged_free_s = charged * o->free_s / cost;
 		o->charged_runq_s = charged - o->charged_free_s;
 	}
+	/* The lock's wait was weighed per period, after dropping and
+	 * queueing; the census bounds it as a window sum. */
+	double room = sec(sum.gpu_room_ns);
+	if (o->gil_loader_s > 0) {
+		double gil_idle = sec(sum.gpu_gil_ns);
+		o->charged_gil_s = gil_idle < o->gil_loader_s ? gil_idle : o->gil_loader_s;
+		room -= o->charged_gil_s;
+	}
 	/* Only the periods with the GPU's idle time known carry a first-touch
 	 * share. */
 	double touch_known = o->touch_s * (double)sum.gpu_known / (double)l->known;
-	double room = sec(sum.gpu_room_ns);
 	o->charged_touch_s = touch_known < room ? touch_known : room;
 	room -= o->charged_touch_s;
 	double slowed_known = o->slowed_s * (double)sum.gpu_known / (double)l->known;
 	o->charged_slowed_s = slowed_known < room ? slowed_known : room;
 	o->charged_wrap_s = sec(sum.gpu_wrap_charged_ns);
-	o->charged_s = o->charged_wrap_s + charged + o->charged_touch_s + o->charged_slowed_s;
+	o->charged_s = o->charged_wrap_s + charged + o->charged_gil_s + o->charged_touch_s +
+		       o->charged_slowed_s;
 	double loading = o->refill_s + o->charged_s;
 	o->other_host_s = o->gpu_idle_s > loading ? o->gpu_idle_s - loading : 0;
+}
+
+int dlbn_outside_lock_bound(const struct dlbn_outside *o, double stall_s, double wall_s)
+{
+	return !o->gil_why_kept[0] && stall_s > 0 &&
+	       (o->charged_gil_s > DLBN_LOCK_BOUND_SHARE * stall_s ||
+		o->gil_others_s > DLBN_LOCK_QUEUE_SHARE * wall_s);
 }

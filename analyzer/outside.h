@@ -17,8 +17,12 @@
  * GPU rule at most the GPU's idle time in the same loop period less the
  * refill bubble already charged there (the wrapper's part only with the
  * idle time inside it; the slowed part with what the first touch left, as
- * a window sum); under the CPU-only rule whole.  The rest of the loop's
- * own work is kept, as Replay keeps it.
+ * a window sum); under the CPU-only rule whole.  A fifth is the loop's
+ * wait for the Python interpreter's lock (libintercept/hooks_gil.c) while a
+ * loader's threads in the training process held it (not a DataLoader's:
+ * its loading runs elsewhere), at most the CPU time of the process's other
+ * threads, charged after dropping and queueing in each period.  The rest
+ * of the loop's own work is kept, as Replay keeps it.
  */
 #ifndef DLBN_OUTSIDE_H
 #define DLBN_OUTSIDE_H
@@ -47,15 +51,29 @@ struct dlbn_outside {
 	double wrap_s;			/* arrival .. the wrapper's hand-off */
 	double cpu_s;			/* the loop's own CPU time (running, less the two above) */
 	double slowed_s;		/* of it, the model's work slowed by the loader's CPU use */
+	double gil_s;			/* off the CPU waiting for the interpreter's lock */
+	double gil_loader_s;		/* of it, the loader's threads holding it (bounded) */
+	char gil_why_kept[120];		/* why none is the loader's, when gil_s > 0 */
+	double gil_others_s;		/* the process's other threads' waits for it,
+					 * over the same loop periods, fetches included */
 	struct dlbn_shared_cores cores; /* the model's threads (census) */
 	double minflt_per_step, shm_mib_per_step;
 	double gpu_idle_s; /* GPU idle in those periods (GPU rule) */
 	double refill_s;   /* of which charged with the waits as refill bubbles */
 	double charged_s;  /* wrap + free + runq + touch as far as the GPU sat idle */
 	double charged_wrap_s, charged_free_s, charged_runq_s, charged_touch_s;
-	double charged_slowed_s;
+	double charged_slowed_s, charged_gil_s;
 	double other_host_s; /* GPU idle in them that Replay keeps */
 };
+
+/* The loader's Python work and the loop's take turns on the interpreter's
+ * lock: the loop's waits for it that the loader's threads held are more
+ * than LOCK_BOUND_SHARE of the stall, or the process's other threads
+ * queued for it more than LOCK_QUEUE_SHARE of the window, summed (a
+ * loader's Python threads taking turns).  More threads change neither. */
+#define DLBN_LOCK_BOUND_SHARE 0.3
+#define DLBN_LOCK_QUEUE_SHARE 0.25
+int dlbn_outside_lock_bound(const struct dlbn_outside *o, double stall_s, double wall_s);
 
 /* The figures over the training window: its own steps' leads and those of
  * the other loaders' steps inside it (the loop body before a zipped

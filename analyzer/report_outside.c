@@ -9,7 +9,7 @@
 #include "json.h"
 #include "report.h"
 
-#define OUTSIDE_LINES 9
+#define OUTSIDE_LINES 10
 
 struct outside_line {
 	const char *label;
@@ -110,6 +110,27 @@ static int outside_lines(const struct dlbn_analysis *a, struct outside_line *v)
 		 "memory, %.0f page faults per step); %.3f s in the stall",
 		 o->touch_s, share(o->touch_s, w), o->shm_mib_per_step, o->minflt_per_step,
 		 o->charged_touch_s);
+	if (o->gil_s > 0 || o->gil_others_s > 0) {
+		char others[96] = "";
+		if (o->gil_others_s > 0)
+			snprintf(others, sizeof(others),
+				 "; the process's other threads waited %.3f s for it, summed",
+				 o->gil_others_s);
+		v[n].label = "gil wait";
+		if (o->gil_why_kept[0])
+			snprintf(v[n++].text, DLBN_LINE,
+				 "%.3f s (%.1f%%) the loop's thread off the CPU waiting for the "
+				 "Python interpreter's lock: kept, as Replay keeps it (%s)%s",
+				 o->gil_s, share(o->gil_s, w), o->gil_why_kept, others);
+		else
+			snprintf(v[n++].text, DLBN_LINE,
+				 "%.3f s (%.1f%%) the loop's thread off the CPU waiting for the "
+				 "Python interpreter's lock, %.3f s of it while the loader's threads "
+				 "held it (at most the process's other threads' CPU time); %.3f s in "
+				 "the stall%s",
+				 o->gil_s, share(o->gil_s, w), o->gil_loader_s, o->charged_gil_s,
+				 others);
+	}
 	n += model_thread_lines(a, v + n);
 	if (o->gpu_rule) {
 		double in_waits = a->stall_s - o->charged_s - o->refill_s;
@@ -211,6 +232,10 @@ void dlbn_outside_json(FILE *out, const struct dlbn_analysis *a)
 			       "own_cpu_s",
 			       "slowed_s",
 			       "slowed_in_stall_s",
+			       "gil_wait_s",
+			       "gil_wait_loader_s",
+			       "gil_wait_in_stall_s",
+			       "gil_others_wait_s",
 			       "in_stall_s",
 			       "page_faults_per_step",
 			       "shm_mib_per_step"};
@@ -218,6 +243,8 @@ void dlbn_outside_json(FILE *out, const struct dlbn_analysis *a)
 			 o->free_s,	    o->charged_free_s,	o->runq_s,
 			 o->charged_runq_s, o->touch_s,		o->charged_touch_s,
 			 o->cpu_s,	    o->slowed_s,	o->charged_slowed_s,
+			 o->gil_s,	    o->gil_loader_s,	o->charged_gil_s,
+			 o->gil_others_s,
 			 o->charged_s,	    o->minflt_per_step, o->shm_mib_per_step};
 	fprintf(out, "{\"periods\":%zu,\"wrapped_periods\":%zu,\"rule\":\"%s\"", o->steps,
 		o->wrapped, o->gpu_rule ? "gpu" : "cpu");
@@ -225,6 +252,11 @@ void dlbn_outside_json(FILE *out, const struct dlbn_analysis *a)
 		fprintf(out, ",\"%s\":", names[i]);
 		dlbn_json_number(out, vals[i]);
 	}
+	fputs(",\"gil_wait_kept_why\":", out);
+	if (o->gil_why_kept[0])
+		dlbn_json_string(out, o->gil_why_kept, strlen(o->gil_why_kept));
+	else
+		fputs("null", out);
 	fputs(",\"model_threads\":", out);
 	model_threads_json(out, &o->cores);
 	fputs(",\"gpu_idle\":", out);

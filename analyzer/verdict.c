@@ -379,11 +379,17 @@ static void outside_reasons(struct dlbn_analysis *a)
 		snprintf(slowed, sizeof(slowed),
 			 ", the model's work slowed by the workers' CPU use %.3f s",
 			 o->charged_slowed_s);
+	char gil[96] = "";
+	if (o->charged_gil_s > 0)
+		snprintf(gil, sizeof(gil),
+			 ", the loop waiting for the interpreter's lock the loader's threads held "
+			 "%.3f s",
+			 o->charged_gil_s);
 	REASON("%.3f s of the stall is loading outside the waits, after the batches arrived "
 	       "(%sdropping the previous batch %.3f s, the loop queued for a CPU %.3f s, first "
-	       "touch of the new batch %.3f s%s)%s",
+	       "touch of the new batch %.3f s%s%s)%s",
 	       o->charged_s, wrap, o->charged_free_s, o->charged_runq_s, o->charged_touch_s, slowed,
-	       o->gpu_rule ? ": the part of them the GPU sat idle for" : "");
+	       gil, o->gpu_rule ? ": the part of them the GPU sat idle for" : "");
 }
 
 /* Mean per-batch worker time and the file-read share of worker busy time. */

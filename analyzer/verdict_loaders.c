@@ -67,6 +67,27 @@ void verdict_dali_pipeline(const struct dlbn_model *m, const struct dlbn_config 
 	}
 }
 
+static int lock_bound(const struct dlbn_analysis *a)
+{
+	return dlbn_outside_lock_bound(&a->outside, a->stall_s, a->wall_s);
+}
+
+static void lock_reason(struct dlbn_analysis *a, const char *holders)
+{
+	const struct dlbn_outside *o = &a->outside;
+	snprintf(a->cause, sizeof(a->cause), "gil_contention");
+	if (o->charged_gil_s > DLBN_LOCK_BOUND_SHARE * a->stall_s)
+		REASON("the loop waited %.3f s (%.0f%% of the stall) for the Python interpreter's "
+		       "lock (GIL) while %s held it: their Python work and the loop's take turns "
+		       "on it",
+		       o->charged_gil_s, 100.0 * o->charged_gil_s / a->stall_s, holders);
+	if (o->gil_others_s > DLBN_LOCK_QUEUE_SHARE * a->wall_s)
+		REASON("the training process's other threads (%s) waited %.3f s for the Python "
+		       "interpreter's lock (GIL) in the %.3f s window, summed: they take turns "
+		       "on it",
+		       holders, o->gil_others_s, a->wall_s);
+}
+
 double verdict_loader_period_ms(const struct dlbn_analysis *a)
 {
 	return a->wall_s * 1e3 / (double)a->steps_window;
@@ -98,7 +119,17 @@ int verdict_other_loader(const struct dlbn_model *m, const struct dlbn_config *c
 	}
 	int workers = c->num_workers > 0 ? c->num_workers : 0;
 	snprintf(a->cause, sizeof(a->cause), "loader_throughput");
-	if (!strcmp(kind, "nodes") && workers > 0) {
+	if (!strcmp(kind, "nodes") && workers > 0 && lock_bound(a) &&
+	    strcmp(c->worker_method, "process") != 0) {
+		REASON("torchdata.nodes: its %d thread worker%s deliver a batch every %.1f ms, the "
+		       "loop consumes one every %.1f ms",
+		       workers, workers == 1 ? "" : "s", period, a->loop_ms);
+		lock_reason(a, "the map function's threads");
+		REC("ParallelMapper(method=\"process\"): the map function holds the GIL, so more "
+		    "thread workers would only take turns on it; or make the map function release "
+		    "it (work in C: torchvision's decoders, numpy, PIL)");
+		ADVICE_ALT("a cheaper map function");
+	} else if (!strcmp(kind, "nodes") && workers > 0) {
 		int need = ceil_ratio(workers * period, a->loop_ms);
 		REASON("torchdata.nodes: its %d %s worker%s deliver a batch every %.1f ms, the "
 		       "loop consumes one every %.1f ms",
@@ -124,6 +155,14 @@ int verdict_other_loader(const struct dlbn_model *m, const struct dlbn_config *c
 		REC("ParallelMapper with about %d workers: a batch takes %.1f ms, the loop "
 		    "consumes one every %.1f ms",
 		    ceil_ratio(a->mean_ms, a->loop_ms), a->mean_ms, a->loop_ms);
+	} else if (lock_bound(a)) {
+		REASON("the named loader delivers a batch every %.1f ms, the loop consumes one "
+		       "every %.1f ms",
+		       period, a->loop_ms);
+		lock_reason(a, "the loader's threads");
+		REC("produce the batches in processes (a DataLoader with num_workers, or "
+		    "torchdata.nodes ParallelMapper(method=\"process\")): the producer holds the "
+		    "GIL, so more producer threads would only take turns on it");
 	} else {
 		REASON("the named loader delivers a batch every %.1f ms, the loop consumes one "
 		       "every %.1f ms",

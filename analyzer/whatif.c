@@ -83,6 +83,12 @@ static double steady_at(const struct dlbn_whatif *w, double k, int n, const char
 		/* In the loop's thread: loading and the loop take turns, except
 		 * that queued GPU work the host does not wait for runs on. */
 		double host = w->gpu_step_ms > 0 || w->gpu_paced ? main_cpu : loop;
+		if (w->in_process && w->lock_ms > 0) {
+			/* The loader's threads' CPU (in main_cpu) moves into the loop:
+			 * one thread's time per batch, then the loop's own work. */
+			batch = w->fewer_batch_ms * grow;
+			host = loop;
+		}
 		if (host + batch > step) {
 			step = host + batch;
 			lim = DLBN_LIMIT_LOADING;
@@ -97,6 +103,15 @@ static double steady_at(const struct dlbn_whatif *w, double k, int n, const char
 			step = supply;
 			lim = w->file_share >= FILE_BOUND_SHARE ? DLBN_LIMIT_STORAGE
 								: DLBN_LIMIT_WORKERS;
+		}
+	}
+	if (n > 0 && w->lock_ms > 0) {
+		/* One lock for the loader's Python work and the loop's, however
+		 * many threads share it. */
+		double lock = w->lock_ms * grow + w->loop_lock_ms * (loop / w->loop_ms);
+		if (lock > step) {
+			step = lock;
+			lim = DLBN_LIMIT_LOCK;
 		}
 	}
 	if (w->cores > 0 && w->cpu_known) {
@@ -286,6 +301,26 @@ static void thread_inputs(const struct dlbn_model *m, const struct dlbn_analysis
 			w->num_workers, w->measured_ms);
 	}
 	w->in_process = 1;
+	const struct dlbn_outside *out = &a->outside;
+	if (dlbn_outside_lock_bound(out, a->stall_s, a->wall_s) && steps > 0) {
+		/* The loader's threads' CPU per batch, all of it under the lock
+		 * they queue for, or at least what the loop waited for it. */
+		double loop_cpu = out->cpu_s * 1e3 / steps;
+		double threads_cpu = a->cpus_used > 0 ? a->cpus_used * w->measured_ms - loop_cpu : 0;
+		w->lock_ms = out->gil_loader_s * 1e3 / steps;
+		if (threads_cpu > w->lock_ms)
+			w->lock_ms = threads_cpu;
+		w->loop_lock_ms = loop_cpu;
+		/* Fewer threads hold the lock as long per batch: one does the
+		 * batch in the time they all held it. */
+		if (w->fewer_batch_ms <= 0 || w->lock_ms < w->fewer_batch_ms)
+			w->fewer_batch_ms = w->lock_ms;
+		dlbn_whatif_note(w,
+				 "the loader's threads hold the interpreter's lock (GIL) %.1f ms per "
+				 "batch: their Python work and the loop's (%.1f ms) take turns on it, "
+				 "whatever the thread count",
+				 w->lock_ms, w->loop_lock_ms);
+	}
 	if (a->cpus_used > 0) {
 		/* The loader's threads are the training process's: its CPU holds
 		 * theirs, and more threads do the same work. */
@@ -734,6 +769,7 @@ static const char *limit_words(const char *limited_by)
 		{DLBN_LIMIT_STORAGE, "storage"},
 		{DLBN_LIMIT_LOADING, "loading in the loop"},
 		{DLBN_LIMIT_STARTUP, "epoch start-up"},
+		{DLBN_LIMIT_LOCK, "the interpreter's lock (GIL)"},
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(limited_by, names[i].limit))

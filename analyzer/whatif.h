@@ -82,6 +82,7 @@
 #define DLBN_LIMIT_STORAGE "storage"	   /* worker time is file reads */
 #define DLBN_LIMIT_LOADING "main_thread"   /* num_workers=0: loading in the loop */
 #define DLBN_LIMIT_STARTUP "epoch_startup" /* workers re-started every epoch */
+#define DLBN_LIMIT_LOCK	   "gil"	   /* the interpreter's lock, loader and loop */
 
 struct dlbn_whatif_row {
 	char setting[24]; /* num_workers, persistent_workers, prefetch_factor, pin_memory,
@@ -135,6 +136,9 @@ struct dlbn_whatif {
 				* 0: batch_ms */
 	double stage_ms;       /* a loader stage the curve's setting does not scale
 				* (DALI's GPU/mixed operators per batch); 0 none */
+	double lock_ms;	       /* the loader's threads holding the interpreter's lock
+				* per batch, as the loop waited for it; 0 none */
+	double loop_lock_ms;   /* the loop's own CPU per step, under the same lock */
 	char kind[16];	       /* the loader's CONFIG kind (dlbn_loader_kind) */
 	char knob[24];	       /* the curve's setting: num_workers, num_threads */
 	int min_units;	       /* the curve's first value (DALI: one thread) */

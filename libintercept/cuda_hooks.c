@@ -262,6 +262,7 @@ static inline void note_launch(CUstream stream, int api, uint64_t t_ns)
 	gpu_probe_stream_used(stream);
 	if (hook_enter()) {
 		rec_emit(DLBN_REC_LAUNCH, t_ns, f, 2);
+		gpu_probe_after_lock_wait();
 		hook_leave();
 	}
 	errno = saved_errno;

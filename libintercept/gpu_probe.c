@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "cuda_hooks.h"
+#include "loop_cost.h"
 
 #define STREAM_SLOTS	64 /* distinct streams tracked (power of two) */
 #define PROBE_POOL	64 /* probes pending at once */
@@ -420,6 +421,25 @@ void gpu_probe_wait_begins(uint64_t t_ns)
 	saved_errno = errno;
 	if (probing_possible())
 		probe_wait_begins(t_ns);
+	errno = saved_errno;
+}
+
+/*
+ * The loop waiting for the interpreter's lock between its launches is off
+ * the CPU long after its work may have drained: a probe at its next launch
+ * (not inside the lock wait, which holds the lock's mutex) shows when the
+ * work queued up to there was done.  One per lock-wait episode
+ * (loop_cost_gil_probe_take), filed like any probe under the next wait.
+ */
+void gpu_probe_after_lock_wait(void)
+{
+	int saved_errno;
+
+	if (!gpu_was_used() || !loop_cost_gil_probe_take())
+		return;
+	saved_errno = errno;
+	if (probing_possible())
+		probe_wait_begins(clock_now_ns());
 	errno = saved_errno;
 }
 

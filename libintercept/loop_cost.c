@@ -28,7 +28,12 @@
  * 32 MiB of worker-written shared memory takes milliseconds, much of it queued for a CPU;
  *   free_cpu_ns      the CPU time inside those calls (thread CPU clock,
  *                    exact): with run_ns it separates the CPU time outside
- *                    them (first touch, the loop's own work).
+ *                    them (first touch, the loop's own work);
+ *   gil_ns           wall time waiting for the Python interpreter's lock
+ *                    (hooks_gil.c): a loader's threads in this process
+ *                    holding it;
+ *   gil_others_ns    the process's other threads' waits for it, summed
+ *                    (any thread: a loader's threads queueing for it).
  * The getrusage system time is the kernel's tick-sampled split of the run
  * time: kept for the record, too coarse per step to charge anything.
  * Cost: one getrusage and one pread of a kept-open procfs file per mark,
@@ -186,6 +191,8 @@ void loop_cost_sample(int64_t out[DLBN_LOOP_COST_FIELDS])
 	}
 	out[4] = (int64_t)free_ns;
 	out[5] = (int64_t)free_cpu_ns;
+	out[6] = (int64_t)loop_cost_gil_ns();
+	out[7] = (int64_t)loop_cost_gil_others_ns();
 }
 
 void loop_cost_fork_child(void)
@@ -195,6 +202,7 @@ void loop_cost_fork_child(void)
 		syscall(SYS_close, schedstat_fd);
 	schedstat_fd = -1;
 	free_ns = free_cpu_ns = 0;
+	loop_cost_gil_fork_child();
 	/* The parent's mappings stay mapped in the child, but the child's
 	 * loop is not the parent's: start empty. */
 	memset(shm_ranges, 0, sizeof(shm_ranges));

@@ -13,8 +13,9 @@
 #include "fdtable.h"
 #include "recorder.h"
 
-/* run_ns, runq_ns, sys_ns, minflt, free_ns, free_cpu_ns (-1: unknown) */
-#define DLBN_LOOP_COST_FIELDS 6
+/* run_ns, runq_ns, sys_ns, minflt, free_ns, free_cpu_ns, gil_ns,
+ * gil_others_ns (-1: unknown) */
+#define DLBN_LOOP_COST_FIELDS 8
 
 /* Fill out with this thread's counters now (main thread). */
 void loop_cost_sample(int64_t out[DLBN_LOOP_COST_FIELDS]) DLBN_HIDDEN;
@@ -45,5 +46,13 @@ static inline int loop_cost_close_begin(int fd, struct loop_cost_free *f)
 }
 /* In a forked child, before it records (atfork). */
 void loop_cost_fork_child(void) DLBN_HIDDEN;
+/* Wall time the main thread waited for the interpreter's lock (hooks_gil.c). */
+uint64_t loop_cost_gil_ns(void) DLBN_HIDDEN;
+/* The same for the process's other threads, summed. */
+uint64_t loop_cost_gil_others_ns(void) DLBN_HIDDEN;
+/* On the main thread: it waited for that lock since the last call that
+ * returned true (the drain probe at its next launch, gpu_probe.c). */
+bool loop_cost_gil_probe_take(void) DLBN_HIDDEN;
+void loop_cost_gil_fork_child(void) DLBN_HIDDEN;
 
 #endif /* DLBN_LOOP_COST_H */

@@ -13,6 +13,7 @@
 #define DLBN_REAL_H
 
 #include <poll.h>
+#include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <sys/epoll.h>
@@ -59,6 +60,8 @@
 	X(sem_timedwait, int, (sem_t *, const struct timespec *))                                  \
 	X(sem_clockwait, int, (sem_t *, clockid_t, const struct timespec *))                       \
 	X(sem_post, int, (sem_t *))                                                                \
+	X(pthread_cond_timedwait, int,                                                             \
+	  (pthread_cond_t *, pthread_mutex_t *, const struct timespec *))                          \
 	X(open, int, (const char *, int, ...))                                                     \
 	X(open64, int, (const char *, int, ...))                                                   \
 	X(openat, int, (int, const char *, int, ...))                                              \

@@ -8,6 +8,9 @@ KIND
                  (torch.stack) -> Prefetcher(2) -> Loader
   nodes-thread   the same with thread workers (sleeping 6 ms per sample:
                  I/O-like work that releases the GIL)
+  nodes-gil      the same with thread workers running 6 ms of pure Python
+                 per sample (they hold the GIL, which the loop needs too;
+                 the loop's own work is then MS of its thread's CPU time)
   named          a generator fed by a background thread through queue.Queue
                  (loaders_feeder.prefetched: 20 ms per batch), for
                  DLBN_LOADER=loaders_feeder:prefetched
@@ -49,12 +52,26 @@ def sample_sleep(i):
     return torch.full((16,), float(i))
 
 
-def nodes_loader(method, steps):
+def python_spin(seconds):
+    """Pure-Python work for `seconds` of this thread's CPU time."""
+    t = time.thread_time()
+    while time.thread_time() - t < seconds:
+        sum(range(200))
+
+
+def sample_python(i):
+    python_spin(0.006)
+    import torch
+    return torch.full((16,), float(i))
+
+
+def nodes_loader(kind, steps):
     import torch
     import torchdata.nodes as tn
     node = tn.SamplerWrapper(torch.utils.data.SequentialSampler(range((steps + 8) * 4)))
-    node = tn.ParallelMapper(node, map_fn=sample_cpu if method == "process" else sample_sleep,
-                             num_workers=2, method=method)
+    work = {"process": sample_cpu, "thread": sample_sleep, "gil": sample_python}[kind]
+    node = tn.ParallelMapper(node, map_fn=work, num_workers=2,
+                             method="process" if kind == "process" else "thread")
     node = tn.Batcher(node, batch_size=4)
     node = tn.Mapper(node, torch.stack)
     node = tn.Prefetcher(node, prefetch_factor=2)
@@ -146,6 +163,8 @@ def main():
         for batch in loader:
             if args.sleep:
                 time.sleep(args.loop_ms / 1000.0)
+            elif args.kind == "nodes-gil":
+                python_spin(args.loop_ms / 1000.0)
             else:
                 t = time.perf_counter()
                 while time.perf_counter() - t < args.loop_ms / 1000.0:

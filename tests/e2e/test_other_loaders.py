@@ -155,6 +155,30 @@ def test_nodes_input_bound(tmp_path, method):
         check_loader_threads(a, "sample_sleep", busy_over=0.8)
 
 
+@needs_nodes
+def test_nodes_thread_workers_holding_the_gil(tmp_path):
+    """Thread workers whose map function is pure Python hold the
+    interpreter's lock the loop needs: the loop waits for it between
+    batches, not in its fetches (it used to read as the loop's own work:
+    NOT_DETECTED on a loop 10x input-bound).  The wait is charged, the
+    cause is the lock, the advice processes, and the what-if gains nothing
+    from more threads."""
+    a, measured = judged(tmp_path, "nodes-gil")
+    check_input_bound(a, measured, "nodes")
+    assert a["cause"] == "gil_contention", (a["cause"], a["reasons"])
+    out = a["outside_waits"]
+    # The loop's 2 ms a step hold the lock shorter than the switch
+    # interval: the threads queue for it among themselves.
+    assert out["gil_others_wait_s"] > 0.25 * a["window"]["wall_s"], (out, a["window"])
+    assert out["gil_wait_kept_why"] is None, out
+    assert any('method="process"' in r for r in a["recommendations"]), a["recommendations"]
+    rows, _ = what_if(a)
+    now = [r for r in rows if r["setting"] == "num_workers" and r["current"]][0]
+    more = [r for r in rows if r["setting"] == "num_workers" and r["value"] > now["value"]]
+    assert more and all(r["limited_by"] == "gil" for r in more), more
+    assert all(r["predicted_step_ms"] > 0.9 * now["predicted_step_ms"] for r in more), more
+
+
 def check_loader_threads(a, function=None, busy_over=None, busy_under=None):
     """The training loader's own threads, as dlbn's thread sampler saw
     them: the busiest one's busy share in bounds, and with function (an

@@ -255,9 +255,9 @@ PIPELINES = [
 # nor a generator ("le": False, its column says n/a).
 
 
-def other_loader(name, loader, setting, covers, built_for, le=False, env=None):
+def other_loader(name, loader, setting, covers, built_for, le=False, env=None, extra=()):
     return dict(name=name, program="tests/pipelines/other_loaders.py",
-                args=["--loader", loader, "--setting", setting], covers=covers,
+                args=["--loader", loader, "--setting", setting] + list(extra), covers=covers,
                 built_for=built_for, rounds=PIPELINE_ROUNDS, le=le, env=env or {})
 
 
@@ -277,6 +277,17 @@ OTHER_LOADERS = [
     other_loader("nodes_thread_compute", "nodes-thread", "compute",
                  "torchdata.nodes, thread workers; GPU 30 ms with a sync each step",
                  "NOT_DETECTED (1.0x)"),
+    # Thread workers whose map function is pure Python: they and the loop
+    # take turns on the GIL, so the loader's work lengthens the loop's own.
+    other_loader("nodes_gil_input", "nodes-thread", "input",
+                 "torchdata.nodes, 2 thread workers running 5 ms of pure Python a "
+                 "sample (they hold the GIL); GPU 3 ms",
+                 "DETECTED (~5x)", extra=["--map-work", "python"]),
+    other_loader("nodes_gil_balanced", "nodes-thread", "input",
+                 "the same, 2.5 ms a sample, the loop running 10 ms of pure Python a "
+                 "step", "DETECTED (~2x: the GIL serialises the loader and the loop)",
+                 extra=["--map-work", "python", "--sample-ms", "2.5",
+                        "--loop-py-ms", "10"]),
     other_loader("named_input", "named", "input",
                  "a generator fed by a background thread through queue.Queue (20 ms "
                  "a batch), named with DLBN_LOADER; GPU 3 ms",

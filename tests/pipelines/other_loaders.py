@@ -55,6 +55,11 @@ def add_args(ap):
     ap.add_argument("--loader", choices=LOADERS, required=True)
     ap.add_argument("--sample-ms", type=float, default=5.0,
                     help="work per sample (nodes, named)")
+    ap.add_argument("--map-work", choices=("sleep", "cpu", "python"), default=None,
+                    help="nodes' per-sample work: a sleep (thread default), CPU in any "
+                    "code (process default), or pure-Python CPU that holds the GIL")
+    ap.add_argument("--loop-py-ms", type=float, default=0.0,
+                    help="pure-Python CPU work of the loop per step (holds the GIL)")
 
 
 class SleepWork:
@@ -82,6 +87,27 @@ class CpuWork(SleepWork):
         return torch.full((64,), float(i))
 
 
+def python_spin(ms):
+    """Pure-Python work for `ms` of this thread's CPU: it holds the GIL but
+    for the interpreter's switch interval."""
+    import time
+    t = time.thread_time()
+    while time.thread_time() - t < ms / 1000.0:
+        sum(range(200))
+
+
+class PythonWork(SleepWork):
+    """Picklable per-sample pure-Python work (holds the GIL)."""
+
+    def __call__(self, i):
+        import torch
+        python_spin(self.ms)
+        return torch.full((64,), float(i))
+
+
+WORK = {"sleep": SleepWork, "cpu": CpuWork, "python": PythonWork}
+
+
 def build(args):
     """(loader, epoch length or None)."""
     if args.loader.startswith("nodes-"):
@@ -90,7 +116,8 @@ def build(args):
         method = args.loader[len("nodes-"):]
         node = tn.SamplerWrapper(torch.utils.data.SequentialSampler(
             range(args.steps * args.batch_size)))
-        work = CpuWork(args.sample_ms) if method == "process" else SleepWork(args.sample_ms)
+        kind = args.map_work or ("cpu" if method == "process" else "sleep")
+        work = WORK[kind](args.sample_ms)
         node = tn.ParallelMapper(node, map_fn=work, num_workers=args.workers, method=method)
         node = tn.Batcher(node, batch_size=args.batch_size)
         node = tn.Mapper(node, torch.stack)
@@ -188,7 +215,11 @@ def run(args, rec):
     for _ in range(args.epochs):
         rec.epoch_start()
         for batch in src:
-            rec.step(batch)
+            rec.fetched()
+            rec.work(batch)
+            if args.loop_py_ms > 0:
+                python_spin(args.loop_py_ms)
+            rec.step_end()
         rec.le_epoch_done()
     if args.loader.startswith("nodes-"):
         shutdown_nodes(loader)

@@ -411,6 +411,106 @@ static void test_model_threads_unhindered(void)
 	      a.predicted_speedup, plain.predicted_speedup);
 }
 
+/*
+ * The loop waits 8 ms a period for the interpreter's lock.  A loader
+ * whose threads live in the training process (torchdata.nodes' thread
+ * workers) held it: Replay removes the wait, charged whole on a CPU-only
+ * run.  Behind torch's DataLoader the holders are the program's other
+ * threads: kept, the loop period longer by the wait.  (tgsim's runs have
+ * worker processes: the cause, gil_contention, is an e2e test's.)
+ */
+#define NODES_THREADS ";kind=nodes;worker_method=thread"
+
+static void test_gil_loader_charged(void)
+{
+	struct tgsim_params p;
+	struct dlbn_analysis plain, a;
+	base(&p);
+	p.config_extra = NODES_THREADS;
+	run(&p, &plain);
+	p.lead_gil_ms = 8;
+	run(&p, &a);
+	const struct dlbn_outside *o = &a.outside;
+	double n = (double)a.steps_window;
+	CHECK(near(o->gil_s, n * 0.008, 0.01) && near(o->gil_loader_s, o->gil_s, 1e-9),
+	      "gil, nodes threads: the wait is the loader's (%.4f of %.4f, want %.4f)",
+	      o->gil_loader_s, o->gil_s, n * 0.008);
+	CHECK(!o->gil_why_kept[0], "gil, nodes threads: nothing kept (%s)", o->gil_why_kept);
+	CHECK(near(o->charged_gil_s, o->gil_s, 1e-9) &&
+		      near(o->charged_s, plain.outside.charged_s + o->gil_s, 0.01),
+	      "gil, nodes threads: charged whole on a CPU-only run (%.4f = %.4f + %.4f)",
+	      o->charged_s, plain.outside.charged_s, o->gil_s);
+	CHECK(near(o->cpu_s, plain.outside.cpu_s, 1e-6),
+	      "gil, nodes threads: the loop's own CPU time unchanged (%.4f, %.4f)", o->cpu_s,
+	      plain.outside.cpu_s);
+	CHECK(a.predicted_speedup > plain.predicted_speedup * 1.05,
+	      "gil, nodes threads: the prediction grows (%.3f, without %.3f)", a.predicted_speedup,
+	      plain.predicted_speedup);
+}
+
+static void test_gil_dataloader_kept(void)
+{
+	struct tgsim_params p;
+	struct dlbn_analysis plain, a;
+	base(&p);
+	run(&p, &plain);
+	p.lead_gil_ms = 8;
+	run(&p, &a);
+	const struct dlbn_outside *o = &a.outside;
+	CHECK(o->gil_s > 0 && o->gil_loader_s == 0 && o->charged_gil_s == 0,
+	      "gil, DataLoader: seen (%.4f), not charged (%.4f)", o->gil_s, o->charged_gil_s);
+	CHECK(strstr(o->gil_why_kept, "DataLoader") != NULL, "gil, DataLoader: why kept: %s",
+	      o->gil_why_kept);
+	CHECK(near(o->charged_s, plain.outside.charged_s, 1e-6),
+	      "gil, DataLoader: the charge does not move (%.4f, %.4f)", o->charged_s,
+	      plain.outside.charged_s);
+	CHECK(a.predicted_speedup < plain.predicted_speedup,
+	      "gil, DataLoader: the same stall in a longer period (%.3f < %.3f)",
+	      a.predicted_speedup, plain.predicted_speedup);
+}
+
+/* The census saw the process's other threads run 10.1 ms a period: the
+ * lock's holders cannot have held it longer than that. */
+static void test_gil_bounded_by_census(void)
+{
+	struct tgsim_params p;
+	struct dlbn_analysis a;
+	base(&p);
+	p.config_extra = NODES_THREADS;
+	p.model_threads = 1;
+	p.lead_gil_ms = 15;
+	run(&p, &a);
+	const struct dlbn_outside *o = &a.outside;
+	double census = a.outside.cores.threads_run_s;
+	CHECK(census > 0 && o->gil_s > census * 1.2,
+	      "gil bound: the wait (%.4f) outlasts the census' CPU (%.4f)", o->gil_s, census);
+	CHECK(near(o->gil_loader_s, census, 0.01),
+	      "gil bound: the loader's part is the census' CPU (%.4f, %.4f)", o->gil_loader_s,
+	      census);
+}
+
+/* With a GPU: as far as it sat idle.  A GPU step longer than the loop
+ * period leaves no idle time to charge. */
+static void test_gil_gpu_busy(void)
+{
+	struct tgsim_params p;
+	struct dlbn_analysis a;
+	base(&p);
+	p.config_extra = NODES_THREADS;
+	p.lead_gil_ms = 8;
+	p.gpu_ms = 4;
+	run(&p, &a);
+	double n = (double)a.steps_window;
+	CHECK(a.outside.gpu_rule && near(a.outside.charged_gil_s, n * 0.008, 0.02),
+	      "gil, GPU drained: charged whole (%.4f, want %.4f)", a.outside.charged_gil_s,
+	      n * 0.008);
+	p.gpu_ms = 60;
+	run(&p, &a);
+	CHECK(a.outside.gil_s > 0 && a.outside.charged_gil_s < 0.001,
+	      "gil, GPU bound: nothing charged (%.4f of %.4f)", a.outside.charged_gil_s,
+	      a.outside.gil_s);
+}
+
 int main(void)
 {
 	int fd = mkstemp(path);
@@ -429,6 +529,10 @@ int main(void)
 	test_model_threads_slowed();
 	test_model_threads_three();
 	test_model_threads_unhindered();
+	test_gil_loader_charged();
+	test_gil_dataloader_kept();
+	test_gil_bounded_by_census();
+	test_gil_gpu_busy();
 	unlink(path);
 	CHECK_EXIT();
 }

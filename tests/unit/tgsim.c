@@ -50,8 +50,8 @@ struct sim {
 	/* GPU (gpu_ms > 0): the last probe and when the kernels queued so far end. */
 	int64_t probe_id, probe_done, gpu_free;
 	/* The loop's cumulative counters (loop_cost.c order): run, runq,
-	 * sys, minflt, free wall, free CPU. */
-	int64_t counters[6];
+	 * sys, minflt, free wall, free CPU, interpreter lock wait. */
+	int64_t counters[7];
 	/* The thread census (model_threads): cumulative run and runq of the
 	 * model's threads, then the logger's. */
 	int64_t census_run[TGSIM_MAX_WORKERS + 1], census_runq[TGSIM_MAX_WORKERS + 1];
@@ -61,7 +61,7 @@ struct sim {
 static int lead_costs(const struct tgsim_params *p)
 {
 	return p->lead_free_ms > 0 || p->lead_runq_ms > 0 || p->lead_touch_ms > 0 ||
-	       p->lead_wrap_ms > 0;
+	       p->lead_wrap_ms > 0 || p->lead_gil_ms > 0;
 }
 
 /* A fetch or iter() mark, with the loop's counters when the run has lead
@@ -73,8 +73,12 @@ static void fetch_mark(struct sim *s, int64_t t, int kind, int64_t iter, int64_t
 		tg_mark(s->main, t, kind, iter, arg);
 		return;
 	}
-	tg_rec(s->main, DLBN_REC_MARK, t, "iiiiiiiii", (int64_t)kind, iter, arg, c[0], c[1], c[2],
-	       c[3], c[4], c[5]);
+	if (s->p.lead_gil_ms > 0)
+		tg_rec(s->main, DLBN_REC_MARK, t, "iiiiiiiiii", (int64_t)kind, iter, arg, c[0], c[1],
+		       c[2], c[3], c[4], c[5], c[6]);
+	else
+		tg_rec(s->main, DLBN_REC_MARK, t, "iiiiiiiii", (int64_t)kind, iter, arg, c[0],
+		       c[1], c[2], c[3], c[4], c[5]);
 }
 
 /* The lead of the next step: the costs after the batch arrived; returns
@@ -84,13 +88,15 @@ static int64_t lead(struct sim *s)
 	const struct tgsim_params *p = &s->p;
 	int64_t f = (int64_t)(p->lead_free_ms * MS), q = (int64_t)(p->lead_runq_ms * MS);
 	int64_t touch = (int64_t)(p->lead_touch_ms * MS), loop = (int64_t)(p->loop_ms * MS);
+	int64_t gil = (int64_t)(p->lead_gil_ms * MS);
 	s->counters[0] += f + touch + loop;
 	s->counters[1] += q;
 	s->counters[2] += f + touch;
 	s->counters[3] += (int64_t)p->tensors * p->shm_kib / 64; /* 16 pages a fault */
 	s->counters[4] += f;
 	s->counters[5] += f;
-	return f + q + touch;
+	s->counters[6] += gil;
+	return f + q + touch + gil;
 }
 
 /* A thread census at a fetch begin (libintercept/thread_census.c): the
@@ -336,7 +342,7 @@ static void run(struct sim *s)
 	int P = p->workers * p->prefetch;
 	long long per_epoch = p->steps / p->epochs;
 	int64_t t = 100 * MS;
-	char cfg[256];
+	char cfg[384];
 
 	s->main = tg_stream(s->g, 0, 0, 1000, 1000);
 	s->feeder = tg_stream(s->g, 0, 1, 1000, 1001);
@@ -374,6 +380,8 @@ static void run(struct sim *s)
 	if (p->model_threads > 0)
 		snprintf(cfg + strlen(cfg), sizeof(cfg) - strlen(cfg), ";intraop_threads=%d",
 			 p->model_threads + 1);
+	if (p->config_extra)
+		snprintf(cfg + strlen(cfg), sizeof(cfg) - strlen(cfg), "%s", p->config_extra);
 	s->idx_sent = calloc((size_t)per_epoch + (size_t)P + 1, sizeof(int64_t));
 	s->ready = calloc((size_t)per_epoch + 1, sizeof(int64_t));
 	long long global = 0;

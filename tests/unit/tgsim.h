@@ -43,6 +43,9 @@ struct tgsim_params {
 	double lead_touch_ms; /* kernel time: first touch of the batch */
 	double lead_wrap_ms;  /* before those, a wrapper iterable's work on the batch (on
 				 CPU), ended by a HANDOFF mark */
+	double lead_gil_ms;   /* after those, off the CPU waiting for the interpreter's
+				 lock (> 0: the marks carry the seventh counter, gil_ns) */
+	const char *config_extra; /* appended to the CONFIG text (";kind=nodes;...") */
 	int shm_kib;	      /* shared memory mapped per tensor (default 128) */
 	int drain_sync;	      /* right after its kernel the loop synchronises the
 				 context until the GPU is done (loss.item()); 2: the
