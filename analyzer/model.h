@@ -114,6 +114,7 @@ struct dlbn_census_thread {
 	char name[16]; /* its comm, "" unknown */
 	int samples;
 	int64_t cur[2], base[2], end[2]; /* [run_ns, runq_wait_ns] */
+	int64_t cur_t, base_t, end_t;	 /* when those were sampled */
 	int has_end;
 };
 

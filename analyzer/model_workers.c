@@ -146,6 +146,7 @@ void model_census_record(struct pass2 *ps, const struct dlbn_record *r)
 		c = &m->census[m->ncensus - 1];
 		c->base[0] = bounded(r->f[1], DLBN_TIME_LIMIT);
 		c->base[1] = bounded(r->f[2], DLBN_TIME_LIMIT);
+		c->base_t = r->t_ns;
 	}
 	if (r->nfields > 4 && r->kind[4] == DLBN_V_STR) {
 		size_t n = (size_t)r->f[4] < sizeof(c->name) - 1 ? (size_t)r->f[4]
@@ -156,4 +157,5 @@ void model_census_record(struct pass2 *ps, const struct dlbn_record *r)
 	c->samples++;
 	c->cur[0] = bounded(r->f[1], DLBN_TIME_LIMIT);
 	c->cur[1] = bounded(r->f[2], DLBN_TIME_LIMIT);
+	c->cur_t = r->t_ns;
 }

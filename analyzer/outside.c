@@ -54,16 +54,23 @@ static const char *gil_kept(const struct dlbn_model *m)
 }
 
 /* The CPU time of the training process's other threads in the window
- * (thread census): the lock's holders ran at most that long; -1 unknown. */
+ * (thread census), -1 unknown.  Its samples come at most every 100 ms, at
+ * fetch begins: each thread's figure is scaled from the span between its
+ * samples to the window's, so that the edges do not cut the bound short. */
 static double census_cpu_s(const struct dlbn_model *m)
 {
 	double run_s = 0;
 	int known = 0;
+	int64_t wall = m->steps ? m->steps->w.we - m->steps->w.ws : 0;
 	for (size_t i = 0; i < m->ncensus; i++) {
+		const struct dlbn_census_thread *c = &m->census[i];
 		int64_t run, wait;
 		dlbn_census_window(m, i, &run, &wait);
-		known |= m->census[i].has_end;
-		run_s += run > 0 ? (double)run / 1e9 : 0;
+		known |= c->has_end;
+		double scale = 1;
+		if (c->has_end && wall > 0 && c->end_t > c->base_t && c->end_t - c->base_t < wall)
+			scale = (double)wall / (double)(c->end_t - c->base_t);
+		run_s += run > 0 ? (double)run / 1e9 * scale : 0;
 	}
 	return known ? run_s : -1;
 }

@@ -104,9 +104,11 @@ static void sched_mark(struct dlbn_model *m, int in_window)
 		if (!in_window) {
 			c->base[0] = c->cur[0];
 			c->base[1] = c->cur[1];
+			c->base_t = c->cur_t;
 		} else {
 			c->end[0] = c->cur[0];
 			c->end[1] = c->cur[1];
+			c->end_t = c->cur_t;
 			c->has_end = 1;
 		}
 	}

@@ -292,6 +292,11 @@ OTHER_LOADERS = [
                  "a generator fed by a background thread through queue.Queue (20 ms "
                  "a batch), named with DLBN_LOADER; GPU 3 ms",
                  "DETECTED (~6x)", env=NAMED),
+    other_loader("named_gil_balanced", "named", "input",
+                 "the same producer running 20 ms of pure Python a batch (it holds the "
+                 "GIL), the loop 10 ms of pure Python a step; GPU 3 ms",
+                 "DETECTED (~3x: the GIL serialises the producer and the loop)", env=NAMED,
+                 extra=["--map-work", "python", "--loop-py-ms", "10"]),
     other_loader("named_compute", "named", "compute",
                  "the thread-fed generator, named; GPU 30 ms with a sync each step",
                  "NOT_DETECTED (1.0x)", env=NAMED),

@@ -8,10 +8,14 @@ DataLoader, for the eval suite (loop.py's modes, knobs, record, exit status):
                  process workers, --sample-ms of CPU per sample) -> Batcher ->
                  Mapper(torch.stack) -> Prefetcher(--prefetch-factor) -> Loader
   nodes-thread   the same with thread workers sleeping --sample-ms per sample
-                 (work that releases the GIL: reads, decoding in C)
+                 (work that releases the GIL: reads, decoding in C; with
+                 --map-work python, pure Python that holds it)
   named          a generator fed by a background thread through queue.Queue
                  (tests/e2e/loaders_feeder.py: --sample-ms x batch size per
-                 batch), for DLBN_LOADER=loaders_feeder:prefetched
+                 batch, --map-work as for nodes), for
+                 DLBN_LOADER=loaders_feeder:prefetched
+  (--loop-py-ms: the loop's own pure-Python work per step, which needs the
+  GIL too)
   dali           DALI's DALIGenericIterator over a CPU-only pipeline (file
                  reader -> decoders.image -> resize -> crop_mirror_normalize,
                  --workers threads) over the ImageFolder JPEGs data.py makes
@@ -56,8 +60,9 @@ def add_args(ap):
     ap.add_argument("--sample-ms", type=float, default=5.0,
                     help="work per sample (nodes, named)")
     ap.add_argument("--map-work", choices=("sleep", "cpu", "python"), default=None,
-                    help="nodes' per-sample work: a sleep (thread default), CPU in any "
-                    "code (process default), or pure-Python CPU that holds the GIL")
+                    help="nodes' per-sample work (a named loader's per batch): a sleep "
+                    "(thread and named default), CPU in any code (process default), or "
+                    "pure-Python CPU that holds the GIL")
     ap.add_argument("--loop-py-ms", type=float, default=0.0,
                     help="pure-Python CPU work of the loop per step (holds the GIL)")
 
@@ -142,7 +147,8 @@ class NamedEpochs:
 
     def __iter__(self):
         a = self.args
-        return iter(self.module.prefetched(a.steps, ms=a.sample_ms * a.batch_size))
+        return iter(self.module.prefetched(a.steps, ms=a.sample_ms * a.batch_size,
+                                           work=a.map_work or "sleep"))
 
 
 def dali_iterator(args):
