@@ -48,8 +48,8 @@ static const char *gil_kept(const struct dlbn_model *m)
 	if (!m->config.present)
 		return "no loader configuration in the trace";
 	if (!strcmp(dlbn_loader_kind(&m->config), "dataloader"))
-		return "torch's DataLoader loads in worker processes or in the loop's thread: "
-		       "the lock's holders are the program's other threads";
+		return "torch's DataLoader loads in worker processes or the loop's thread: the "
+		       "holders are the program's other threads";
 	return NULL;
 }
 

@@ -53,7 +53,7 @@ struct dlbn_outside {
 	double slowed_s;		/* of it, the model's work slowed by the loader's CPU use */
 	double gil_s;			/* off the CPU waiting for the interpreter's lock */
 	double gil_loader_s;		/* of it, the loader's threads holding it (bounded) */
-	char gil_why_kept[120];		/* why none is the loader's, when gil_s > 0 */
+	char gil_why_kept[160];		/* why none is the loader's, when gil_s > 0 */
 	double gil_others_s;		/* the process's other threads' waits for it,
 					 * over the same loop periods, fetches included */
 	struct dlbn_shared_cores cores; /* the model's threads (census) */

@@ -196,13 +196,17 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *
  * Python bootstrap marks (exact DataLoader view)
  *  MARK     kind (DLBN_MARK_*), iter_id, arg
- *           [, run_ns, runq_ns, sys_ns, minflt, free_ns, free_cpu_ns]
+ *           [, run_ns, runq_ns, sys_ns, minflt, free_ns, free_cpu_ns
+ *            [, gil_ns, gil_others_ns]]
  *           FETCH_BEGIN/FETCH_END: arg = batch index within the epoch;
  *           FETCH_END arg2 semantics: see DLBN_MARK_*.
  *           FETCH_*, ITER_BEGIN and HANDOFF on the main thread add the
  *           thread's cumulative counters: schedstat run and run-queue time,
  *           system time (getrusage), minor faults, wall and CPU time inside
- *           munmap() and close(); -1 when unknown (libintercept/loop_cost.c).
+ *           munmap() and close(), wall time waiting for the Python
+ *           interpreter's lock, the other threads' such waits summed
+ *           (libintercept/hooks_gil.c; older traces stop after free_cpu_ns);
+ *           -1 when unknown (libintercept/loop_cost.c).
  *  CONFIG   iter_id, text (str)   "key=value;key=value" iterator config:
  *           num_workers, batch_size, prefetch_factor, pin_memory,
  *           persistent_workers, start_method, dataset_kind, drop_last,

@@ -14,6 +14,8 @@ KIND
   named          a generator fed by a background thread through queue.Queue
                  (loaders_feeder.prefetched: 20 ms per batch), for
                  DLBN_LOADER=loaders_feeder:prefetched
+  named-gil      the same with a producer running pure Python (it holds the
+                 GIL; the loop's own work is then MS of its thread's CPU time)
   unnamed        the same generator, not named
   dali           DALI's DALIGenericIterator over a CPU-only pipeline (file
                  reader -> decoders.image -> resize -> crop_mirror_normalize,
@@ -150,9 +152,10 @@ def main():
     import torch  # noqa: F401  (the bootstrap patches as torch loads)
     if args.kind.startswith("nodes-"):
         epochs = [nodes_loader(args.kind[6:], args.steps)]
-    elif args.kind in ("named", "unnamed"):
+    elif args.kind in ("named", "unnamed", "named-gil"):
         import loaders_feeder
-        epochs = [loaders_feeder.prefetched(args.steps + 8)]
+        work = "python" if args.kind == "named-gil" else "sleep"
+        epochs = [loaders_feeder.prefetched(args.steps + 8, work=work)]
     elif args.kind in ("dali", "dali-proxy"):
         it = dali_loader() if args.kind == "dali" else dali_proxy_loader()
         epochs = [it] * (args.steps // max(len(it), 1) + 2)
@@ -163,7 +166,7 @@ def main():
         for batch in loader:
             if args.sleep:
                 time.sleep(args.loop_ms / 1000.0)
-            elif args.kind == "nodes-gil":
+            elif args.kind in ("nodes-gil", "named-gil"):
                 python_spin(args.loop_ms / 1000.0)
             else:
                 t = time.perf_counter()

@@ -255,6 +255,18 @@ def test_named_thread_fed_generator(tmp_path):
     check_loader_threads(a, "produce", busy_over=0.8)
 
 
+def test_named_producer_holding_the_gil(tmp_path):
+    """A named producer thread running pure Python (either generation):
+    the loop's waits for the interpreter's lock it held are the loader's,
+    and the advice is processes, not more producer threads."""
+    a, measured = judged(tmp_path, "named-gil", "--loop-ms", "10", env={"DLBN_LOADER": NAMED})
+    check_input_bound(a, measured, "named")
+    assert a["cause"] == "gil_contention", (a["cause"], a["reasons"])
+    out = a["outside_waits"]
+    assert out["gil_wait_in_stall_s"] > 0.2 * a["loader_wait"]["stall_s"], out
+    assert any("in processes" in r for r in a["recommendations"]), a["recommendations"]
+
+
 def test_named_compute_bound(tmp_path):
     a = check_compute_bound(tmp_path, "named", 40, env={"DLBN_LOADER": NAMED})
     # The producer needs 20 ms of the loop's 40 a batch, and waits on its
