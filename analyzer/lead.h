@@ -26,21 +26,21 @@
 #include <stdint.h>
 
 struct dlbn_lead {
-	int64_t wall_ns;     /* previous arrival .. this fetch's begin */
-	int64_t free_ns;     /* inside munmap/close: dropping the previous batch */
-	int64_t free_cpu_ns; /* CPU time inside those calls */
-	int64_t runq_ns;     /* runnable but not running, outside those calls */
-	int64_t cpu_ns;	     /* running outside those calls: the loop's own work
-			      * and the first touch of the new batch */
-	int64_t sys_ns;	     /* kernel time (tick-sampled: exact as a sum only) */
-	int64_t minflt;	     /* minor faults (first touch of worker-written pages) */
-	int64_t shm_bytes;   /* the batch's shared memory mapped (any thread) */
-	int64_t gil_ns;	     /* off the CPU waiting for the interpreter's lock */
+	int64_t wall_ns;       /* previous arrival .. this fetch's begin */
+	int64_t free_ns;       /* inside munmap/close: dropping the previous batch */
+	int64_t free_cpu_ns;   /* CPU time inside those calls */
+	int64_t runq_ns;       /* runnable but not running, outside those calls */
+	int64_t cpu_ns;	       /* running outside those calls: the loop's own work
+				* and the first touch of the new batch */
+	int64_t sys_ns;	       /* kernel time (tick-sampled: exact as a sum only) */
+	int64_t minflt;	       /* minor faults (first touch of worker-written pages) */
+	int64_t shm_bytes;     /* the batch's shared memory mapped (any thread) */
+	int64_t gil_ns;	       /* off the CPU waiting for the interpreter's lock */
 	int64_t gil_others_ns; /* the process's other threads' waits for it, over
 				* the whole loop period (the lead and the fetch) */
-	int64_t wrap_ns;     /* arrival .. the wrapper's hand-off (0: none) */
-	int64_t wrapped;     /* steps with a hand-off */
-	int64_t known;	     /* steps with counters (1 or 0 for one step) */
+	int64_t wrap_ns;       /* arrival .. the wrapper's hand-off (0: none) */
+	int64_t wrapped;       /* steps with a hand-off */
+	int64_t known;	       /* steps with counters (1 or 0 for one step) */
 };
 
 static inline void dlbn_lead_add(struct dlbn_lead *sum, const struct dlbn_lead *x)

@@ -125,8 +125,10 @@ static int outside_lines(const struct dlbn_analysis *a, struct outside_line *v)
 		else
 			snprintf(v[n++].text, DLBN_LINE,
 				 "%.3f s (%.1f%%) the loop's thread off the CPU waiting for the "
-				 "Python interpreter's lock, %.3f s of it while the loader's threads "
-				 "held it (at most the process's other threads' CPU time); %.3f s in "
+				 "Python interpreter's lock, %.3f s of it while the loader's "
+				 "threads "
+				 "held it (at most the process's other threads' CPU time); %.3f s "
+				 "in "
 				 "the stall%s",
 				 o->gil_s, share(o->gil_s, w), o->gil_loader_s, o->charged_gil_s,
 				 others);
@@ -239,13 +241,12 @@ void dlbn_outside_json(FILE *out, const struct dlbn_analysis *a)
 			       "in_stall_s",
 			       "page_faults_per_step",
 			       "shm_mib_per_step"};
-	double vals[] = {o->wall_s,	    o->wrap_s,		o->charged_wrap_s,
-			 o->free_s,	    o->charged_free_s,	o->runq_s,
-			 o->charged_runq_s, o->touch_s,		o->charged_touch_s,
-			 o->cpu_s,	    o->slowed_s,	o->charged_slowed_s,
-			 o->gil_s,	    o->gil_loader_s,	o->charged_gil_s,
-			 o->gil_others_s,
-			 o->charged_s,	    o->minflt_per_step, o->shm_mib_per_step};
+	double vals[] = {
+		o->wall_s,	    o->wrap_s,		o->charged_wrap_s,  o->free_s,
+		o->charged_free_s,  o->runq_s,		o->charged_runq_s,  o->touch_s,
+		o->charged_touch_s, o->cpu_s,		o->slowed_s,	    o->charged_slowed_s,
+		o->gil_s,	    o->gil_loader_s,	o->charged_gil_s,   o->gil_others_s,
+		o->charged_s,	    o->minflt_per_step, o->shm_mib_per_step};
 	fprintf(out, "{\"periods\":%zu,\"wrapped_periods\":%zu,\"rule\":\"%s\"", o->steps,
 		o->wrapped, o->gpu_rule ? "gpu" : "cpu");
 	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {

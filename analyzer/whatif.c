@@ -306,7 +306,8 @@ static void thread_inputs(const struct dlbn_model *m, const struct dlbn_analysis
 		/* The loader's threads' CPU per batch, all of it under the lock
 		 * they queue for, or at least what the loop waited for it. */
 		double loop_cpu = out->cpu_s * 1e3 / steps;
-		double threads_cpu = a->cpus_used > 0 ? a->cpus_used * w->measured_ms - loop_cpu : 0;
+		double threads_cpu =
+			a->cpus_used > 0 ? a->cpus_used * w->measured_ms - loop_cpu : 0;
 		w->lock_ms = out->gil_loader_s * 1e3 / steps;
 		if (threads_cpu > w->lock_ms)
 			w->lock_ms = threads_cpu;
@@ -315,11 +316,12 @@ static void thread_inputs(const struct dlbn_model *m, const struct dlbn_analysis
 		 * batch in the time they all held it. */
 		if (w->fewer_batch_ms <= 0 || w->lock_ms < w->fewer_batch_ms)
 			w->fewer_batch_ms = w->lock_ms;
-		dlbn_whatif_note(w,
-				 "the loader's threads hold the interpreter's lock (GIL) %.1f ms per "
-				 "batch: their Python work and the loop's (%.1f ms) take turns on it, "
-				 "whatever the thread count",
-				 w->lock_ms, w->loop_lock_ms);
+		dlbn_whatif_note(
+			w,
+			"the loader's threads hold the interpreter's lock (GIL) %.1f ms per "
+			"batch: their Python work and the loop's (%.1f ms) take turns on it, "
+			"whatever the thread count",
+			w->lock_ms, w->loop_lock_ms);
 	}
 	if (a->cpus_used > 0) {
 		/* The loader's threads are the training process's: its CPU holds

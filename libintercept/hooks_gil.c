@@ -61,9 +61,8 @@ static int from_interpreter(const void *ret)
 	if (!interpreter_base) {
 		Dl_info info;
 		void *sym = real_dlsym(RTLD_DEFAULT, "PyEval_SaveThread");
-		interpreter_base = sym && dladdr(sym, &info) && info.dli_fbase
-					   ? info.dli_fbase
-					   : (const void *)-1;
+		interpreter_base = sym && dladdr(sym, &info) && info.dli_fbase ? info.dli_fbase
+									       : (const void *)-1;
 	}
 	Dl_info info;
 	int interpreter = interpreter_base != (const void *)-1 && dladdr(ret, &info) &&

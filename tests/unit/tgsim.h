@@ -38,49 +38,49 @@ struct tgsim_params {
 	/* Loading costs after each batch's arrival, before the step's GPU
 	 * work (outside.h); any > 0: the fetch marks carry the loop's
 	 * counters (libintercept/loop_cost.c). */
-	double lead_free_ms;  /* munmap/close of the previous batch (on CPU) */
-	double lead_runq_ms;  /* runnable, not running */
-	double lead_touch_ms; /* kernel time: first touch of the batch */
-	double lead_wrap_ms;  /* before those, a wrapper iterable's work on the batch (on
-				 CPU), ended by a HANDOFF mark */
-	double lead_gil_ms;   /* after those, off the CPU waiting for the interpreter's
-				 lock (> 0: the marks carry the seventh counter, gil_ns) */
+	double lead_free_ms;	  /* munmap/close of the previous batch (on CPU) */
+	double lead_runq_ms;	  /* runnable, not running */
+	double lead_touch_ms;	  /* kernel time: first touch of the batch */
+	double lead_wrap_ms;	  /* before those, a wrapper iterable's work on the batch (on
+				     CPU), ended by a HANDOFF mark */
+	double lead_gil_ms;	  /* after those, off the CPU waiting for the interpreter's
+				     lock (> 0: the marks carry the seventh counter, gil_ns) */
 	const char *config_extra; /* appended to the CONFIG text (";kind=nodes;...") */
-	int shm_kib;	      /* shared memory mapped per tensor (default 128) */
-	int drain_sync;	      /* right after its kernel the loop synchronises the
-				 context until the GPU is done (loss.item()); 2: the
-				 kernel's stream instead (cuStreamSynchronize) */
-	double sync_late_ms;  /* drain_sync 2: the sync returns this long after the GPU
-				 is done (the loop thread queued for a CPU) */
-	int sync_drain_event; /* drain_sync 2: the SYNC carries the GPU's completion time
-				 (the recorder's sync drain event) */
-	double sync_ms;	      /* > 0: after its loop work each step blocks this long in
-				 cuStreamSynchronize (a rank waiting at an NCCL collective) */
-	int abandon_epochs;   /* the loop leaves each epoch's iterator after its last
-				 batch, no StopIteration (Lightning's limit_train_batches) */
-	double startup_ms;    /* iter() .. the epoch's first fetch: the loop's thread
-				 starts the workers (fork: kernel time) */
-	int iter_marks_bare;  /* ITER_BEGIN without the loop's counters (recorders
-				 before they carried them) */
-	int profile;	      /* worker profile summaries (PROF_*) and the loop's CALLSITE:
-			       * of each batch's CPU time (batch_ms - file_ms) 50% in a timed
-			       * Resize stage, 10% in collate, 30% sampled in PIL (27% in
-			       * convert, 3% in Image.open) and 10% in the dataset's
-			       * __getitem__; the file time is off the CPU; pickling the
-			       * batch adds 5% of batch_ms */
-	int loader_threads;   /* at the end, the training process's summaries of loader
-			       * threads of iterator 1 (python/_dlbn_threads.py): a Python
-			       * producer busy 900 of its 1000 ms watched (800 ms sampled off
-			       * the CPU in produce, 100 ms on it in PIL's convert), a thread
-			       * of the same name busy 450 of 500 ms, a Python thread never
-			       * busy in 1000 ms, and DALI's native pool thread, 300 ms of
-			       * CPU in 1000 ms */
-	int model_threads;    /* > 0: the model runs on that many intra-op threads besides
-			       * the loop's (CONFIG intraop_threads = model_threads + 1):
-			       * at each fetch begin a thread census (TASK) of them, each
-			       * on a CPU loop_ms per step and queued for one model_runq
-			       * of its runnable time, and of a logger thread that runs
-			       * 1% of loop_ms */
+	int shm_kib;		  /* shared memory mapped per tensor (default 128) */
+	int drain_sync;		  /* right after its kernel the loop synchronises the
+				     context until the GPU is done (loss.item()); 2: the
+				     kernel's stream instead (cuStreamSynchronize) */
+	double sync_late_ms;	  /* drain_sync 2: the sync returns this long after the GPU
+				     is done (the loop thread queued for a CPU) */
+	int sync_drain_event;	  /* drain_sync 2: the SYNC carries the GPU's completion time
+				     (the recorder's sync drain event) */
+	double sync_ms;		  /* > 0: after its loop work each step blocks this long in
+				     cuStreamSynchronize (a rank waiting at an NCCL collective) */
+	int abandon_epochs;	  /* the loop leaves each epoch's iterator after its last
+				     batch, no StopIteration (Lightning's limit_train_batches) */
+	double startup_ms;	  /* iter() .. the epoch's first fetch: the loop's thread
+				     starts the workers (fork: kernel time) */
+	int iter_marks_bare;	  /* ITER_BEGIN without the loop's counters (recorders
+				     before they carried them) */
+	int profile;		  /* worker profile summaries (PROF_*) and the loop's CALLSITE:
+				   * of each batch's CPU time (batch_ms - file_ms) 50% in a timed
+				   * Resize stage, 10% in collate, 30% sampled in PIL (27% in
+				   * convert, 3% in Image.open) and 10% in the dataset's
+				   * __getitem__; the file time is off the CPU; pickling the
+				   * batch adds 5% of batch_ms */
+	int loader_threads;	  /* at the end, the training process's summaries of loader
+				   * threads of iterator 1 (python/_dlbn_threads.py): a Python
+				   * producer busy 900 of its 1000 ms watched (800 ms sampled off
+				   * the CPU in produce, 100 ms on it in PIL's convert), a thread
+				   * of the same name busy 450 of 500 ms, a Python thread never
+				   * busy in 1000 ms, and DALI's native pool thread, 300 ms of
+				   * CPU in 1000 ms */
+	int model_threads;	  /* > 0: the model runs on that many intra-op threads besides
+				   * the loop's (CONFIG intraop_threads = model_threads + 1):
+				   * at each fetch begin a thread census (TASK) of them, each
+				   * on a CPU loop_ms per step and queued for one model_runq
+				   * of its runnable time, and of a logger thread that runs
+				   * 1% of loop_ms */
 	double model_runq;
 	unsigned seed;
 };
