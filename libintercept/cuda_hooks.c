@@ -259,12 +259,13 @@ static inline void note_launch(CUstream stream, int api, uint64_t t_ns)
 
 	int saved_errno = errno;
 
-	gpu_probe_stream_used(stream);
+	bool lock_probe = gpu_probe_stream_used(stream);
 	if (hook_enter()) {
 		rec_emit(DLBN_REC_LAUNCH, t_ns, f, 2);
-		gpu_probe_after_lock_wait();
 		hook_leave();
 	}
+	if (DLBN_UNLIKELY(lock_probe)) /* after the record: the probe comes later */
+		gpu_probe_after_lock_wait();
 	errno = saved_errno;
 }
 
@@ -353,8 +354,7 @@ static void note_copy(uint64_t t0, int api, CUstream stream, size_t bytes, int d
 	int saved_errno = errno;
 	int64_t f[7];
 
-	if (async)
-		gpu_probe_stream_used(stream);
+	bool lock_probe = async && gpu_probe_stream_used(stream);
 	if (hook_enter()) {
 		f[0] = (int64_t)(t1 - t0);
 		f[1] = api;
@@ -366,6 +366,8 @@ static void note_copy(uint64_t t0, int api, CUstream stream, size_t bytes, int d
 		rec_emit(DLBN_REC_MEMCPY, t0, f, 7);
 		hook_leave();
 	}
+	if (DLBN_UNLIKELY(lock_probe))
+		gpu_probe_after_lock_wait();
 	errno = saved_errno;
 }
 

@@ -103,7 +103,7 @@ void *cu_driver_sym(const char *name) DLBN_HIDDEN;
  * Stream activity for the drain probes (gpu_probe.c).  Lock-free, no
  * syscalls: called from every launch wrapper.
  */
-void gpu_probe_stream_used(CUstream stream) DLBN_HIDDEN;
+bool gpu_probe_stream_used(CUstream stream) DLBN_HIDDEN;
 
 /*
  * The stream value recorded: 0 for the legacy default stream however it was
@@ -135,9 +135,10 @@ static inline CUstream cu_ptsz_stream(CUstream s)
  * main thread.
  */
 void gpu_probe_wait_begins(uint64_t t_ns) DLBN_HIDDEN;
-/* A launch of the main thread after it waited for the interpreter's lock
- * (hooks_gil.c): probe the work queued so far, whose drain the next wait's
- * probes would not show when the loop takes long to get there. */
+/* The main thread queued GPU work after it waited for the interpreter's
+ * lock (hooks_gil.c), after its record: probe the work
+ * queued so far, whose drain the next wait's probes would not show when
+ * the loop takes long to get there. */
 void gpu_probe_after_lock_wait(void) DLBN_HIDDEN;
 void gpu_probe_wait_finished(uint8_t rec_type, uint64_t t0_ns, uint64_t dur_ns) DLBN_HIDDEN;
 void gpu_probe_poll(void) DLBN_HIDDEN;

@@ -73,7 +73,7 @@ static unsigned stream_slot_hash(uintptr_t key)
 	return (unsigned)((key >> 4) ^ (key >> 12) ^ key) & (STREAM_SLOTS - 1);
 }
 
-void gpu_probe_stream_used(CUstream stream)
+bool gpu_probe_stream_used(CUstream stream)
 {
 	uintptr_t key = (uintptr_t)stream + 1;
 	unsigned i = stream_slot_hash(key);
@@ -81,7 +81,7 @@ void gpu_probe_stream_used(CUstream stream)
 	/* The per-thread default stream of another thread cannot be probed
 	 * from the main thread: it names the caller's own stream. */
 	if (stream == CU_STREAM_PER_THREAD && !on_main_thread())
-		return;
+		return false;
 	if (DLBN_UNLIKELY(!__atomic_load_n(&cuda_active, __ATOMIC_RELAXED)))
 		first_activity();
 	for (unsigned n = 0; n < STREAM_SLOTS; n++, i = (i + 1) & (STREAM_SLOTS - 1)) {
@@ -99,10 +99,11 @@ void gpu_probe_stream_used(CUstream stream)
 			/* Store only on change: keeps the line shared between launchers. */
 			if (!__atomic_load_n(&stream_dirty[i], __ATOMIC_RELAXED))
 				__atomic_store_n(&stream_dirty[i], 1, __ATOMIC_RELEASE);
-			return;
+			return __atomic_load_n(&loop_cost_gil_probe_wanted, __ATOMIC_RELAXED);
 		}
 	}
 	__atomic_store_n(&streams_overflowed, 1, __ATOMIC_RELAXED);
+	return false;
 }
 
 /* ---- driver entry points used by the probes ----------------------------- */
@@ -148,6 +149,7 @@ struct anchor {
 static CUcontext probe_ctx;    /* context the pool belongs to */
 static CUstream anchor_stream; /* private, never given work */
 static struct probe pool[PROBE_POOL];
+static int npending; /* pool entries pending: a poll with none scans nothing */
 static struct anchor anchors[2];
 static int anchor_cur = -1;  /* complete anchor in use, -1 none */
 static int anchor_next = -1; /* recorded, waiting to complete, -1 none */
@@ -268,6 +270,7 @@ static void emit_done(struct probe *p, uint64_t complete_ns, int status)
 
 	rec_emit(DLBN_REC_PROBE_DONE, clock_now_ns(), f, 3);
 	p->pending = false;
+	npending--;
 }
 
 /* Poll every pending probe once; never waits. */
@@ -275,7 +278,7 @@ static void resolve_pending(void)
 {
 	if (anchor_cur < 0)
 		return; /* no complete anchor to measure against yet */
-	for (int i = 0; i < PROBE_POOL && state == PROBE_READY; i++) {
+	for (int i = 0; i < PROBE_POOL && npending > 0 && state == PROBE_READY; i++) {
 		struct probe *p = &pool[i];
 		const struct anchor *a = &anchors[anchor_cur];
 		float ms = 0;
@@ -367,6 +370,7 @@ static void probe_dirty_streams(uint64_t t_ns)
 		}
 		p->id = next_probe_id++;
 		p->pending = true;
+		npending++;
 		f[0] = (int64_t)p->id;
 		f[1] = (int64_t)(key - 1);
 		rec_emit(DLBN_REC_PROBE, t_ns, f, 2);
@@ -426,21 +430,22 @@ void gpu_probe_wait_begins(uint64_t t_ns)
 
 /*
  * The loop waiting for the interpreter's lock between its launches is off
- * the CPU long after its work may have drained: a probe at its next launch
- * (not inside the lock wait, which holds the lock's mutex) shows when the
- * work queued up to there was done.  One per lock-wait episode
+ * the CPU long after its work may have drained: a probe right after its
+ * next launch's or copy's record (not inside the lock wait, which holds the
+ * lock's mutex) shows when the work queued up to there was done.  One per lock-wait episode
  * (loop_cost_gil_probe_take), filed like any probe under the next wait.
  */
 void gpu_probe_after_lock_wait(void)
 {
 	int saved_errno;
 
-	if (!gpu_was_used() || !loop_cost_gil_probe_take())
-		return;
+	if (!hook_enter())
+		return; /* inside another hook: the next launch probes */
 	saved_errno = errno;
-	if (probing_possible())
+	if (loop_cost_gil_probe_take() && probing_possible())
 		probe_wait_begins(clock_now_ns());
 	errno = saved_errno;
+	hook_leave();
 }
 
 void gpu_probe_wait_finished(uint8_t rec_type, uint64_t t0_ns, uint64_t dur_ns)

@@ -40,8 +40,8 @@ static uint64_t gil_ns;
 static uint64_t gil_others_ns;
 /* Written once by the main thread, read by any (atomic). */
 static const pthread_cond_t *gil_cond;
-/* A lock wait since the last launch probe; read by launching threads. */
-static int probe_wanted;
+/* A main-thread lock wait since the last launch probe (loop_cost.h). */
+int loop_cost_gil_probe_wanted __attribute__((aligned(64)));
 
 /* Call sites of the main thread's timed waits already looked up, and
  * whether they are the interpreter's (only until gil_cond is known). */
@@ -51,7 +51,8 @@ static struct {
 	int interpreter;
 } gil_callers[GIL_CALLERS];
 static unsigned gil_ncallers;
-static const void *interpreter_base; /* (void *)-1: not a Python process */
+#define NOT_PYTHON ((const void *)-1)
+static const void *interpreter_base; /* NOT_PYTHON: not a Python process */
 
 static int from_interpreter(const void *ret)
 {
@@ -65,7 +66,7 @@ static int from_interpreter(const void *ret)
 									       : (const void *)-1;
 	}
 	Dl_info info;
-	int interpreter = interpreter_base != (const void *)-1 && dladdr(ret, &info) &&
+	int interpreter = interpreter_base != NOT_PYTHON && dladdr(ret, &info) &&
 			  info.dli_fbase == interpreter_base;
 	if (gil_ncallers < GIL_CALLERS) {
 		gil_callers[gil_ncallers].ret = ret;
@@ -98,7 +99,8 @@ DLBN_EXPORT int pthread_cond_timedwait(pthread_cond_t *restrict cond,
 	if (!recorder_on())
 		return REAL(pthread_cond_timedwait)(cond, mutex, abstime);
 	if (DLBN_UNLIKELY(gil_cond == NULL)) {
-		if (!from_interpreter(__builtin_return_address(0)))
+		if (interpreter_base == NOT_PYTHON ||
+		    !from_interpreter(__builtin_return_address(0)))
 			return REAL(pthread_cond_timedwait)(cond, mutex, abstime);
 		__atomic_store_n(&gil_cond, cond, __ATOMIC_RELAXED);
 	} else if (cond != gil_cond) {
@@ -108,16 +110,17 @@ DLBN_EXPORT int pthread_cond_timedwait(pthread_cond_t *restrict cond,
 	int rc = REAL(pthread_cond_timedwait)(cond, mutex, abstime);
 	int err = errno;
 	gil_ns += clock_now_ns() - t0;
-	__atomic_store_n(&probe_wanted, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&loop_cost_gil_probe_wanted, 1, __ATOMIC_RELAXED);
 	errno = err;
 	return rc;
 }
 
 bool loop_cost_gil_probe_take(void)
 {
-	if (DLBN_LIKELY(!__atomic_load_n(&probe_wanted, __ATOMIC_RELAXED)) || !on_main_thread())
+	if (DLBN_LIKELY(!__atomic_load_n(&loop_cost_gil_probe_wanted, __ATOMIC_RELAXED)) ||
+	    !on_main_thread())
 		return false;
-	__atomic_store_n(&probe_wanted, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&loop_cost_gil_probe_wanted, 0, __ATOMIC_RELAXED);
 	return true;
 }
 
@@ -135,5 +138,5 @@ void loop_cost_gil_fork_child(void)
 {
 	gil_ns = 0;
 	gil_others_ns = 0;
-	probe_wanted = 0;
+	loop_cost_gil_probe_wanted = 0;
 }
