@@ -354,7 +354,8 @@ static void note_copy(uint64_t t0, int api, CUstream stream, size_t bytes, int d
 	int saved_errno = errno;
 	int64_t f[7];
 
-	bool lock_probe = async && gpu_probe_stream_used(stream);
+	if (async)
+		gpu_probe_stream_used(stream);
 	if (hook_enter()) {
 		f[0] = (int64_t)(t1 - t0);
 		f[1] = api;
@@ -366,8 +367,6 @@ static void note_copy(uint64_t t0, int api, CUstream stream, size_t bytes, int d
 		rec_emit(DLBN_REC_MEMCPY, t0, f, 7);
 		hook_leave();
 	}
-	if (DLBN_UNLIKELY(lock_probe))
-		gpu_probe_after_lock_wait();
 	errno = saved_errno;
 }
 

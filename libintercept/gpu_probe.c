@@ -431,19 +431,33 @@ void gpu_probe_wait_begins(uint64_t t_ns)
 /*
  * The loop waiting for the interpreter's lock between its launches is off
  * the CPU long after its work may have drained: a probe right after its
- * next launch's or copy's record (not inside the lock wait, which holds the
- * lock's mutex) shows when the work queued up to there was done.  One per lock-wait episode
- * (loop_cost_gil_probe_take), filed like any probe under the next wait.
+ * next launch's record (not inside the lock wait, which holds the lock's
+ * mutex) shows when the work queued up to there was done.  Launches, not
+ * copies: a step's copy comes before its kernels, and a probe there would
+ * leave them unprobed.  At most one per LOCK_PROBE_MIN_GAP_NS (a loop that
+ * waits for the lock before every op of hundreds a step pays a bounded
+ * cost); a launch too soon leaves the request for the next one.  Filed like
+ * any probe under the next wait.
  */
+#define LOCK_PROBE_MIN_GAP_NS 500000ull
+
 void gpu_probe_after_lock_wait(void)
 {
+	static uint64_t last_ns; /* main thread only */
 	int saved_errno;
 
+	if (!on_main_thread())
+		return;
+	uint64_t now = clock_now_ns();
+	if (last_ns && now - last_ns < LOCK_PROBE_MIN_GAP_NS)
+		return;
 	if (!hook_enter())
 		return; /* inside another hook: the next launch probes */
 	saved_errno = errno;
-	if (loop_cost_gil_probe_take() && probing_possible())
-		probe_wait_begins(clock_now_ns());
+	if (loop_cost_gil_probe_take() && probing_possible()) {
+		probe_wait_begins(now);
+		last_ns = now;
+	}
 	errno = saved_errno;
 	hook_leave();
 }

@@ -13,23 +13,27 @@
  * CPython takes the lock in take_gil: pthread_cond_timedwait on one
  * condition variable, at most the switch interval (5 ms) per call, repeated
  * until the holder lets go.  The first timed wait of the main thread that
- * the interpreter itself makes (its return address lies in the module that
- * defines PyEval_SaveThread: the python executable or libpython) names that
- * variable; from then on only waits on it are timed.  Until then each new
- * call site is looked up once with dladdr and remembered.  The other
- * threads' waits on that variable are summed apart (gil_others_ns): a
- * loader's Python threads that queue for the lock among themselves cannot
- * go faster in more threads.  Other condition variables pass straight
- * through: a thread-local flag and a compare.
+ * the interpreter itself makes (its return address lies in the executable
+ * segment of the module that defines PyEval_SaveThread: the python
+ * executable or libpython) names that variable; from then on only waits on
+ * it are timed.  That segment is found once, by the library's constructor
+ * (gil_init): the hook runs with the lock's mutex held, and must not take
+ * the dynamic loader's lock (dladdr) there.  The other threads' waits on
+ * that variable are summed apart (gil_others_ns): a loader's Python threads
+ * that queue for the lock among themselves cannot go faster in more
+ * threads.  Other condition variables pass straight through: a
+ * thread-local flag and a compare.
  *
  * Such a wait also makes the main thread's next launch record a drain probe
  * (gpu_probe_after_lock_wait): the loop that waits for the lock reaches its
  * next fetch long after its GPU work may have drained.
  *
- * Main thread only, as the other loop counters.
+ * gil_ns and the probe are the main thread's, as the other loop counters
+ * (no atomics); gil_others_ns is added to by any thread.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 
 #include "loop_cost.h"
@@ -41,39 +45,39 @@ static uint64_t gil_others_ns;
 /* Written once by the main thread, read by any (atomic). */
 static const pthread_cond_t *gil_cond;
 /* A main-thread lock wait since the last launch probe (loop_cost.h). */
-int loop_cost_gil_probe_wanted __attribute__((aligned(64)));
+int loop_cost_gil_probe_wanted;
 
-/* Call sites of the main thread's timed waits already looked up, and
- * whether they are the interpreter's (only until gil_cond is known). */
-#define GIL_CALLERS 8
-static struct {
-	const void *ret;
-	int interpreter;
-} gil_callers[GIL_CALLERS];
-static unsigned gil_ncallers;
-#define NOT_PYTHON ((const void *)-1)
-static const void *interpreter_base; /* NOT_PYTHON: not a Python process */
+/* The interpreter's executable segment; empty outside a Python process
+ * (or one that loads the interpreter later, with dlopen). */
+static uintptr_t interpreter_lo, interpreter_hi;
+
+static int segment_of(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	uintptr_t addr = (uintptr_t)data;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && addr >= lo && addr < hi) {
+			interpreter_lo = lo;
+			interpreter_hi = hi;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void gil_init(void)
+{
+	void *sym = real_dlsym(RTLD_DEFAULT, "PyEval_SaveThread");
+	if (sym)
+		dl_iterate_phdr(segment_of, sym);
+}
 
 static int from_interpreter(const void *ret)
 {
-	for (unsigned i = 0; i < gil_ncallers; i++)
-		if (gil_callers[i].ret == ret)
-			return gil_callers[i].interpreter;
-	if (!interpreter_base) {
-		Dl_info info;
-		void *sym = real_dlsym(RTLD_DEFAULT, "PyEval_SaveThread");
-		interpreter_base = sym && dladdr(sym, &info) && info.dli_fbase ? info.dli_fbase
-									       : (const void *)-1;
-	}
-	Dl_info info;
-	int interpreter = interpreter_base != NOT_PYTHON && dladdr(ret, &info) &&
-			  info.dli_fbase == interpreter_base;
-	if (gil_ncallers < GIL_CALLERS) {
-		gil_callers[gil_ncallers].ret = ret;
-		gil_callers[gil_ncallers].interpreter = interpreter;
-		gil_ncallers++;
-	}
-	return interpreter;
+	uintptr_t a = (uintptr_t)ret;
+	return a >= interpreter_lo && a < interpreter_hi;
 }
 
 /* Another thread's timed wait: timed when it is on the lock's variable. */
@@ -99,8 +103,7 @@ DLBN_EXPORT int pthread_cond_timedwait(pthread_cond_t *restrict cond,
 	if (!recorder_on())
 		return REAL(pthread_cond_timedwait)(cond, mutex, abstime);
 	if (DLBN_UNLIKELY(gil_cond == NULL)) {
-		if (interpreter_base == NOT_PYTHON ||
-		    !from_interpreter(__builtin_return_address(0)))
+		if (!from_interpreter(__builtin_return_address(0)))
 			return REAL(pthread_cond_timedwait)(cond, mutex, abstime);
 		__atomic_store_n(&gil_cond, cond, __ATOMIC_RELAXED);
 	} else if (cond != gil_cond) {

@@ -46,6 +46,9 @@ static inline int loop_cost_close_begin(int fd, struct loop_cost_free *f)
 }
 /* In a forked child, before it records (atfork). */
 void loop_cost_fork_child(void) DLBN_HIDDEN;
+/* Find the Python interpreter's code, if this is a Python process
+ * (constructor; hooks_gil.c). */
+void gil_init(void) DLBN_HIDDEN;
 /* Wall time the main thread waited for the interpreter's lock (hooks_gil.c). */
 uint64_t loop_cost_gil_ns(void) DLBN_HIDDEN;
 /* The same for the process's other threads, summed. */

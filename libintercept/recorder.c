@@ -246,6 +246,7 @@ __attribute__((constructor(101))) static void recorder_init(void)
 	if (env_long("DLBN_DISABLE", 0) == 1)
 		goto out;
 	python_boot_setup();
+	gil_init();
 	gather_process_info();
 	fdtable_init();
 	tw_init();
