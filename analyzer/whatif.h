@@ -189,13 +189,17 @@ double dlbn_whatif_workers_ms(const struct dlbn_whatif *w, int n, const char **l
 /* The same at batch scale k (batch size / the run's batch size). */
 double dlbn_whatif_step_ms(const struct dlbn_whatif *w, double k, int n, const char **limited_by);
 
-/* Inside the what-if (whatif.c, whatif_batch.c): a row of w (NULL when
+/* Inside the what-if (whatif.c, whatif_batch.c, whatif_threads.c): a row of w (NULL when
  * full), and the batch-size rows and grid, made last by
  * dlbn_whatif_compute. */
 struct dlbn_whatif_row *dlbn_whatif_add_row(struct dlbn_whatif *w, const char *setting, int value,
 					    double step_ms, const char *limited_by);
 void dlbn_whatif_batch(const struct dlbn_analysis *a, const struct dlbn_sweep *points,
 		       struct dlbn_whatif *w);
+/* The inputs of a loader whose workers are threads of the training
+ * process (whatif_threads.c). */
+void dlbn_whatif_thread_inputs(const struct dlbn_model *m, const struct dlbn_analysis *a,
+			       struct dlbn_whatif *w);
 /* A note under the table (dropped past DLBN_WHATIF_NOTES). */
 void dlbn_whatif_note(struct dlbn_whatif *w, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
