@@ -66,14 +66,18 @@ def test_no_marks_when_switched_off(runs):
 
 
 def test_marks_carry_the_loop_counters(marked):
-    """FETCH_* and ITER_BEGIN on the main thread append the loop's six
+    """FETCH_* and ITER_BEGIN on the main thread append the loop's eight
     cumulative counters (loop_cost.c): the analyzer ends a lead at an
-    iter() whose worker start-up the next fetch carries."""
+    iter() whose worker start-up the next fetch carries.  The last two
+    are the waits for the interpreter's lock (hooks_gil.c), the loop's and
+    the other threads'."""
     run, marks, configs = marked
     for m in marks:
         counters = m["raw"][5:]
-        assert len(counters) == 6, m
+        assert len(counters) == 8, m
         run_ns, runq_ns = counters[0], counters[1]
         assert run_ns > 0 and runq_ns >= 0, m
-    runs_ns = [m["raw"][5] for m in marks]
-    assert runs_ns == sorted(runs_ns), "cumulative run time goes backwards"
+        assert counters[6] >= 0 and counters[7] >= 0, m
+    for k in (5, 11, 12):
+        values = [m["raw"][k] for m in marks]
+        assert values == sorted(values), "cumulative counter %d goes backwards" % (k - 5)
