@@ -104,7 +104,7 @@ void dlbn_outside_waits(const struct dlbn_model *m, int gpu_rule, double workers
 	o->cpu_s = sec(l->cpu_ns - touch);
 	o->gil_s = sec(l->gil_ns);
 	o->gil_others_s = sec(l->gil_others_ns);
-	const char *kept = o->gil_s > 0 ? gil_kept(m) : NULL;
+	const char *kept = o->gil_s > 0 || o->gil_others_s > 0 ? gil_kept(m) : NULL;
 	double holders = census_cpu_s(m);
 	o->gil_loader_s = kept ? 0 : o->gil_s;
 	if (holders >= 0 && o->gil_loader_s > holders)
