@@ -454,7 +454,9 @@ void gpu_probe_after_lock_wait(void)
 	if (!hook_enter())
 		return; /* inside another hook: the next launch probes */
 	saved_errno = errno;
-	if (loop_cost_gil_probe_take() && probing_possible()) {
+	/* The caller saw the request; only this thread makes or clears it. */
+	__atomic_store_n(&loop_cost_gil_probe_wanted, 0, __ATOMIC_RELAXED);
+	if (probing_possible()) {
 		probe_wait_begins(now);
 		last_ns = now;
 	}

@@ -118,15 +118,6 @@ DLBN_EXPORT int pthread_cond_timedwait(pthread_cond_t *restrict cond,
 	return rc;
 }
 
-bool loop_cost_gil_probe_take(void)
-{
-	if (DLBN_LIKELY(!__atomic_load_n(&loop_cost_gil_probe_wanted, __ATOMIC_RELAXED)) ||
-	    !on_main_thread())
-		return false;
-	__atomic_store_n(&loop_cost_gil_probe_wanted, 0, __ATOMIC_RELAXED);
-	return true;
-}
-
 uint64_t loop_cost_gil_ns(void)
 {
 	return gil_ns;

@@ -56,9 +56,6 @@ uint64_t loop_cost_gil_others_ns(void) DLBN_HIDDEN;
 /* The main thread waited for that lock since its last launch probe
  * (read by any launching thread: the launch hook's one load). */
 extern int loop_cost_gil_probe_wanted DLBN_HIDDEN;
-/* On the main thread, with the flag set: clear it, true (the drain probe
- * at its next launch, gpu_probe.c). */
-bool loop_cost_gil_probe_take(void) DLBN_HIDDEN;
 void loop_cost_gil_fork_child(void) DLBN_HIDDEN;
 
 #endif /* DLBN_LOOP_COST_H */
