@@ -31,6 +31,9 @@ struct dlbn_hot_key {
 #define HOT_ENTRIES_PER_LOADER 12
 /* A loader thread busier than this is the producer holding the loop back. */
 #define HOT_THREAD_SATURATED 0.8
+/* Loader threads that waited for the interpreter's lock this share of their
+ * busy time do not go faster in more threads. */
+#define HOT_THREAD_LOCKED 0.2
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
@@ -106,7 +109,7 @@ static int take_profile(struct dlbn_hotspots *h, int32_t *buckets, const struct 
 		k.c = r->f[4], k.line = (int)r->f[5];
 	} else {
 		k.scope = r->f[0], k.b = r->f[1], k.a = r->f[2];
-		k.in_stage = r->f[3] >= 0 && r->f[3] <= DLBN_PROF_THREAD_OFF_CPU ? (int)r->f[3] : 1;
+		k.in_stage = r->f[3] >= 0 && r->f[3] <= DLBN_PROF_THREAD_GIL ? (int)r->f[3] : 1;
 		k.line = (int)r->f[4];
 	}
 	if (k.a < 0 || k.b < 0)
@@ -177,9 +180,10 @@ static int categorize(const char *name, const char *file, const char *callers)
 
 const char *dlbn_hot_category_name(int c)
 {
-	static const char *names[] = {"other",	  "decode",  "resize", "augmentation", "storage",
-				      "tokenize", "collate", "send",   "numpy",	       "waiting"};
-	return c >= 0 && c <= DLBN_HOT_WAIT ? names[c] : "other";
+	static const char *names[] = {"other",	 "decode",   "resize",	"augmentation",
+				      "storage", "tokenize", "collate", "send",
+				      "numpy",	 "waiting",  "gil"};
+	return c >= 0 && c <= DLBN_HOT_LOCK ? names[c] : "other";
 }
 
 const char *dlbn_hot_category_fix(int c)
@@ -198,6 +202,9 @@ const char *dlbn_hot_category_fix(int c)
 	case DLBN_HOT_WAIT:
 		return "find what it waits for (network, sleeps, locks); more workers or "
 		       "threads overlap such waits";
+	case DLBN_HOT_LOCK:
+		return "worker processes (DataLoader num_workers, ParallelMapper("
+		       "method=\"process\")), or code that releases the GIL (numpy, torch)";
 	case DLBN_HOT_TOKENIZE:
 		return "tokenize in batches (a fast tokenizer's batch call) or pre-tokenize the "
 		       "dataset offline";
@@ -292,14 +299,16 @@ static struct dlbn_hotspot *entry_add(struct dlbn_hotspots *h, size_t *cap, int 
 	return e;
 }
 
-/* A loader thread's two summaries (PROF_THREAD, PROF_THREAD_WATCHED),
- * told apart by name and kernel thread id (text "thread NAME<TAB>file<TAB>
- * tid"): a name can be reused, by a thread of each epoch. */
+/* A loader thread's summaries (PROF_THREAD, PROF_THREAD_WATCHED,
+ * PROF_THREAD_GIL_WAIT), told apart by name and kernel thread id (text
+ * "thread NAME<TAB>file<TAB>tid"): a name can be reused, by a thread of
+ * each epoch. */
 struct thread_sum {
 	int loader;
 	uint32_t proc;
 	char name[96], tid[24]; /* as split_text gives them */
 	int64_t busy, watched, samples, watched_samples;
+	int64_t lock; /* of busy, waiting for the interpreter's lock */
 };
 
 #define HOT_THREADS 128
@@ -334,6 +343,7 @@ static void threads_finish(struct dlbn_hotspots *h, const struct thread_sum *v, 
 		l->thread_busy_ns += v[i].busy;
 		l->thread_watched_ns += v[i].watched;
 		l->thread_samples += v[i].samples;
+		l->thread_lock_ns += v[i].lock < v[i].busy ? v[i].lock : v[i].busy;
 		if (!l->busiest_thread[0] || share > l->busiest_thread_share) {
 			l->busiest_thread_share = share;
 			const char *name = v[i].name;
@@ -399,6 +409,8 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 			e->ns += k->b;
 			if (k->in_stage == DLBN_PROF_THREAD_CPU)
 				e->cpu_ns += k->b;
+			else if (k->in_stage == DLBN_PROF_THREAD_GIL)
+				e->lock_ns += k->b;
 			continue;
 		}
 		if (k->type == DLBN_REC_PROF_SAMPLE) {
@@ -444,13 +456,16 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 			l->runq_ns += k->b;
 			break;
 		case DLBN_PROF_THREAD:
-		case DLBN_PROF_THREAD_WATCHED: {
+		case DLBN_PROF_THREAD_WATCHED:
+		case DLBN_PROF_THREAD_GIL_WAIT: {
 			struct thread_sum *t =
 				thread_slot(ths, &nths, loader, k->proc, name, callers);
 			if (t && k->kind == DLBN_PROF_THREAD)
 				t->busy = k->b, t->samples = k->a;
-			else if (t)
+			else if (t && k->kind == DLBN_PROF_THREAD_WATCHED)
 				t->watched = k->b, t->watched_samples = k->a;
+			else if (t)
+				t->lock = k->b;
 			break;
 		}
 		case DLBN_PROF_SAMPLER:
@@ -565,9 +580,10 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 				continue;
 			if (e->kind == DLBN_HOT_THREAD_SAMPLED) { /* wall time as sampled */
 				e->io = 2 * e->cpu_ns < e->ns;
+				e->lock = e->io && 2 * e->lock_ns >= e->ns - e->cpu_ns;
 				e->category = categorize(e->name, e->file, e->leaf);
 				if (e->io && e->category == DLBN_HOT_OTHER)
-					e->category = DLBN_HOT_WAIT;
+					e->category = e->lock ? DLBN_HOT_LOCK : DLBN_HOT_WAIT;
 				continue;
 			}
 			e->ns = sampled_w[li] ? (int64_t)((double)e->ns / (double)sampled_w[li] *
@@ -645,13 +661,17 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 			snprintf(where, sizeof(where), " (%s)", dlbn_hot_short_file(top->file));
 		int thread = top->kind == DLBN_HOT_THREAD_SAMPLED;
 		const struct dlbn_hot_loader *tl = loader_slot(h, top->loader);
-		char busiest[200] = "";
+		char busiest[320] = "";
 		if (thread && tl && tl->busiest_thread_share >= HOT_THREAD_SATURATED)
 			snprintf(busiest, sizeof(busiest),
 				 "its thread %.63s is busy %.0f%% of the time (one thread cannot "
-				 "produce faster: more threads or workers, or cheaper work per "
-				 "batch); ",
-				 tl->busiest_thread, tl->busiest_thread_share * 100);
+				 "produce faster%s, or cheaper work per batch); ",
+				 tl->busiest_thread, tl->busiest_thread_share * 100,
+				 (double)tl->thread_lock_ns >=
+						 HOT_THREAD_LOCKED * (double)tl->thread_busy_ns
+					 ? " and more would take turns on the interpreter's lock: "
+					   "worker processes"
+					 : ": more threads or workers");
 		size_t room = sizeof(h->recommendation);
 		int len = snprintf(
 			h->recommendation, room,

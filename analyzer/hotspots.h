@@ -42,6 +42,7 @@ enum dlbn_hot_category {
 	DLBN_HOT_SEND = 7,
 	DLBN_HOT_NUMPY = 8,
 	DLBN_HOT_WAIT = 9,
+	DLBN_HOT_LOCK = 10, /* waiting for the Python interpreter's lock */
 };
 
 struct dlbn_hotspot {
@@ -53,9 +54,12 @@ struct dlbn_hotspot {
 	int line;	   /* 0 unknown */
 	int64_t ns;	   /* time it stands for */
 	int64_t cpu_ns;	   /* exact entries: the thread's CPU time in it */
+	int64_t lock_ns;   /* sampled in a thread: of ns, mostly waiting for the
+			    * interpreter's lock */
 	double share;	   /* of the loader's busy time, 0..1 */
 	int exact;	   /* 1 timed, 0 sampled */
 	int io;		   /* 1: mostly off the CPU (waiting on I/O ...) */
+	int lock;	   /* 1: of that, mostly waiting for the interpreter's lock */
 	int category;	   /* DLBN_HOT_* */
 	char callers[120]; /* sampled: "function:line<..." of its callers */
 	char leaf[240];	   /* sampled: "function file:line" of the innermost frame
@@ -85,6 +89,7 @@ struct dlbn_hot_loader {
 	int native_threads; /* of them: a library's C++ pool (DALI's), read as
 			     * CPU time, never sampled */
 	int64_t thread_busy_ns, thread_watched_ns, thread_samples;
+	int64_t thread_lock_ns;	     /* of thread_busy_ns, waiting for the interpreter's lock */
 	char busiest_thread[64];     /* "" none */
 	double busiest_thread_share; /* its busy / watched, 0..1 */
 };

@@ -67,6 +67,13 @@ static const char *whose(const struct dlbn_hot_loader *l)
 	return l->procs || !l->threads ? "workers'" : "loader threads'";
 }
 
+/* Where the entry's time was spent: "cpu", "io" (off the CPU) or "gil"
+ * (off the CPU waiting for the interpreter's lock). */
+static const char *on_text(const struct dlbn_hotspot *e)
+{
+	return e->lock ? "gil" : e->io ? "io" : "cpu";
+}
+
 static const char *measure(const struct dlbn_hotspot *e)
 {
 	return e->exact ? "exact" : e->kind == DLBN_HOT_THREAD_SAMPLED ? "thread" : "sampled";
@@ -126,7 +133,7 @@ void dlbn_hotspots_text(FILE *out, const struct dlbn_report_input *in)
 			snprintf(what, sizeof(what), "%s [%s]", e->name,
 				 dlbn_hot_category_name(e->category));
 			fprintf(out, "  %5.1f%%  %-7s  %-3s  %-44s %s", e->share * 100, measure(e),
-				e->io ? "io" : "cpu", what, loc);
+				on_text(e), what, loc);
 			if (!e->exact && e->callers[0])
 				fprintf(out, " (from %s)", e->callers);
 			fputc('\n', out);
@@ -172,7 +179,9 @@ void dlbn_hotspots_markdown(FILE *out, const struct dlbn_report_input *in)
 			char loc[240];
 			where(e, loc, sizeof(loc));
 			fprintf(out, "| %.1f%% | %s | %s | `", e->share * 100, measure(e),
-				e->io ? "I/O" : "CPU");
+				e->lock ? "GIL"
+				: e->io ? "I/O"
+					: "CPU");
 			for (const char *c = e->name; *c; c++)
 				fputc(*c == '`' || *c == '|' ? '\'' : *c, out);
 			fprintf(out, "` (%s) | `%s` |\n", dlbn_hot_category_name(e->category), loc);
@@ -218,7 +227,7 @@ void dlbn_hotspots_json(FILE *out, const struct dlbn_report_input *in)
 		dlbn_json_key(out, "measure", &first);
 		dlbn_json_str(out, measure(e));
 		dlbn_json_key(out, "cpu_or_io", &first);
-		dlbn_json_str(out, e->io ? "io" : "cpu");
+		dlbn_json_str(out, on_text(e));
 		dlbn_json_key(out, "category", &first);
 		dlbn_json_str(out, dlbn_hot_category_name(e->category));
 		dlbn_json_key(out, "seconds", &first);
@@ -260,6 +269,10 @@ void dlbn_hotspots_json(FILE *out, const struct dlbn_report_input *in)
 					 ? (double)l->thread_busy_ns / (double)l->thread_watched_ns
 					 : 0);
 		json_int(out, "thread_samples", (long long)l->thread_samples, &first);
+		dlbn_json_key(out, "thread_gil_wait_share", &first);
+		dlbn_json_number(out, l->thread_busy_ns > 0 ? (double)l->thread_lock_ns /
+								      (double)l->thread_busy_ns
+							    : 0);
 		dlbn_json_key(out, "busiest_thread", &first);
 		dlbn_json_str(out, l->busiest_thread);
 		dlbn_json_key(out, "busiest_thread_busy_share", &first);

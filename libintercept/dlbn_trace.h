@@ -322,31 +322,35 @@ enum dlbn_record_type {
 
 /* PROF_STAGE kinds: what was timed. */
 enum dlbn_prof_kind {
-	DLBN_PROF_FETCH = 1,	       /* the whole fetch of one batch (samples + collate) */
-	DLBN_PROF_TRANSFORM = 2,       /* one stage of a Compose (torchvision v1/v2, timm) */
-	DLBN_PROF_HF = 3,	       /* a Hugging Face set_transform function */
-	DLBN_PROF_COLLATE = 4,	       /* the loader's collate_fn */
-	DLBN_PROF_SEND = 5,	       /* pickling the batch for the hand-off (worker) */
-	DLBN_PROF_GETITEM = 6,	       /* names the dataset's __getitem__ (count/times 0) */
-	DLBN_PROF_SAMPLER = 7,	       /* sampler: count = 1 on, 0 off (text = why);
-					* wall_ns = CPU time in its handler,
-					* cpu_ns = samples taken */
-	DLBN_PROF_RUNQ = 8,	       /* wall_ns = the fetching thread's run-queue wait
-					* inside the fetches (schedstat), count = fetches */
-	DLBN_PROF_THREAD = 9,	       /* a loader's thread in the training process
-					* (python/_dlbn_threads.py): its busy samples,
-					* their wall and CPU ns; text "thread NAME<TAB>file";
-					* a native pool thread (DALI's): count 0, busy
-					* wall = cpu = its CPU time */
-	DLBN_PROF_THREAD_WATCHED = 10, /* the same thread, over all its samples */
+	DLBN_PROF_FETCH = 1,		/* the whole fetch of one batch (samples + collate) */
+	DLBN_PROF_TRANSFORM = 2,	/* one stage of a Compose (torchvision v1/v2, timm) */
+	DLBN_PROF_HF = 3,		/* a Hugging Face set_transform function */
+	DLBN_PROF_COLLATE = 4,		/* the loader's collate_fn */
+	DLBN_PROF_SEND = 5,		/* pickling the batch for the hand-off (worker) */
+	DLBN_PROF_GETITEM = 6,		/* names the dataset's __getitem__ (count/times 0) */
+	DLBN_PROF_SAMPLER = 7,		/* sampler: count = 1 on, 0 off (text = why);
+					 * wall_ns = CPU time in its handler,
+					 * cpu_ns = samples taken */
+	DLBN_PROF_RUNQ = 8,		/* wall_ns = the fetching thread's run-queue wait
+					 * inside the fetches (schedstat), count = fetches */
+	DLBN_PROF_THREAD = 9,		/* a loader's thread in the training process
+					 * (python/_dlbn_threads.py): its busy samples,
+					 * their wall and CPU ns; text "thread NAME<TAB>file";
+					 * a native pool thread (DALI's): count 0, busy
+					 * wall = cpu = its CPU time */
+	DLBN_PROF_THREAD_WATCHED = 10,	/* the same thread, over all its samples */
+	DLBN_PROF_THREAD_GIL_WAIT = 11, /* the same thread, its busy samples' waits
+					 * for the interpreter's lock: wall ns */
 };
 
 /* PROF_SAMPLE in_stage values. */
 enum dlbn_prof_sample_where {
-	DLBN_PROF_IN_FETCH = 0,	     /* the fetch, outside the timed stages */
-	DLBN_PROF_IN_STAGE = 1,	     /* inside an exactly timed stage */
-	DLBN_PROF_THREAD_CPU = 2,    /* a loader thread, on the CPU; weight = wall */
-	DLBN_PROF_THREAD_OFF_CPU = 3 /* a loader thread, mostly off the CPU */
+	DLBN_PROF_IN_FETCH = 0,	      /* the fetch, outside the timed stages */
+	DLBN_PROF_IN_STAGE = 1,	      /* inside an exactly timed stage */
+	DLBN_PROF_THREAD_CPU = 2,     /* a loader thread, on the CPU; weight = wall */
+	DLBN_PROF_THREAD_OFF_CPU = 3, /* a loader thread, mostly off the CPU */
+	DLBN_PROF_THREAD_GIL = 4      /* a loader thread, mostly off the CPU waiting
+				       * for the interpreter's lock */
 };
 
 enum dlbn_start_kind {

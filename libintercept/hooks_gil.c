@@ -28,16 +28,29 @@
  * (gpu_probe_after_lock_wait): the loop that waits for the lock reaches its
  * next fetch long after its GPU work may have drained.
  *
+ * Each other thread's own sum sits in a small table keyed by its kernel
+ * thread id (gil_thread_wait_ns): the bootstrap's thread sampler reads it
+ * to tell a loader thread waiting for the lock from one waiting on I/O.
+ * A thread of dlbn's own (the sampler, gil_thread_exclude) is counted in
+ * neither: its waits are the tool's, not the program's.
+ *
  * gil_ns and the probe are the main thread's, as the other loop counters
- * (no atomics); gil_others_ns is added to by any thread.
+ * (no atomics); gil_others_ns and the table are added to by any thread,
+ * each table slot by its own thread only.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <stdbool.h>
 #include <pthread.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "loop_cost.h"
 #include "real.h"
+
+#define GIL_THREADS 64 /* threads with a sum of their own (then only summed) */
 
 static uint64_t gil_ns;
 /* The process's other threads' waits for it (atomic: any thread adds). */
@@ -46,6 +59,23 @@ static uint64_t gil_others_ns;
 static const pthread_cond_t *gil_cond;
 /* A main-thread lock wait since the last launch probe (loop_cost.h). */
 int loop_cost_gil_probe_wanted;
+
+/*
+ * Per-thread sums.  A slot is claimed once per thread (tid 0 -> its id),
+ * after which only that thread adds to it; a thread id the kernel reuses
+ * finds its slot and goes on from its sum (readers take differences).
+ * table_gen moves on in a forked child, whose slots are emptied: a
+ * thread's cached slot of another generation is looked up again.
+ */
+struct gil_thread {
+	pid_t tid;
+	uint64_t ns;
+};
+static struct gil_thread gil_threads[GIL_THREADS];
+static uint32_t table_gen = 1;
+static __thread uint32_t tls_slot_gen;
+static __thread struct gil_thread *tls_slot; /* NULL: the table was full */
+static __thread bool tls_excluded;
 
 /* The interpreter's executable segment; empty outside a Python process
  * (or one that loads the interpreter later, with dlopen). */
@@ -80,16 +110,40 @@ static int from_interpreter(const void *ret)
 	return a >= interpreter_lo && a < interpreter_hi;
 }
 
+/* The calling thread's slot, claimed on first use; NULL when all are taken. */
+static struct gil_thread *own_slot(void)
+{
+	uint32_t gen = __atomic_load_n(&table_gen, __ATOMIC_RELAXED);
+	if (DLBN_LIKELY(tls_slot_gen == gen))
+		return tls_slot;
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	struct gil_thread *found = NULL;
+	for (int i = 0; i < GIL_THREADS && !found; i++) {
+		pid_t seen = __atomic_load_n(&gil_threads[i].tid, __ATOMIC_ACQUIRE);
+		if (seen == tid || (seen == 0 && __atomic_compare_exchange_n(
+							 &gil_threads[i].tid, &seen, tid, false,
+							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)))
+			found = &gil_threads[i];
+	}
+	tls_slot = found;
+	tls_slot_gen = gen;
+	return found;
+}
+
 /* Another thread's timed wait: timed when it is on the lock's variable. */
 static int other_thread_wait(pthread_cond_t *cond, pthread_mutex_t *mutex,
 			     const struct timespec *abstime)
 {
-	if (cond != __atomic_load_n(&gil_cond, __ATOMIC_RELAXED) || !recorder_on())
+	if (cond != __atomic_load_n(&gil_cond, __ATOMIC_RELAXED) || tls_excluded || !recorder_on())
 		return REAL(pthread_cond_timedwait)(cond, mutex, abstime);
 	uint64_t t0 = clock_now_ns();
 	int rc = REAL(pthread_cond_timedwait)(cond, mutex, abstime);
 	int err = errno;
-	__atomic_fetch_add(&gil_others_ns, clock_now_ns() - t0, __ATOMIC_RELAXED);
+	uint64_t waited = clock_now_ns() - t0;
+	__atomic_fetch_add(&gil_others_ns, waited, __ATOMIC_RELAXED);
+	struct gil_thread *slot = own_slot();
+	if (slot)
+		__atomic_store_n(&slot->ns, slot->ns + waited, __ATOMIC_RELAXED);
 	errno = err;
 	return rc;
 }
@@ -128,9 +182,30 @@ uint64_t loop_cost_gil_others_ns(void)
 	return __atomic_load_n(&gil_others_ns, __ATOMIC_RELAXED);
 }
 
+int64_t gil_thread_wait_ns(pid_t tid)
+{
+	if (!__atomic_load_n(&gil_cond, __ATOMIC_RELAXED))
+		return -1; /* the lock is not known yet: nothing was timed */
+	int free_slots = 0;
+	for (int i = 0; i < GIL_THREADS; i++) {
+		pid_t seen = __atomic_load_n(&gil_threads[i].tid, __ATOMIC_ACQUIRE);
+		if (seen == tid)
+			return (int64_t)__atomic_load_n(&gil_threads[i].ns, __ATOMIC_RELAXED);
+		free_slots += seen == 0;
+	}
+	return free_slots ? 0 : -1; /* never waited; or it may be one of the unkept */
+}
+
+void gil_thread_exclude(void)
+{
+	tls_excluded = true;
+}
+
 void loop_cost_gil_fork_child(void)
 {
 	gil_ns = 0;
 	gil_others_ns = 0;
 	loop_cost_gil_probe_wanted = 0;
+	memset(gil_threads, 0, sizeof(gil_threads));
+	__atomic_store_n(&table_gen, table_gen + 1, __ATOMIC_RELAXED);
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "dlbn_trace.h"
 #include "fdtable.h"
@@ -57,5 +58,11 @@ uint64_t loop_cost_gil_others_ns(void) DLBN_HIDDEN;
  * (read by any launching thread: the launch hook's one load). */
 extern int loop_cost_gil_probe_wanted DLBN_HIDDEN;
 void loop_cost_gil_fork_child(void) DLBN_HIDDEN;
+/* Kernel thread tid's waits for the interpreter's lock so far, in ns; -1
+ * when unknown (the lock not seen yet, or tid not among the kept).  The
+ * main thread's are loop_cost_gil_ns. */
+int64_t gil_thread_wait_ns(pid_t tid) DLBN_HIDDEN;
+/* The calling thread is dlbn's own: its waits for the lock are not counted. */
+void gil_thread_exclude(void) DLBN_HIDDEN;
 
 #endif /* DLBN_LOOP_COST_H */

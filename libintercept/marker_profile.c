@@ -4,7 +4,9 @@
  * stacks and the training loop's next() call site, as PROF_STAGE,
  * PROF_SAMPLE and CALLSITE records (dlbn_trace.h, man/dlbn-trace.5).
  *
- * Also the sampler's clock, a timer on the fetching thread's CPU time.
+ * Also the sampler's clock, a timer on the fetching thread's CPU time, and
+ * for the thread sampler (python/_dlbn_threads.py) a thread's waits for the
+ * interpreter's lock (hooks_gil.c).
  *
  * The bootstrap calls these through ctypes.PyDLL(None) (the GIL stays
  * held), once per summary entry and second of fetching, never per sample:
@@ -22,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "loop_cost.h"
 #include "recorder.h"
 
 DLBN_EXPORT int dlbn_profile_stage(int kind, long long scope, long long count, long long wall_ns,
@@ -31,6 +34,8 @@ DLBN_EXPORT int dlbn_profile_sample(long long scope, long long weight_ns, long l
 DLBN_EXPORT int dlbn_callsite(long long iter_id, const char *text);
 DLBN_EXPORT long long dlbn_thread_runq_ns(void);
 DLBN_EXPORT int dlbn_profile_timer(long long first_ns, long long interval_ns);
+DLBN_EXPORT long long dlbn_thread_gil_ns(long long tid);
+DLBN_EXPORT void dlbn_thread_exclude(void);
 
 #define PROFILE_TEXT_MAX 1024
 
@@ -61,6 +66,24 @@ int dlbn_callsite(long long iter_id, const char *text)
 {
 	int64_t f[1] = {iter_id};
 	return emit_text(DLBN_REC_CALLSITE, f, 1, text);
+}
+
+/*
+ * Wall time kernel thread tid (not the main thread) has waited for the
+ * Python interpreter's lock, in ns, -1 unknown.  The thread sampler takes
+ * its difference over a sample's interval: a loader thread off the CPU
+ * because another thread holds the lock is not waiting on I/O.
+ */
+long long dlbn_thread_gil_ns(long long tid)
+{
+	return gil_thread_wait_ns((pid_t)tid);
+}
+
+/* The calling thread is dlbn's own (the thread sampler): its waits for the
+ * interpreter's lock are left out of the program's. */
+void dlbn_thread_exclude(void)
+{
+	gil_thread_exclude();
 }
 
 /*

@@ -107,12 +107,17 @@ def _emit_noop(*args):
 
 
 class _Api:
-    def __init__(self, stage, sample, callsite, runq=None, timer=None):
+    def __init__(self, stage, sample, callsite, runq=None, timer=None, thread_gil=None,
+                 thread_exclude=None):
         self.stage = stage
         self.sample = sample
         self.callsite = callsite
         self.runq = runq or (lambda: -1)
         self.timer = timer   # (first_ns, interval_ns) -> 0; None: ITIMER_PROF
+        # tid -> its waits for the interpreter's lock so far (ns, -1 unknown)
+        self.thread_gil = thread_gil or (lambda tid: -1)
+        # the calling thread is dlbn's own: its lock waits are not the program's
+        self.thread_exclude = thread_exclude or (lambda: None)
 
 
 def _arm(first_s, interval_s):
@@ -143,7 +148,15 @@ def _load_api():
     callsite.argtypes = (ll, ctypes.c_char_p)
     for f in (stage, sample, callsite):
         f.restype = ctypes.c_int
-    return _Api(stage, sample, callsite, runq, timer)
+    thread_gil = getattr(lib, "dlbn_thread_gil_ns", None)
+    if thread_gil is not None:
+        thread_gil.argtypes = (ll,)
+        thread_gil.restype = ll
+    thread_exclude = getattr(lib, "dlbn_thread_exclude", None)
+    if thread_exclude is not None:
+        thread_exclude.argtypes = ()
+        thread_exclude.restype = None
+    return _Api(stage, sample, callsite, runq, timer, thread_gil, thread_exclude)
 
 
 def install(fetch_module=None, api=None, environ=None):

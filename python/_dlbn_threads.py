@@ -26,16 +26,26 @@ threads are sampled from a thread of dlbn's own:
             idle.  Everything else, sleeps and file reads included, is the
             thread's work: busy.  busy / watched is its busy share, the
             figure that tells whether the producer holds the loop back.
+  off CPU   a busy sample whose thread used the CPU for less than half its
+            interval either waited for the interpreter's lock (most of
+            the time off the CPU: the library's per-thread sum of such
+            waits, dlbn_thread_gil_ns, grew by at least half of it) or
+            for anything else (I/O, sleeps, other locks).  The sampling
+            thread's own waits for the lock are left out of the program's
+            (dlbn_thread_exclude).
 
 Output, cumulative (as _dlbn_profile's), at exit and every quarter of the
 time since the sampling began (at least 0.2 s, at most a second), with
 scope = the iterator id of the epoch whose fetches found the thread:
 PROF_STAGE PROF_THREAD (count = busy samples, wall = busy wall, cpu = the
 thread's CPU time in those intervals, text "thread NAME<TAB>target
-file<TAB>tid") and PROF_THREAD_WATCHED (the same over all samples), and
+file<TAB>tid"), PROF_THREAD_WATCHED (the same over all samples),
+PROF_THREAD_GIL_WAIT (its busy samples' waits for the interpreter's lock, where
+the library timed them: count = busy samples, wall = the waits), and
 the busy samples as PROF_SAMPLE keyed as _dlbn_profile keys its own,
-in_stage 2 (the thread used the CPU for at least half of the interval) or
-3 (it mostly waited: I/O, sleeps, locks), weight = wall ns.
+in_stage 2 (the thread used the CPU for at least half of the interval),
+3 (it mostly waited: I/O, sleeps, locks) or 4 (it mostly waited for the
+interpreter's lock), weight = wall ns.
 
 Native threads: a library's C++ pool runs no Python.  DALI names its pool
 threads "[DALI][TP<n>]"; after a DALI epoch's first fetches the sampling
@@ -57,6 +67,7 @@ import sys
 
 PROF_THREAD = 9
 PROF_THREAD_WATCHED = 10
+PROF_THREAD_GIL_WAIT = 11
 MAX_WATCHED = 16      # Python threads watched at once
 MAX_ENDED = 64        # ended threads whose totals are still written
 FLUSH_NS = 1000000000
@@ -82,9 +93,9 @@ class _Watched:
     """One watched thread's totals and its last sample's clocks."""
 
     __slots__ = ("ident", "tid", "scope", "name", "target", "clock", "last_wall",
-                 "last_cpu", "busy", "watched")
+                 "last_cpu", "last_gil", "busy", "watched", "locked")
 
-    def __init__(self, thread, scope, clock, now, cpu):
+    def __init__(self, thread, scope, clock, now, cpu, gil):
         self.ident = thread.ident
         self.tid = thread.native_id
         self.scope = scope
@@ -93,9 +104,10 @@ class _Watched:
         code = getattr(target, "__code__", None)
         self.target = code.co_filename if code is not None else ""
         self.clock = clock
-        self.last_wall, self.last_cpu = now, cpu
+        self.last_wall, self.last_cpu, self.last_gil = now, cpu, gil
         self.busy = [0, 0, 0]     # samples, wall ns, CPU ns
         self.watched = [0, 0, 0]
+        self.locked = None        # ns waiting for the lock in busy samples (None unknown)
 
     def text(self):
         return ("thread %s\t%s\t%d" % (self.name, self.target, self.tid)).encode(
@@ -171,6 +183,9 @@ class _Sampler:
         self.last_flush = self.started = self.now()
         self.thread = None
         self.stopped = False
+        api = _profile._api
+        self.thread_gil = getattr(api, "thread_gil", None) or (lambda tid: -1)
+        self.thread_exclude = getattr(api, "thread_exclude", None) or (lambda: None)
 
     def watch(self, thread, scope):
         import time
@@ -183,7 +198,8 @@ class _Sampler:
             if thread.ident in self.watched or self.stopped or \
                     len(self.watched) >= MAX_WATCHED:
                 return
-            self.watched[thread.ident] = _Watched(thread, scope, clock, self.now(), cpu)
+            self.watched[thread.ident] = _Watched(thread, scope, clock, self.now(), cpu,
+                                                  self.thread_gil(thread.native_id))
         self._ensure_running()
 
     def watch_native(self, scope):
@@ -226,6 +242,10 @@ class _Sampler:
         """The sampling thread: until no watched thread is left (a later
         watch starts another) or the process exits."""
         import time
+        try:
+            self.thread_exclude()
+        except Exception:
+            pass
         while True:
             time.sleep(self.interval_s if self.watched else FLUSH_FIRST_NS / 1e9)
             try:
@@ -243,6 +263,7 @@ class _Sampler:
     def tick(self):
         """One sample of every watched thread."""
         frames = sys._current_frames() if self.watched else {}
+        thread_gil = self.thread_gil
         now = self.now()
         with self.lock:
             for ident, w in list(self.watched.items()):
@@ -258,15 +279,19 @@ class _Sampler:
                     if len(self.ended) < MAX_ENDED:
                         self.ended.append(w)
                     continue
+                gil = thread_gil(w.tid)
                 wall, used = now - w.last_wall, cpu - w.last_cpu
-                w.last_wall, w.last_cpu = now, cpu
+                locked = gil - w.last_gil if gil >= 0 and w.last_gil >= 0 else 0
+                w.last_wall, w.last_cpu, w.last_gil = now, cpu, gil
                 _add(w.watched, wall, used)
                 if _waiting_for_a_thread(frame):
                     continue
                 _add(w.busy, wall, used)
+                if gil >= 0:
+                    w.locked = (w.locked or 0) + locked
                 key = _profile.stack_key(frame)
                 if key is not None:
-                    key = (w.scope, 2 if 2 * used >= wall else 3) + key
+                    key = (w.scope, _on_cpu(wall, used, locked)) + key
                     agg = self.samples.get(key)
                     if agg is None:
                         self.samples[key] = [1, wall]
@@ -297,6 +322,8 @@ class _Sampler:
                     text = w.text()
                     for kind, agg in ((PROF_THREAD, w.busy), (PROF_THREAD_WATCHED, w.watched)):
                         api.stage(kind, w.scope, agg[0], agg[1], agg[2], 0, text)
+                    if w.locked is not None:
+                        api.stage(PROF_THREAD_GIL_WAIT, w.scope, w.busy[0], w.locked, 0, 0, text)
                 for n in native:
                     n.update(now, self.cpu_of)
                     text = n.text()
@@ -319,6 +346,14 @@ def _add(agg, wall, cpu):
     agg[0] += 1
     agg[1] += wall
     agg[2] += cpu if cpu > 0 else 0
+
+
+def _on_cpu(wall, used, locked):
+    """A busy sample's in_stage: 2 mostly on the CPU, 4 mostly off it
+    waiting for the interpreter's lock, 3 mostly off it otherwise."""
+    if 2 * used >= wall:
+        return 2
+    return 4 if 2 * locked >= wall - used else 3
 
 
 def _waiting_for_a_thread(frame):

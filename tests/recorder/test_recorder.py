@@ -346,7 +346,7 @@ def test_only_hooks_and_entry_points_are_exported():
     assert not extra, "internal symbols exported: %s" % sorted(extra)
     assert {"read", "poll", "sem_post", "fork", "_exit", "dlbn_mark", "dlbn_config",
             "dlbn_active", "dlbn_profile_stage", "dlbn_profile_sample", "dlbn_callsite",
-            "dlbn_thread_runq_ns"} <= names
+            "dlbn_thread_runq_ns", "dlbn_thread_gil_ns", "dlbn_thread_exclude"} <= names
 
 
 # ---- Python: bootstrap directory and marker API ---------------------------

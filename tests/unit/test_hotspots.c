@@ -180,8 +180,39 @@ static void test_loader_threads(void)
 		      fabs(convert->share - 100.0 / 1650) < 1e-9,
 	      "PIL's convert in the thread: on the CPU, decode (its ImageFile leaf)");
 	CHECK(strstr(h->recommendation, "its thread Thread-1 (run) is busy 90%") &&
-		      strstr(h->recommendation, "in the loader's threads"),
+		      strstr(h->recommendation, "in the loader's threads") &&
+		      strstr(h->recommendation, "more threads or workers"),
 	      "the saturated producer is named: %s", h->recommendation);
+	CHECK(l->thread_lock_ns == 0 && !produce->lock, "no lock waits recorded: none counted");
+	close_run(&x);
+}
+
+/* The same threads waiting for the interpreter's lock where they were off
+ * the CPU: not waiting on I/O, and no more threads to advise. */
+static void test_loader_threads_holding_the_lock(void)
+{
+	struct tgsim_params p;
+	struct run x;
+	tgsim_default(&p);
+	p.loader_threads = 2;
+	CHECK(open_run(&x, &p) == 0, "run with loader threads waiting for the lock analysed");
+	const struct dlbn_hotspots *h = &x.h;
+	const struct dlbn_hot_loader *l = &h->loaders[0];
+	const int64_t ms = 1000000;
+	CHECK(l->thread_busy_ns == 1650 * ms && l->thread_lock_ns == 750 * ms,
+	      "lock waits: the last cumulative summary of each producer, 500 + 250 ms of the "
+	      "1650 busy (%lld)",
+	      (long long)l->thread_lock_ns);
+	const struct dlbn_hotspot *produce = find(h, "produce"), *convert = find(h, "convert");
+	CHECK(produce && produce->io && produce->lock && produce->category == DLBN_HOT_LOCK &&
+		      produce->lock_ns == 800 * ms &&
+		      !strcmp(dlbn_hot_category_name(DLBN_HOT_LOCK), "gil"),
+	      "produce: off the CPU waiting for the lock, category gil");
+	CHECK(convert && !convert->io && !convert->lock, "convert: on the CPU");
+	CHECK(strstr(h->recommendation, "take turns on the interpreter's lock: worker processes") &&
+		      !strstr(h->recommendation, "more threads or workers") &&
+		      strstr(h->recommendation, "method=\"process\""),
+	      "processes, not more threads: %s", h->recommendation);
 	close_run(&x);
 }
 
@@ -195,6 +226,7 @@ int main(void)
 	test_storage_bound();
 	test_no_profile();
 	test_loader_threads();
+	test_loader_threads_holding_the_lock();
 	unlink(path);
 	CHECK_EXIT();
 }

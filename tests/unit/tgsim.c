@@ -245,9 +245,16 @@ static void thread_summary(struct tg_stream *st, int64_t t, const char *text, in
 	       watched_samples, watched_ms * MS, cpu_ms * MS, (int64_t)0, text);
 }
 
+static void thread_gil_wait(struct tg_stream *st, int64_t t, const char *text, int64_t samples,
+			    int64_t lock_ms)
+{
+	tg_rec(st, DLBN_REC_PROF_STAGE, t, "iiiiiis", (int64_t)DLBN_PROF_THREAD_GIL_WAIT,
+	       (int64_t)1, samples, lock_ms * MS, (int64_t)0, (int64_t)0, text);
+}
+
 /* The loader threads of iterator 1 (tgsim.h, loader_threads); each
  * summary twice, the first a partial one (they are cumulative). */
-static void loader_thread_summaries(struct tg_stream *st, int64_t t)
+static void loader_thread_summaries(struct tg_stream *st, int64_t t, int gil)
 {
 	const char *producer = "thread Thread-1 (run)\t/home/u/feeder.py\t4242";
 	const char *pool = "thread [DALI][TP0]\t\t4243";
@@ -258,8 +265,13 @@ static void loader_thread_summaries(struct tg_stream *st, int64_t t)
 	thread_summary(st, t, pool, 0, 300, 0, 1000, 300);
 	thread_summary(st, t, idle, 0, 0, 100, 1000, 0);
 	thread_summary(st, t, again, 45, 450, 50, 500, 50);
+	if (gil) {
+		thread_gil_wait(st, t - MS, producer, 40, 200);
+		thread_gil_wait(st, t, producer, 90, 500);
+		thread_gil_wait(st, t, again, 45, 250);
+	}
 	tg_rec(st, DLBN_REC_PROF_SAMPLE, t, "iiiiis", (int64_t)1, 800 * MS, (int64_t)80,
-	       (int64_t)DLBN_PROF_THREAD_OFF_CPU, (int64_t)14,
+	       (int64_t)(gil ? DLBN_PROF_THREAD_GIL : DLBN_PROF_THREAD_OFF_CPU), (int64_t)14,
 	       "produce\t/home/u/feeder.py\trun:22<_bootstrap_inner:1038\t");
 	tg_rec(st, DLBN_REC_PROF_SAMPLE, t, "iiiiis", (int64_t)1, 100 * MS, (int64_t)10,
 	       (int64_t)DLBN_PROF_THREAD_CPU, (int64_t)937,
@@ -495,7 +507,7 @@ static void run(struct sim *s)
 	}
 	stop_workers(s, t + 5 * MS);
 	if (p->loader_threads)
-		loader_thread_summaries(s->main, t + 5 * MS);
+		loader_thread_summaries(s->main, t + 5 * MS, p->loader_threads == 2);
 	if (s->probe_id)
 		tg_rec(s->main, DLBN_REC_PROBE_DONE, t + 6 * MS, "iii", s->probe_id, s->probe_done,
 		       (int64_t)0);

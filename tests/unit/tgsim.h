@@ -74,7 +74,9 @@ struct tgsim_params {
 				   * the CPU in produce, 100 ms on it in PIL's convert), a thread
 				   * of the same name busy 450 of 500 ms, a Python thread never
 				   * busy in 1000 ms, and DALI's native pool thread, 300 ms of
-				   * CPU in 1000 ms */
+				   * CPU in 1000 ms; 2: the same, with the producers' time off
+				   * the CPU spent waiting for the interpreter's lock (produce
+				   * sampled so, 500 + 250 ms of lock waits) */
 	int model_threads;	  /* > 0: the model runs on that many intra-op threads besides
 				   * the loop's (CONFIG intraop_threads = model_threads + 1):
 				   * at each fetch begin a thread census (TASK) of them, each
