@@ -29,6 +29,7 @@
 #define NO_EPOCH	       UINT64_MAX
 #define DEFAULT_PROBE_SLACK_NS 1000000
 #define EV_TICK		       0 /* a non-CUDA record on the thread of a lost probe */
+#define GAP_PROBES	       8 /* lead probes awaiting their next work or completion */
 
 /* One position (= step index) of a track. */
 struct slot {
@@ -40,6 +41,7 @@ struct slot {
 	 * (the GPU had drained then; 0 none). */
 	int64_t last_enqueue, drained_by_sync;
 	int64_t maxdone;      /* latest completion of the probes of this epoch */
+	int64_t lead_gap_ns;  /* GPU idle between its lead's own GPU work (gap probes) */
 	int32_t unknown_diff; /* +1/-1 at lost-probe range ends */
 	uint32_t pending;     /* probes of this epoch without their PROBE_DONE */
 	uint8_t uncovered;    /* queued work no probe covered */
@@ -76,6 +78,20 @@ struct pending_probe {
 	uint64_t next_epoch[NTRACKS]; /* epoch of the next probe on the stream */
 };
 
+/*
+ * A probe issued in a step's lead (after the previous batch's arrival, before
+ * the step's wait), waiting for the next GPU work queued after it and for
+ * its completion: the GPU had nothing left from max(completion, issue) to
+ * that work, a gap inside the lead's own GPU work (gpu_split.c, lead_idle).
+ */
+struct gap_probe {
+	uint64_t id;		/* 0: free */
+	int64_t t;		/* issued */
+	int64_t done;		/* completion, NO_TIME not yet */
+	int64_t next_enqueue;	/* the next work queued after it, 0 not yet */
+	uint64_t step[NTRACKS]; /* the step whose lead holds it, NO_EPOCH none */
+};
+
 struct stream_ent {
 	int used;
 	int64_t stream;
@@ -108,6 +124,7 @@ struct dlbn_gpu_pass {
 	int64_t last_enqueue_stream;		     /* its stream */
 	int multi_stream;			     /* work went to more than one stream */
 	int64_t drained_by_sync;		     /* see struct slot */
+	struct gap_probe gaps[GAP_PROBES];
 	/* A lost probe's lower bound waits one record: a CUDA_INFO "probing
 	 * stopped" right after it means a driver error, not a full pool. */
 	int stash;

@@ -135,12 +135,14 @@ static int split_step(struct slot *sl, int64_t busy_until, int unknown, int refi
  * work queued in the period, and from when that work was done to the wait:
  * by this wait's probes (they complete when the wait begins if the GPU is
  * idle then, so they show a drain only after it), or by a synchronisation
- * in the period that waited for all of it.  Gaps between the period's own
- * GPU work, and a drain before the wait that neither shows, are not
- * observed (counted busy).  No GPU work in the period: idle from the drain
- * to the wait.  Unknown (-1) without probe evidence at both ends.  Of it,
- * the idle time up to the hand-off of a wrapper's part (lead.h): from the
- * drain to the hand-off or the first GPU work, whichever comes first.
+ * in the period that waited for all of it; and gaps between the period's
+ * own GPU work that a probe in the period showed (gpu.c, gap probes: the
+ * GPU drained before the next work was queued), at most the time from the
+ * first work to the drain.  Other gaps, and a drain before the wait that
+ * neither shows, are not observed (counted busy).  No GPU work in the
+ * period: idle from the drain to the wait.  Unknown (-1) without probe evidence at both ends.  Of
+ * it, the idle time up to the hand-off of a wrapper's part (lead.h): from the drain to the hand-off
+ * or the first GPU work, whichever comes first.
  */
 static void lead_idle(const struct track *tr, struct slot *sl, int64_t busy_until)
 {
@@ -171,6 +173,7 @@ static void lead_idle(const struct track *tr, struct slot *sl, int64_t busy_unti
 		if (sl->drained_by_sync > e && sl->drained_by_sync >= sl->last_enqueue &&
 		    sl->drained_by_sync < done)
 			done = sl->drained_by_sync;
+		idle += sl->lead_gap_ns < done - e ? sl->lead_gap_ns : done - e;
 		idle += end > done ? end - done : 0;
 	}
 	s->gpu_lead_idle_ns = idle;

@@ -265,7 +265,7 @@ static inline void note_launch(CUstream stream, int api, uint64_t t_ns)
 		hook_leave();
 	}
 	if (DLBN_UNLIKELY(lock_probe)) /* after the record: the probe comes later */
-		gpu_probe_after_lock_wait();
+		gpu_probe_after_lock_wait(true);
 	errno = saved_errno;
 }
 
@@ -353,9 +353,10 @@ static void note_copy(uint64_t t0, int api, CUstream stream, size_t bytes, int d
 	uint64_t t1 = clock_now_ns();
 	int saved_errno = errno;
 	int64_t f[7];
+	bool lock_probe = false;
 
 	if (async)
-		gpu_probe_stream_used(stream);
+		lock_probe = gpu_probe_stream_used(stream) && dir == DLBN_COPY_HTOD;
 	if (hook_enter()) {
 		f[0] = (int64_t)(t1 - t0);
 		f[1] = api;
@@ -367,6 +368,8 @@ static void note_copy(uint64_t t0, int api, CUstream stream, size_t bytes, int d
 		rec_emit(DLBN_REC_MEMCPY, t0, f, 7);
 		hook_leave();
 	}
+	if (DLBN_UNLIKELY(lock_probe))
+		gpu_probe_after_lock_wait(false);
 	errno = saved_errno;
 }
 

@@ -102,7 +102,7 @@ void *cu_driver_sym(const char *name) DLBN_HIDDEN;
 /*
  * Stream activity for the drain probes (gpu_probe.c).  Lock-free, no
  * syscalls: called from every launch wrapper.  True when a wait for the
- * interpreter's lock asks for a probe after the launch's record
+ * interpreter's lock asks for a probe after the launch's or copy's record
  * (gpu_probe_after_lock_wait).
  */
 bool gpu_probe_stream_used(CUstream stream) DLBN_HIDDEN;
@@ -137,11 +137,12 @@ static inline CUstream cu_ptsz_stream(CUstream s)
  * main thread.
  */
 void gpu_probe_wait_begins(uint64_t t_ns) DLBN_HIDDEN;
-/* A launch's record is written and gpu_probe_stream_used said the main
- * thread waited for the interpreter's lock since its last such probe
- * (hooks_gil.c): probe the work queued so far, whose drain the next wait's
- * probes would not show when the loop takes long to get there. */
-void gpu_probe_after_lock_wait(void) DLBN_HIDDEN;
+/* A launch's (launch true) or host-to-device copy's record is written and
+ * gpu_probe_stream_used said the main thread waited for the interpreter's
+ * lock since its last launch probe (hooks_gil.c): probe the work queued so
+ * far, whose drain the next wait's probes would not show when the loop
+ * takes long to get there, or to its next launch. */
+void gpu_probe_after_lock_wait(bool launch) DLBN_HIDDEN;
 void gpu_probe_wait_finished(uint8_t rec_type, uint64_t t0_ns, uint64_t dur_ns) DLBN_HIDDEN;
 void gpu_probe_poll(void) DLBN_HIDDEN;
 

@@ -432,33 +432,40 @@ void gpu_probe_wait_begins(uint64_t t_ns)
  * The loop waiting for the interpreter's lock between its launches is off
  * the CPU long after its work may have drained: a probe right after its
  * next launch's record (not inside the lock wait, which holds the lock's
- * mutex) shows when the work queued up to there was done.  Launches, not
- * copies: a step's copy comes before its kernels, and a probe there would
- * leave them unprobed.  At most one per LOCK_PROBE_MIN_GAP_NS (a loop that
- * waits for the lock before every op of hundreds a step pays a bounded
- * cost); a launch too soon leaves the request for the next one.  Filed like
- * any probe under the next wait.
+ * mutex) shows when the work queued up to there was done.  A launch takes
+ * the request; a host-to-device copy (a step's batch, before its kernels)
+ * probes too and leaves it for the launch: its probe shows when the copy
+ * was done, so a lock wait between the copy and the kernels is seen as the
+ * GPU's idle time up to the next launch (the analyzer's gap probes).  At
+ * most one launch probe and one copy probe per LOCK_PROBE_MIN_GAP_NS (a
+ * loop that waits for the lock before every op of hundreds a step pays a
+ * bounded cost); a launch too soon leaves the request for the next one.  Filed like any probe under
+ * the next wait.
  */
 #define LOCK_PROBE_MIN_GAP_NS 500000ull
 
-void gpu_probe_after_lock_wait(void)
+void gpu_probe_after_lock_wait(bool launch)
 {
-	static uint64_t last_ns; /* main thread only */
+	/* Main thread only; launches and copies apart, so that a step's copy
+	 * does not take the turn of the launch right after it. */
+	static uint64_t last_launch_ns, last_copy_ns;
+	uint64_t *last_ns = launch ? &last_launch_ns : &last_copy_ns;
 	int saved_errno;
 
 	if (!on_main_thread())
 		return;
 	uint64_t now = clock_now_ns();
-	if (last_ns && now - last_ns < LOCK_PROBE_MIN_GAP_NS)
+	if (*last_ns && now - *last_ns < LOCK_PROBE_MIN_GAP_NS)
 		return;
 	if (!hook_enter())
 		return; /* inside another hook: the next launch probes */
 	saved_errno = errno;
 	/* The caller saw the request; only this thread makes or clears it. */
-	__atomic_store_n(&loop_cost_gil_probe_wanted, 0, __ATOMIC_RELAXED);
+	if (launch)
+		__atomic_store_n(&loop_cost_gil_probe_wanted, 0, __ATOMIC_RELAXED);
 	if (probing_possible()) {
 		probe_wait_begins(now);
-		last_ns = now;
+		*last_ns = now;
 	}
 	errno = saved_errno;
 	hook_leave();

@@ -80,6 +80,13 @@ static void write_trace(void)
 		exit(2);
 }
 
+static void copy_htod_async(int64_t t, int64_t stream)
+{
+	recbuf_add(t, DLBN_REC_MEMCPY, 7, (int64_t)(5 * US), (int64_t)DLBN_CU_MEMCPY_HTOD, stream,
+		   (int64_t)65536, (int64_t)DLBN_COPY_HTOD, (int64_t)1,
+		   (int64_t)DLBN_HOSTMEM_PINNED);
+}
+
 /* ---- analysis ----------------------------------------------------------- */
 
 struct run {
@@ -175,6 +182,58 @@ static void loop_with_probes(int64_t gpu_after)
 		probe(b + 30 * US, i + 1, 0x7000);
 		probe_done(b + PERIOD + 40 * US, i + 1, b + gpu_after, 0);
 	}
+}
+
+/*
+ * A gap between a lead's own GPU work: the loop copies its batch, then
+ * waits 4 ms (for the interpreter's lock, say) before its kernel.  The
+ * probe after the copy shows the GPU drained then, so the lead's GPU idle
+ * time holds the gap: 0.5 ms to the copy, 4 ms between the copy and the
+ * kernel, 1.4 ms from the kernel's end to the wait.  Not when the kernel
+ * goes to another stream (one stream's drain is not the GPU's), and never
+ * from the kernel's probe, whose next work comes after the wait.
+ */
+static void gap_loop(int64_t kernel_stream)
+{
+	const int64_t lead = 8 * MS, wait = 2 * MS, period = lead + wait;
+	int64_t id = 1;
+	for (int i = 0; i < STEPS; i++) {
+		int64_t a = T0 + (int64_t)i * period; /* the previous batch's arrival */
+		copy_htod_async(a + 500 * US, 0x7000);
+		probe(a + 510 * US, id, 0x7000);
+		probe_done(a + 7 * MS, id++, a + 600 * US, 0);
+		launch(a + 4600 * US, kernel_stream);
+		probe(a + 4610 * US, id, kernel_stream);
+		probe_done(a + 7 * MS + 10 * US, id++, a + 6600 * US, 0);
+		fetch(a + lead, wait, i); /* no probe: no work since the last */
+	}
+}
+
+static void test_gap_in_lead(void)
+{
+	struct run x;
+	const int64_t with_gap = 5900 * US, without = 1900 * US;
+
+	gap_loop(0x7000);
+	write_trace();
+	analyze(&x);
+	int right = 1;
+	for (size_t i = 1; i < x.m.py_steps.n; i++)
+		right &= llabs(x.m.py_steps.v[i].gpu_lead_idle_ns - with_gap) <= 10 * US;
+	CHECK(x.m.py_steps.n == STEPS && right,
+	      "gap in the lead: 0.5 + 4 + 1.4 ms idle per lead (step 1: %lld ns)",
+	      (long long)x.m.py_steps.v[1].gpu_lead_idle_ns);
+	done(&x);
+
+	gap_loop(0x7100);
+	write_trace();
+	analyze(&x);
+	right = 1;
+	for (size_t i = 2; i < x.m.py_steps.n; i++)
+		right &= llabs(x.m.py_steps.v[i].gpu_lead_idle_ns - without) <= 10 * US;
+	CHECK(right, "two streams: the gap is not counted (step 2: %lld ns)",
+	      (long long)x.m.py_steps.v[2].gpu_lead_idle_ns);
+	done(&x);
 }
 
 /* (a) input-bound: the GPU was done before every wait began. */
@@ -797,6 +856,7 @@ int main(void)
 	test_unresolved();
 	test_no_work_yet();
 	test_ipc_view();
+	test_gap_in_lead();
 	test_no_cuda();
 	test_pageable_and_sync();
 	test_json_escaping();
