@@ -140,9 +140,11 @@ static int split_step(struct slot *sl, int64_t busy_until, int unknown, int refi
  * GPU drained before the next work was queued), at most the time from the
  * first work to the drain.  Other gaps, and a drain before the wait that
  * neither shows, are not observed (counted busy).  No GPU work in the
- * period: idle from the drain to the wait.  Unknown (-1) without probe evidence at both ends.  Of
- * it, the idle time up to the hand-off of a wrapper's part (lead.h): from the drain to the hand-off
- * or the first GPU work, whichever comes first.
+ * period: idle from the drain to the wait.  Unknown (-1) without probe
+ * evidence at both ends (an arrival before any GPU work was queued is
+ * known: idle).  Of it, the idle time up to the hand-off of a wrapper's
+ * part (lead.h): from the drain to the hand-off or the first GPU work,
+ * whichever comes first.
  */
 static void lead_idle(const struct track *tr, struct slot *sl, int64_t busy_until)
 {
@@ -180,12 +182,17 @@ static void lead_idle(const struct track *tr, struct slot *sl, int64_t busy_unti
 	s->gpu_lead_refill_ns = tr->prev_refill < idle ? tr->prev_refill : idle;
 }
 
-/* sl is final: the next step's lead starts at its arrival. */
-static void lead_next(struct track *tr, const struct slot *sl, int64_t busy_until)
+/* sl is final: the next step's lead starts at its arrival.  first_work:
+ * the first GPU work of the run (NO_TIME none yet). */
+static void lead_next(struct track *tr, const struct slot *sl, int64_t busy_until,
+		      int64_t first_work)
 {
 	const struct dlbn_step *s = &sl->s;
 	tr->prev_end = s->end;
-	tr->prev_probed = sl->gs.evidence == DLBN_GPU_EV_PROBE;
+	/* Known at the arrival: by the wait's probes, or because no GPU work
+	 * had been queued yet (none before the wait, none during it). */
+	tr->prev_probed = sl->gs.evidence == DLBN_GPU_EV_PROBE ||
+			  (sl->gs.evidence == DLBN_GPU_EV_NO_WORK && first_work >= s->end);
 	/* Still busy at the arrival: it drains when the work queued before
 	 * the wait is done (later work counts as the lead's own). */
 	tr->prev_drained =
@@ -281,7 +288,7 @@ int gpu_step_final(struct dlbn_gpu_pass *ps, struct track *tr, int forced)
 	if (split_step(sl, busy_until, unknown || lost > 0, refill_known))
 		return 0;
 	lead_idle(tr, sl, busy_until);
-	lead_next(tr, sl, busy_until);
+	lead_next(tr, sl, busy_until, ps->first_work);
 	tr->busy_until = busy_until;
 	tr->lost = lost;
 	gpu_win_add(&ps->g->view_all[tr->k], &sl->s, &sl->gs);

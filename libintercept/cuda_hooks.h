@@ -139,9 +139,9 @@ static inline CUstream cu_ptsz_stream(CUstream s)
 void gpu_probe_wait_begins(uint64_t t_ns) DLBN_HIDDEN;
 /* A launch's (launch true) or host-to-device copy's record is written and
  * gpu_probe_stream_used said the main thread waited for the interpreter's
- * lock since its last launch probe (hooks_gil.c): probe the work queued so
- * far, whose drain the next wait's probes would not show when the loop
- * takes long to get there, or to its next launch. */
+ * lock in this loop period or the one before (hooks_gil.c): probe the work
+ * queued so far, whose drain the next wait's probes would not show when
+ * the loop takes long to get there, or to its next launch. */
 void gpu_probe_after_lock_wait(bool launch) DLBN_HIDDEN;
 void gpu_probe_wait_finished(uint8_t rec_type, uint64_t t0_ns, uint64_t dur_ns) DLBN_HIDDEN;
 void gpu_probe_poll(void) DLBN_HIDDEN;

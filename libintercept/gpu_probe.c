@@ -416,6 +416,25 @@ static void poll_pending(void)
 
 /* The entry points keep errno: they run inside libc hooks, next to the
  * application's EINTR/EAGAIN. */
+/*
+ * A wait begins: the lock probes' request stands for one more loop period
+ * when the main thread waited for the lock in the one ending (its wait
+ * after the last launch of a step comes before the next step's launches,
+ * whose probes show the drain), else it goes.
+ */
+static void lock_probe_period_ends(void)
+{
+	static uint64_t gil_seen; /* main thread only */
+
+	if (!__atomic_load_n(&loop_cost_gil_probe_wanted, __ATOMIC_RELAXED) || !on_main_thread())
+		return;
+	uint64_t gil = loop_cost_gil_ns();
+	if (gil != gil_seen)
+		gil_seen = gil;
+	else
+		__atomic_store_n(&loop_cost_gil_probe_wanted, 0, __ATOMIC_RELAXED);
+}
+
 void gpu_probe_wait_begins(uint64_t t_ns)
 {
 	int saved_errno;
@@ -423,6 +442,7 @@ void gpu_probe_wait_begins(uint64_t t_ns)
 	if (!gpu_was_used())
 		return;
 	saved_errno = errno;
+	lock_probe_period_ends();
 	if (probing_possible())
 		probe_wait_begins(t_ns);
 	errno = saved_errno;
@@ -431,15 +451,15 @@ void gpu_probe_wait_begins(uint64_t t_ns)
 /*
  * The loop waiting for the interpreter's lock between its launches is off
  * the CPU long after its work may have drained: a probe right after its
- * next launch's record (not inside the lock wait, which holds the lock's
- * mutex) shows when the work queued up to there was done.  A launch takes
- * the request; a host-to-device copy (a step's batch, before its kernels)
- * probes too and leaves it for the launch: its probe shows when the copy
- * was done, so a lock wait between the copy and the kernels is seen as the
- * GPU's idle time up to the next launch (the analyzer's gap probes).  At
- * most one launch probe and one copy probe per LOCK_PROBE_MIN_GAP_NS (a
- * loop that waits for the lock before every op of hundreds a step pays a
- * bounded cost); a launch too soon leaves the request for the next one.  Filed like any probe under
+ * launches' records (not inside the lock wait, which holds the lock's
+ * mutex) shows when the work queued up to there was done, and one after a
+ * host-to-device copy (a step's batch, before its kernels) when the copy
+ * was, so a lock wait between the copy and the kernels is seen as the
+ * GPU's idle time up to the next launch (the analyzer's gap probes).  The
+ * request stands for the rest of the loop period and the next one
+ * (lock_probe_period_ends).  At most one launch probe and one copy probe
+ * per LOCK_PROBE_MIN_GAP_NS (a loop that waits for the lock before every
+ * op of hundreds a step pays a bounded cost).  Filed like any probe under
  * the next wait.
  */
 #define LOCK_PROBE_MIN_GAP_NS 500000ull
@@ -458,11 +478,8 @@ void gpu_probe_after_lock_wait(bool launch)
 	if (*last_ns && now - *last_ns < LOCK_PROBE_MIN_GAP_NS)
 		return;
 	if (!hook_enter())
-		return; /* inside another hook: the next launch probes */
+		return; /* inside another hook: the next launch or copy probes */
 	saved_errno = errno;
-	/* The caller saw the request; only this thread makes or clears it. */
-	if (launch)
-		__atomic_store_n(&loop_cost_gil_probe_wanted, 0, __ATOMIC_RELAXED);
 	if (probing_possible()) {
 		probe_wait_begins(now);
 		*last_ns = now;

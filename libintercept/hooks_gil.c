@@ -58,7 +58,7 @@ static uint64_t gil_ns;
 static uint64_t gil_others_ns;
 /* Written once by the main thread, read by any (atomic). */
 static const pthread_cond_t *gil_cond;
-/* A main-thread lock wait since the last launch probe (loop_cost.h). */
+/* A main-thread lock wait in this loop period or the one before (loop_cost.h). */
 int loop_cost_gil_probe_wanted;
 
 /*

@@ -560,6 +560,13 @@ static void test_no_work_yet(void)
 		      x.m.py_steps.v[0].gpu_idle_ns == WAIT_NS &&
 		      x.m.py_steps.v[3].gpu_busy_ns == WAIT_NS,
 	      "no work yet: early waits idle, later waits busy from their probes");
+	/* Before any GPU work the GPU is known idle at an arrival: the leads
+	 * after a no-work wait are known (all idle; up to the first launch). */
+	CHECK(x.m.py_steps.v[1].gpu_lead_idle_ns == HOST_NS &&
+		      x.m.py_steps.v[3].gpu_lead_idle_ns == 10 * US,
+	      "no work yet: leads known, %lld and %lld ns idle",
+	      (long long)x.m.py_steps.v[1].gpu_lead_idle_ns,
+	      (long long)x.m.py_steps.v[3].gpu_lead_idle_ns);
 	done(&x);
 }
 
