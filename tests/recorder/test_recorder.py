@@ -382,6 +382,50 @@ def test_python_bootstrap_path_and_marker_api(tmp_path):
     assert not list(dlbntrace.Trace(str(out)).records("MARK"))
 
 
+GIL_THREADS = textwrap.dedent("""
+    import ctypes, threading, time
+    lib = ctypes.PyDLL(None)
+    lib.dlbn_thread_gil_ns.restype = ctypes.c_longlong
+    lib.dlbn_thread_gil_ns.argtypes = (ctypes.c_longlong,)
+    before = lib.dlbn_thread_gil_ns(threading.get_native_id())
+    def spin(seconds):
+        t = time.thread_time()
+        while time.thread_time() - t < seconds:
+            sum(range(100))
+    tids, own_at = {}, []
+    def work(name):
+        tids[name] = threading.get_native_id()
+        if name == "own":
+            lib.dlbn_thread_exclude()
+            own_at.append(lib.dlbn_thread_gil_ns(tids[name]))
+        spin(0.2)
+    threads = [threading.Thread(target=work, args=(n,)) for n in ("a", "b", "own")]
+    for t in threads:
+        t.start()
+    spin(0.2)
+    for t in threads:
+        t.join()
+    print(before, *(lib.dlbn_thread_gil_ns(tids[n]) for n in ("a", "b")),
+          lib.dlbn_thread_gil_ns(tids["own"]) - own_at[0], lib.dlbn_thread_gil_ns(1))
+""")
+
+
+def test_threads_waits_for_the_interpreters_lock(tmp_path):
+    """Each thread's waits for the interpreter's lock, by kernel thread id:
+    unknown (-1) before the main thread has waited for the lock once,
+    then the waits of threads taking turns on it; a thread that called
+    dlbn_thread_exclude (the bootstrap's sampler) is counted no more."""
+    p = subprocess.run([PYTHON, "-c", GIL_THREADS], env=env_with(DLBN_OUTPUT=tmp_path / "t.bin"),
+                       capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert p.returncode == 0, p.stderr
+    before, a, b, own, unknown = (int(x) for x in p.stdout.split())
+    assert before == -1, p.stdout
+    # Four threads of 0.2 s of Python each on one lock: each waits most of
+    # the others' time (tens of ms at least, whatever the machine's load).
+    assert a > 20e6 and b > 20e6, p.stdout
+    assert own == 0 and unknown == 0, p.stdout  # own: its waits since it called
+
+
 def test_marker_api_inactive_when_disabled(tmp_path):
     code = "import ctypes; l = ctypes.CDLL(None); print(l.dlbn_active(), l.dlbn_mark(1, 0, 0))"
     p = subprocess.run([PYTHON, "-c", code], env=env_with(DLBN_DISABLE=1, DLBN_PYTHON=0),
