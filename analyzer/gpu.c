@@ -22,11 +22,8 @@
  * charges a refill bubble) the loop has queued GPU work again after it, or
  * none for REFILL_WAIT_NS.
  *
- * A probe issued in a step's lead is also a gap probe (gpu_pass.h): the
- * next GPU work queued after it, when no wait began in between, closes a
- * gap from the probe's completion (or issue) to that work, added to the
- * step's lead idle time.  Only while one stream has had work.  The step's
- * split waits for it like for any probe of its epoch or earlier.
+ * A probe issued in a step's lead is also a gap probe (gpu_gaps.c).  The
+ * step's split waits for it like for any probe of its epoch or earlier.
  *
  * Invariants:
  *   - base <= cut <= n, base <= period <= n, refill_next <= n (positions
@@ -343,102 +340,6 @@ static void probe_lost(struct dlbn_gpu_pass *ps, struct pending_probe *p)
 	probe_release(ps, p);
 }
 
-/* ---- gap probes (gpu_pass.h, struct gap_probe) ------------------------- */
-
-/* Is t in the lead of position cut, after the arrival that opens it and
- * before its wait?  (Steps come before the records the horizon holds back:
- * positions up to n may be known; any wait that began before t is.) */
-static int in_lead(const struct track *tr, int64_t t)
-{
-	uint64_t p = tr->cut;
-	int64_t from;
-
-	if (p == 0)
-		return 0;
-	if (p - 1 >= tr->base)
-		from = SLOT(tr, p - 1)->s.end;
-	else if (p == tr->base && tr->prev_end != NO_TIME)
-		from = tr->prev_end;
-	else
-		return 0;
-	return t > from && (p == tr->n || t < SLOT(tr, p)->wb);
-}
-
-static void gap_open(struct dlbn_gpu_pass *ps, uint64_t id, int64_t t)
-{
-	struct gap_probe *g = &ps->gaps[0];
-	int any = 0;
-
-	if (ps->multi_stream) /* one stream's drain is not the GPU's */
-		return;
-	for (int i = 0; i < GAP_PROBES; i++) { /* a free entry, else the oldest */
-		if (!ps->gaps[i].id) {
-			g = &ps->gaps[i];
-			break;
-		}
-		if (ps->gaps[i].t < g->t)
-			g = &ps->gaps[i];
-	}
-	for (int k = 0; k < NTRACKS; k++) {
-		const struct track *tr = &ps->tr[k];
-
-		g->step[k] = in_lead(tr, t) ? tr->cut : NO_EPOCH;
-		any |= g->step[k] != NO_EPOCH;
-	}
-	g->id = any ? id : 0;
-	g->t = t;
-	g->done = NO_TIME;
-	g->next_enqueue = 0;
-}
-
-static void gap_apply(struct dlbn_gpu_pass *ps, struct gap_probe *g)
-{
-	int64_t gap = g->next_enqueue - max64(g->done, g->t);
-
-	for (int k = 0; gap > 0 && !ps->multi_stream && k < NTRACKS; k++) {
-		struct track *tr = &ps->tr[k];
-
-		if (g->step[k] != NO_EPOCH && g->step[k] >= tr->base && g->step[k] <= tr->n)
-			SLOT(tr, g->step[k])->lead_gap_ns += gap;
-	}
-	g->id = 0;
-}
-
-/* GPU work queued at t: the next work of the gap probes before it, when
- * no wait of their track began in between. */
-static void gap_enqueue(struct dlbn_gpu_pass *ps, int64_t t)
-{
-	for (int i = 0; i < GAP_PROBES; i++) {
-		struct gap_probe *g = &ps->gaps[i];
-
-		if (!g->id || g->next_enqueue || t <= g->t)
-			continue;
-		g->next_enqueue = t;
-		for (int k = 0; k < NTRACKS; k++)
-			if (g->step[k] != ps->tr[k].cut || !in_lead(&ps->tr[k], t))
-				g->step[k] = NO_EPOCH;
-		if (g->done != NO_TIME)
-			gap_apply(ps, g);
-	}
-}
-
-/* Probe id completed at done (lost: NO_TIME, the entry goes). */
-static void gap_done(struct dlbn_gpu_pass *ps, uint64_t id, int64_t done)
-{
-	for (int i = 0; i < GAP_PROBES; i++) {
-		struct gap_probe *g = &ps->gaps[i];
-
-		if (g->id != id)
-			continue;
-		g->done = done;
-		if (done == NO_TIME)
-			g->id = 0;
-		else if (g->next_enqueue)
-			gap_apply(ps, g);
-		return;
-	}
-}
-
 /* ---- record handlers ---------------------------------------------------- */
 
 /* A sync that returned: work queued on the stream (or all streams) before
@@ -466,7 +367,7 @@ static void note_work(struct dlbn_gpu_pass *ps, int64_t stream, int64_t t)
 		ps->multi_stream = 1;
 	ps->last_enqueue = t;
 	ps->last_enqueue_stream = stream;
-	gap_enqueue(ps, t);
+	gpu_gap_enqueue(ps, t);
 }
 
 /* A context synchronisation, or a stream's while only that stream has had
@@ -535,7 +436,7 @@ static void on_probe(struct dlbn_gpu_pass *ps, const struct event *ev)
 		slot->next_epoch[k] = NO_EPOCH;
 		SLOT(&ps->tr[k], epoch[k])->pending++;
 	}
-	gap_open(ps, id, t);
+	gpu_gap_open(ps, id, t);
 }
 
 static void on_probe_done(struct dlbn_gpu_pass *ps, const struct event *ev)
@@ -551,12 +452,12 @@ static void on_probe_done(struct dlbn_gpu_pass *ps, const struct event *ev)
 		int64_t done = bounded(ev->f[1], DLBN_TIME_LIMIT);
 		ps->g->probes_resolved++;
 		apply_bound(ps, p->epoch, done);
-		gap_done(ps, id, done);
+		gpu_gap_done(ps, id, done);
 		probe_release(ps, p);
 		return;
 	}
 	ps->g->probes_lost++;
-	gap_done(ps, id, NO_TIME);
+	gpu_gap_done(ps, id, NO_TIME);
 	flush_stash(ps);
 	ps->stash = 1;
 	ps->stash_thread = ev->thread;

@@ -1,6 +1,6 @@
 /*
  * gpu_pass.h - the state of the streaming GPU split (gpu.c's file comment
- * has its rules and invariants), shared by its three files and nothing
+ * has its rules and invariants), shared by its four files and nothing
  * else:
  *
  *   gpu.c         the pass: streams, tracks of waits, probes, CUDA records
@@ -8,6 +8,7 @@
  *   gpu_split.c   a step's final split: the wait's GPU-busy and idle parts,
  *                 its refill bubble, the GPU's idle time in its lead, the
  *                 host-side evidence of its loop period
+ *   gpu_gaps.c    gap probes: GPU idle time between a lead's own GPU work
  *   gpu_window.c  the window's figures and evidence lines
  */
 #ifndef DLBN_GPU_PASS_H
@@ -165,6 +166,11 @@ static inline int64_t max64(int64_t a, int64_t b)
 
 /* gpu.c */
 void gpu_finalize_wait(struct dlbn_gpu_pass *ps, struct track *tr);
+/* gpu_gaps.c: a probe issued at t; GPU work queued at t; probe id done at
+ * done (NO_TIME: lost). */
+void gpu_gap_open(struct dlbn_gpu_pass *ps, uint64_t id, int64_t t);
+void gpu_gap_enqueue(struct dlbn_gpu_pass *ps, int64_t t);
+void gpu_gap_done(struct dlbn_gpu_pass *ps, uint64_t id, int64_t done);
 uint64_t gpu_oldest_lost_open(const struct dlbn_gpu_pass *ps, int k);
 /* gpu_split.c: host evidence of a loop period (attribute_host's adders) */
 void gpu_add_launch(struct dlbn_gpu_host *h, const struct event *ev);

@@ -136,7 +136,7 @@ static int split_step(struct slot *sl, int64_t busy_until, int unknown, int refi
  * by this wait's probes (they complete when the wait begins if the GPU is
  * idle then, so they show a drain only after it), or by a synchronisation
  * in the period that waited for all of it; and gaps between the period's
- * own GPU work that a probe in the period showed (gpu.c, gap probes: the
+ * own GPU work that a probe in the period showed (gpu_gaps.c: the
  * GPU drained before the next work was queued), at most the time from the
  * first work to the drain.  Other gaps, and a drain before the wait that
  * neither shows, are not observed (counted busy).  No GPU work in the
