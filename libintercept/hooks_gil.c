@@ -24,10 +24,11 @@
  * threads.  Other condition variables pass straight through: a
  * thread-local flag and a compare.
  *
- * Such a wait also makes the main thread's next launch record a drain probe,
- * and its host-to-device copies until then (gpu_probe_after_lock_wait): the
- * loop that waits for the lock reaches its next fetch, or its next kernel,
- * long after its GPU work may have drained.
+ * Such a wait also makes the main thread's launches and host-to-device
+ * copies record drain probes, for the rest of the loop period and the next
+ * one (gpu_probe_after_lock_wait): the loop that waits for the lock reaches
+ * its next fetch, or its next kernel, long after its GPU work may have
+ * drained.
  *
  * Each other thread's own sum sits in a small table keyed by its kernel
  * thread id (gil_thread_wait_ns): the bootstrap's thread sampler reads it
@@ -42,8 +43,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
-#include <stdbool.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
