@@ -353,10 +353,9 @@ static void note_copy(uint64_t t0, int api, CUstream stream, size_t bytes, int d
 	uint64_t t1 = clock_now_ns();
 	int saved_errno = errno;
 	int64_t f[7];
-	bool lock_probe = false;
+	/* Every async copy marks its stream; only a host-to-device one probes. */
+	bool lock_probe = async && gpu_probe_stream_used(stream) && dir == DLBN_COPY_HTOD;
 
-	if (async)
-		lock_probe = gpu_probe_stream_used(stream) && dir == DLBN_COPY_HTOD;
 	if (hook_enter()) {
 		f[0] = (int64_t)(t1 - t0);
 		f[1] = api;

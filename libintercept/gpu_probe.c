@@ -414,8 +414,6 @@ static void poll_pending(void)
 		resolve_pending();
 }
 
-/* The entry points keep errno: they run inside libc hooks, next to the
- * application's EINTR/EAGAIN. */
 /*
  * A wait begins: the lock probes' request stands for one more loop period
  * when the main thread waited for the lock in the one ending (its wait
@@ -435,6 +433,8 @@ static void lock_probe_period_ends(void)
 		__atomic_store_n(&loop_cost_gil_probe_wanted, 0, __ATOMIC_RELAXED);
 }
 
+/* The entry points keep errno: they run inside libc hooks, next to the
+ * application's EINTR/EAGAIN. */
 void gpu_probe_wait_begins(uint64_t t_ns)
 {
 	int saved_errno;
