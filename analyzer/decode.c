@@ -7,6 +7,7 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "reader.h"
 
@@ -39,7 +40,8 @@ static inline uint64_t be64(const uint8_t *p)
  * Read an integer at *pp.  Returns 1 and the value, 0 if the value there is
  * not an integer (nothing consumed), -2 if incomplete.
  */
-static inline int read_int(const uint8_t **pp, const uint8_t *end, int64_t *v)
+static inline __attribute__((always_inline)) int read_int(const uint8_t **pp, const uint8_t *end,
+							  int64_t *v)
 {
 	const uint8_t *p = *pp;
 	NEED(1);
@@ -324,13 +326,12 @@ long dlbn_decode_record(const uint8_t *buf, size_t len, struct dlbn_record *rec,
 	n -= 2;
 	uint32_t kept = n < DLBN_REC_MAX_FIELDS ? n : DLBN_REC_MAX_FIELDS;
 	rec->nfields = (int)kept;
+	memset(rec->kind, DLBN_V_NONE, sizeof(rec->kind));
 	for (uint32_t i = 0; i < kept; i++)
 		if ((rc = decode_field(&p, end, rec, (int)i)) != 0)
 			return rc == -2 ? 0 : -1;
 	for (uint32_t i = kept; i < n; i++)
 		if ((rc = skip_value(&p, end, 1)) != 0)
 			return rc == -2 ? 0 : -1;
-	for (uint32_t i = kept; i < DLBN_REC_MAX_FIELDS; i++)
-		rec->kind[i] = DLBN_V_NONE;
 	return (long)(p - buf);
 }

@@ -52,6 +52,16 @@ struct stream {
 	struct dlbn_record head;
 };
 
+/*
+ * A merge heap entry: the stream's head time kept beside its index, so that
+ * sifting compares within the heap's own cache lines instead of reaching
+ * into each stream.  Invariant: heap[k].t == streams[heap[k].stream].head.t_ns.
+ */
+struct heap_ent {
+	int64_t t;
+	size_t stream;
+};
+
 struct dlbn_reader {
 	int fd;
 	char *path;
@@ -61,7 +71,7 @@ struct dlbn_reader {
 	size_t n_exts;
 	struct stream *streams;
 	size_t n_streams;
-	size_t *heap; /* stream indices, min-heap on head.t_ns */
+	struct heap_ent *heap; /* the streams with a head, min-heap on t */
 	size_t heap_n;
 	ssize_t pending;    /* stream whose head was handed out, advanced lazily */
 	unsigned passes;    /* rewinds so far */
@@ -588,26 +598,21 @@ static int stream_advance(struct dlbn_reader *r, struct stream *s)
 
 /* ---- k-way merge ------------------------------------------------------ */
 
-static inline int64_t head_t(const struct dlbn_reader *r, size_t h)
+static void heap_down(struct heap_ent *heap, size_t n, size_t i)
 {
-	return r->streams[r->heap[h]].head.t_ns;
-}
-
-static void heap_down(struct dlbn_reader *r, size_t i)
-{
+	struct heap_ent e = heap[i];
 	for (;;) {
-		size_t l = 2 * i + 1, m = i;
-		if (l < r->heap_n && head_t(r, l) < head_t(r, m))
-			m = l;
-		if (l + 1 < r->heap_n && head_t(r, l + 1) < head_t(r, m))
-			m = l + 1;
-		if (m == i)
-			return;
-		size_t t = r->heap[i];
-		r->heap[i] = r->heap[m];
-		r->heap[m] = t;
-		i = m;
+		size_t l = 2 * i + 1;
+		if (l >= n)
+			break;
+		if (l + 1 < n && heap[l + 1].t < heap[l].t)
+			l++;
+		if (heap[l].t >= e.t)
+			break;
+		heap[i] = heap[l];
+		i = l;
 	}
+	heap[i] = e;
 }
 
 void dlbn_reader_rewind(struct dlbn_reader *r)
@@ -623,27 +628,37 @@ void dlbn_reader_rewind(struct dlbn_reader *r)
 		s->pos = s->len = 0;
 		s->info.records = 0;
 		if (stream_advance(r, s))
-			r->heap[r->heap_n++] = i;
+			r->heap[r->heap_n++] = (struct heap_ent){s->head.t_ns, i};
 	}
 	for (size_t i = r->heap_n / 2; i-- > 0;)
-		heap_down(r, i);
+		heap_down(r->heap, r->heap_n, i);
 }
 
 const struct dlbn_record *dlbn_reader_next(struct dlbn_reader *r)
 {
+	struct heap_ent *heap = r->heap;
 	if (r->pending >= 0) {
-		/* The record handed out last time is no longer needed: advance. */
-		if (!stream_advance(r, &r->streams[r->pending]))
-			r->heap[0] = r->heap[--r->heap_n];
+		/* The record handed out last time is no longer needed: advance.
+		 * A thread's records come in bursts, so the stream on top
+		 * usually stays there: only a later head sifts down. */
+		struct stream *s = &r->streams[r->pending];
 		r->pending = -1;
-		if (r->heap_n)
-			heap_down(r, 0);
+		if (stream_advance(r, s)) {
+			heap[0].t = s->head.t_ns;
+		} else {
+			heap[0] = heap[--r->heap_n];
+			if (!r->heap_n)
+				return NULL;
+		}
+		size_t n = r->heap_n;
+		if ((n > 1 && heap[1].t < heap[0].t) || (n > 2 && heap[2].t < heap[0].t))
+			heap_down(heap, n, 0);
 	}
 	if (!r->heap_n)
 		return NULL;
-	r->pending = (ssize_t)r->heap[0];
+	r->pending = (ssize_t)heap[0].stream;
 	r->st.records++;
-	return &r->streams[r->heap[0]].head;
+	return &r->streams[heap[0].stream].head;
 }
 
 const struct dlbn_reader_stats *dlbn_reader_stats(const struct dlbn_reader *r)
