@@ -692,6 +692,8 @@ oom:
 int dlbn_hotspots_build(struct dlbn_hotspots *h, struct dlbn_reader *r, struct dlbn_model *m)
 {
 	memset(h, 0, sizeof(*h));
+	if (!m->profile_records)
+		return 0; /* nothing to read: a pass over the trace would find no input */
 	int32_t *buckets = malloc(HOT_BUCKETS * sizeof(*buckets));
 	if (!buckets)
 		return -1;

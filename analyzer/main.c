@@ -24,6 +24,7 @@
 #include "report.h"
 #include "report_html.h"
 #include "sweep.h"
+#include "timings.h"
 #include "verdict.h"
 #include "whatif.h"
 
@@ -71,6 +72,8 @@ static const char usage_text[] =
 	"      --handoff-gap-ms X    max gap between hand-off ops of a batch (2)\n"
 	"      --native-stacks       show native frames at the longest waits too (by\n"
 	"                            default only Python frames, native where none)\n"
+	"      --timings             print what each phase of the analysis cost (CPU\n"
+	"                            seconds, records per CPU-second) to stderr\n"
 	"  -h, --help                this text\n"
 	"  -V, --version             version and trace format\n"
 	"\n"
@@ -90,6 +93,7 @@ struct cli {
 	int format, dump, fail_on;
 	int what_if; /* --what-if */
 	int native_stacks;
+	int timings; /* --timings */
 	struct dlbn_model_opts mo;
 	struct dlbn_verdict_opts vo;
 };
@@ -127,7 +131,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		O_HTML,
 		O_SWEEP,
 		O_PLOT,
-		O_NATIVE
+		O_NATIVE,
+		O_TIMINGS
 	};
 	static const struct option opts[] = {
 		{"format", required_argument, NULL, 'f'},
@@ -147,6 +152,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{"potential-above", required_argument, NULL, O_POT},
 		{"handoff-gap-ms", required_argument, NULL, O_GAP},
 		{"native-stacks", no_argument, NULL, O_NATIVE},
+		{"timings", no_argument, NULL, O_TIMINGS},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -238,6 +244,9 @@ static int parse_args(int argc, char **argv, struct cli *c)
 				return usage_error("--handoff-gap-ms takes a positive number",
 						   optarg);
 			c->mo.handoff_gap_ns = (int64_t)(d * 1e6);
+			break;
+		case O_TIMINGS:
+			c->timings = 1;
 			break;
 		case O_NATIVE:
 			c->native_stacks = 1;
@@ -350,21 +359,84 @@ struct run {
 	int has_baseline;
 	struct dlbn_whatif whatif; /* always; printed with --what-if / --html */
 	struct dlbn_hotspots hot;  /* where the workers' time goes (hotspots.h) */
+	struct dlbn_timings times; /* --timings */
 };
+
+/* Decode and merge alone, for --timings: what reading costs without the model. */
+static void time_reading(struct run *x)
+{
+	struct dlbn_stopwatch w;
+	dlbn_stopwatch_start(&w);
+	dlbn_reader_rewind(x->r);
+	uint64_t n = 0;
+	while (dlbn_reader_next(x->r))
+		n++;
+	dlbn_timings_add(&x->times, DLBN_PHASE_READ, &w);
+	x->times.records = n;
+}
+
+static void print_phase(const struct dlbn_timings *t, enum dlbn_phase p, const char *what,
+			int per_record)
+{
+	double cpu = (double)t->cpu_ns[p] / 1e9, wall = (double)t->wall_ns[p] / 1e9;
+	if (!t->ran[p]) {
+		fprintf(stderr, "  %-34s %s\n", what, "not run");
+		return;
+	}
+	if (p == DLBN_PHASE_GPU) {
+		fprintf(stderr, "  %-34s %8s %8.3f\n", what, "-", wall);
+		return;
+	}
+	fprintf(stderr, "  %-34s %8.3f %8.3f", what, cpu, wall);
+	if (per_record && t->cpu_ns[p] > 0)
+		fprintf(stderr, " %9.1f", (double)t->records / 1e6 / cpu);
+	fputc('\n', stderr);
+}
+
+static void print_timings(const char *path, const struct dlbn_timings *t)
+{
+	int64_t cpu = 0;
+	for (int p = 0; p < DLBN_PHASE_COUNT; p++)
+		if (p != DLBN_PHASE_READ && p != DLBN_PHASE_GPU)
+			cpu += t->cpu_ns[p];
+	fprintf(stderr, "dlbn-analyze: timings of %s (%llu records)\n", path,
+		(unsigned long long)t->records);
+	fprintf(stderr, "  %-34s %8s %8s %9s\n", "phase", "cpu s", "wall s", "Mrec/cpu-s");
+	print_phase(t, DLBN_PHASE_OPEN, "open: header, extent checks", 0);
+	print_phase(t, DLBN_PHASE_READ, "decode + merge alone (extra pass)", 1);
+	print_phase(t, DLBN_PHASE_PASS1, "model pass 1: roles, loaders", 1);
+	print_phase(t, DLBN_PHASE_PASS2, "model pass 2: steps, workers, GPU", 1);
+	print_phase(t, DLBN_PHASE_GPU, "  of which the GPU pass (sampled)", 0);
+	print_phase(t, DLBN_PHASE_VERDICT, "verdict, what-if", 0);
+	print_phase(t, DLBN_PHASE_HOTSPOTS, "hot spots", 1);
+	print_phase(t, DLBN_PHASE_REPORT, "reports, exports", 0);
+	fprintf(stderr, "  %-34s %8.3f %8s %9.1f\n", "total, without the extra pass",
+		(double)cpu / 1e9, "", cpu > 0 ? (double)t->records / 1e6 / ((double)cpu / 1e9) : 0.0);
+}
 
 /* 0 done, else an exit status (message printed).  sweep: the
  * --sweep-results points, NULL none. */
 static int run_analyze(const struct cli *c, struct run *x, const struct dlbn_sweep *sweep)
 {
 	char err[512];
+	struct dlbn_timings *times = c->timings ? &x->times : NULL;
+	struct dlbn_stopwatch w;
+	dlbn_stopwatch_start(&w);
 	x->r = dlbn_reader_open(x->path, err, sizeof(err));
 	if (!x->r) {
 		fprintf(stderr, "dlbn-analyze: %s\n", err);
 		return EXIT_INPUT;
 	}
+	dlbn_timings_add(times, DLBN_PHASE_OPEN, &w);
+	if (times) {
+		dlbn_timings_calibrate(times);
+		time_reading(x);
+	}
 	/* Model (two passes; the GPU split of the waits and its figures over
 	 * the chosen window come with the second), then the verdict. */
-	if (dlbn_model_build(&x->m, x->r, &c->mo) != 0) {
+	struct dlbn_model_opts mo = c->mo;
+	mo.timings = times;
+	if (dlbn_model_build(&x->m, x->r, &mo) != 0) {
 		fprintf(stderr, "dlbn-analyze: out of memory\n");
 		dlbn_model_free(&x->m);
 		return EXIT_INPUT;
@@ -376,14 +448,19 @@ static int run_analyze(const struct cli *c, struct run *x, const struct dlbn_swe
 		return EXIT_INPUT;
 	}
 	x->built = 1;
+	dlbn_stopwatch_start(&w);
 	/* Always: the recommendation's worker count is the what-if's (printed
 	 * only with --what-if / --html). */
 	dlbn_whatif_compute(&x->m, &x->a, sweep, &x->whatif);
 	dlbn_whatif_settle_advice(&x->whatif, &x->a);
+	dlbn_timings_add(times, DLBN_PHASE_VERDICT, &w);
+	dlbn_stopwatch_start(&w);
 	if (dlbn_hotspots_build(&x->hot, x->r, &x->m) != 0) {
 		fprintf(stderr, "dlbn-analyze: out of memory\n");
 		return EXIT_INPUT;
 	}
+	if (x->m.profile_records) /* else no pass was made */
+		dlbn_timings_add(times, DLBN_PHASE_HOTSPOTS, &w);
 	/* --baseline (analyzer/baseline.h): the Replay trace through the same
 	 * path, compared once x->a is final. */
 	if (c->baseline) {
@@ -472,6 +549,8 @@ static int analyze(const struct cli *c, FILE *out)
 			.hot = &w->hot,
 			.native_stacks = c->native_stacks,
 		};
+		struct dlbn_stopwatch sw;
+		dlbn_stopwatch_start(&sw);
 		report(c, out, &in);
 		if (c->html && (points || !c->sweep_results)) {
 			in.whatif = &w->whatif;
@@ -487,6 +566,12 @@ static int analyze(const struct cli *c, FILE *out)
 		if (n == 1)
 			export_failed |=
 				run_exports(c, runs[0].r, &runs[0].m, &runs[0].a, &runs[0].m.gpu);
+		if (c->timings) {
+			/* The reports are the job's: their cost is shown with the last trace. */
+			dlbn_timings_add(&runs[n - 1].times, DLBN_PHASE_REPORT, &sw);
+			for (size_t i = 0; i < n; i++)
+				print_timings(runs[i].path, &runs[i].times);
+		}
 		for (size_t i = 0; i < n; i++)
 			any_damaged |= damaged(runs[i].path, dlbn_reader_stats(runs[i].r));
 		if (any_damaged || export_failed)

@@ -29,6 +29,7 @@
 
 #include "model_int.h"
 #include "quantiles.h"
+#include "timings.h"
 
 /* A small non-negative config number; -1 when not a number. */
 static int config_int(const char *v)
@@ -357,6 +358,30 @@ static int64_t horizon(const struct pass2 *ps, int64_t t)
 	return h > INT64_MIN + HORIZON_LAG_NS ? h - HORIZON_LAG_NS : INT64_MIN;
 }
 
+/*
+ * The GPU pass's share of a record.  For --timings one record in
+ * GPU_TIMING_STRIDE is timed (wall clock, less what the clock reads
+ * themselves cost) and scaled up: timing every record would cost more than
+ * the pass.  The stride is prime so as not to follow a step's records.
+ */
+#define GPU_TIMING_STRIDE 61
+
+static void gpu_pass_record(struct pass2 *ps, const struct dlbn_record *rec)
+{
+	struct dlbn_timings *t = ps->o->timings;
+	if (!t || ++ps->gpu_timing_count % GPU_TIMING_STRIDE) {
+		dlbn_gpu_pass_record(ps->gpu, rec);
+		dlbn_gpu_pass_horizon(ps->gpu, horizon(ps, rec->t_ns));
+		return;
+	}
+	int64_t t0 = dlbn_clock_ns(CLOCK_MONOTONIC);
+	dlbn_gpu_pass_record(ps->gpu, rec);
+	dlbn_gpu_pass_horizon(ps->gpu, horizon(ps, rec->t_ns));
+	int64_t d = dlbn_clock_ns(CLOCK_MONOTONIC) - t0 - t->clock_read_ns;
+	t->wall_ns[DLBN_PHASE_GPU] += (d > 0 ? d : 0) * GPU_TIMING_STRIDE;
+	t->ran[DLBN_PHASE_GPU] = 1;
+}
+
 static int run_pass2(struct dlbn_model *m, struct dlbn_reader *r, const struct dlbn_model_opts *o)
 {
 	struct pass2 ps = {.m = m,
@@ -388,10 +413,8 @@ static int run_pass2(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 				ps.oom = 1;
 			if (rec->type == DLBN_REC_RANGE_PUSH || rec->type == DLBN_REC_RANGE_POP)
 				dlbn_lib_ops_record(&m->lib_ops, rec, in_window);
-			if (ps.gpu) {
-				dlbn_gpu_pass_record(ps.gpu, rec);
-				dlbn_gpu_pass_horizon(ps.gpu, horizon(&ps, rec->t_ns));
-			}
+			if (ps.gpu)
+				gpu_pass_record(&ps, rec);
 		}
 	}
 	model_ipc_close(&ps);
@@ -417,6 +440,8 @@ int dlbn_model_build(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 	if (setup_procs(m, r) != 0)
 		return -1;
 	int oom = 0;
+	struct dlbn_stopwatch w;
+	dlbn_stopwatch_start(&w);
 	dlbn_reader_rewind(r);
 	while ((rec = dlbn_reader_next(r))) {
 		if (model_pass1_record(m, rec) != 0)
@@ -430,6 +455,7 @@ int dlbn_model_build(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 	}
 	if (m->t0 == INT64_MAX)
 		m->t0 = m->t_end = 0;
+	dlbn_timings_add(o->timings, DLBN_PHASE_PASS1, &w);
 	model_decide_roles(m);
 	if (oom || dlbn_loaders_decide(m) != 0)
 		return -1;
@@ -447,8 +473,12 @@ int dlbn_model_build(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 	choose_view(m, o);
 	m->warmup_steps = o->warmup_steps;
 	struct dlbn_steps *chosen = view_steps(m, view_index(m, m->steps));
-	if (!(chosen->w.waits = dlbn_quantiles_new()) || run_pass2(m, r, o) != 0)
+	if (!(chosen->w.waits = dlbn_quantiles_new()))
 		return -1;
+	dlbn_stopwatch_start(&w);
+	if (run_pass2(m, r, o) != 0)
+		return -1;
+	dlbn_timings_add(o->timings, DLBN_PHASE_PASS2, &w);
 	if (!m->prefetch_known)
 		dlbn_prefetch_depth(m);
 	dlbn_wait_stacks_finish(&m->stacks);

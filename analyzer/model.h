@@ -29,6 +29,8 @@
 #include "reader.h"
 #include "waitstacks.h"
 
+struct dlbn_timings;
+
 enum dlbn_role { DLBN_ROLE_OTHER = 0, DLBN_ROLE_TRAINING = 1, DLBN_ROLE_WORKER = 2 };
 
 enum dlbn_view { DLBN_VIEW_NONE = 0, DLBN_VIEW_PYTHON = 1, DLBN_VIEW_IPC = 2, DLBN_VIEW_NVTX = 3 };
@@ -311,6 +313,7 @@ struct dlbn_model_opts {
 	int keep_steps;		/* keep every step in its view (tests) */
 	dlbn_step_sink sink;	/* NULL: none */
 	void *sink_ctx;
+	struct dlbn_timings *timings; /* --timings: the passes' costs added here; NULL none */
 };
 
 /* IPC hand-offs whose bytes are kept for --baseline (bytes per batch of
@@ -325,6 +328,7 @@ struct dlbn_model {
 	int64_t t0;    /* time origin for reports */
 	int64_t t_end; /* end of the last record */
 	uint64_t records;
+	uint64_t profile_records; /* PROF_STAGE, PROF_SAMPLE and CALLSITE: hot spots' input */
 	int has_cuda; /* CUDA records present (GPU rule pending) */
 	int has_marks;
 

@@ -165,6 +165,7 @@ struct nvtx_state {
 struct pass2 {
 	struct dlbn_model *m;
 	const struct dlbn_model_opts *o;
+	uint64_t gpu_timing_count; /* --timings: records through the GPU pass */
 	struct ipc_fsm fsm;
 	int64_t first_result_read; /* -1 until seen */
 	struct pending_wait pend[PENDING_MAX];

@@ -151,6 +151,11 @@ int model_pass1_record(struct dlbn_model *m, const struct dlbn_record *r)
 	case DLBN_REC_PROBE_DONE:
 		m->has_cuda = 1;
 		break;
+	case DLBN_REC_PROF_STAGE:
+	case DLBN_REC_PROF_SAMPLE:
+	case DLBN_REC_CALLSITE:
+		m->profile_records++;
+		break;
 	case DLBN_REC_STRING:
 	case DLBN_REC_DOMAIN:
 		(void)dlbn_range_names_record(m->range_names, r); /* OOM: names unknown */

@@ -452,6 +452,31 @@ def gentrace(opts, path, extra):
     return records, steps
 
 
+# dlbn-analyze --timings lines: label prefix -> key in results.json.
+PHASE_LABELS = (("open:", "open"), ("decode + merge alone", "read"),
+                ("model pass 1", "pass1"), ("model pass 2", "pass2"),
+                ("of which the GPU pass", "gpu"), ("verdict, what-if", "verdict"),
+                ("hot spots", "hotspots"), ("reports, exports", "reports"),
+                ("total, without the extra pass", "total"))
+
+
+def analyzer_phases(opts, path):
+    """One `dlbn-analyze --timings` run: each phase's CPU seconds (the GPU
+    pass: sampled wall seconds inside pass 2), None where it did not run."""
+    rc, _, _, err = run_child([opts.analyzer, "--format", "json", "--timings", path],
+                              timeout=600)
+    phases = {}
+    if rc not in (0, 3):
+        return phases
+    for line in err.splitlines():
+        text = line.strip()
+        for label, key in PHASE_LABELS:
+            if text.startswith(label):
+                nums = [w for w in text[len(label):].split() if w.replace(".", "", 1).isdigit()]
+                phases[key] = float(nums[0]) if nums else None
+    return phases
+
+
 def bench_analyzer(opts, tmp):
     big = opts.big_records
     small = opts.small_records
@@ -505,6 +530,7 @@ def bench_analyzer(opts, tmp):
             report = json.load(f)
         counted = report.get("trace", {}).get("records") or records
         size, payload = trace_payload(path)
+        phases = analyzer_phases(opts, path)
         results.append({
             "trace": label, "shape": shape, "records": counted, "steps": steps,
             "file_bytes": size, "record_bytes": payload,
@@ -514,6 +540,7 @@ def bench_analyzer(opts, tmp):
             "records_per_s": counted / median(walls),
             "records_per_cpu_s": counted / median(cpus) if median(cpus) else None,
             "peak_rss_kib": max(rsss), "rss_kib": rsss, "base": base_index,
+            "phases_cpu_s": phases,
         })
         if not opts.keep_traces:
             os.unlink(path)
@@ -548,6 +575,20 @@ def print_analyzer(a):
         log("  (peak RSS grows %.0f bytes per step; budget on records per CPU-second:"
             " wall time on a shared machine includes waiting for a CPU)"
             % a["rss_bytes_per_step"])
+    log("\nAnalyzer phases (dlbn-analyze --timings, one run each): M records per CPU-second;"
+        " 'read' is decode + merge alone, an extra pass made for the comparison")
+    log("  %-16s %7s %7s %7s %9s %9s %7s" % ("trace", "read", "pass 1", "pass 2",
+                                            "GPU ms", "hotspots", "total"))
+    for r in a["traces"]:
+        ph = r.get("phases_cpu_s") or {}
+
+        def rate(key):
+            v = ph.get(key)
+            return "%.1f" % (r["records"] / v / 1e6) if v else "-"
+        gpu = ph.get("gpu")
+        log("  %-16s %7s %7s %7s %9s %9s %7s" % (
+            r["trace"], rate("read"), rate("pass1"), rate("pass2"),
+            "%.0f" % (gpu * 1e3) if gpu else "-", rate("hotspots"), rate("total")))
 
 
 def print_trace_sizes(e):
