@@ -411,7 +411,8 @@ static void print_timings(const char *path, const struct dlbn_timings *t)
 	print_phase(t, DLBN_PHASE_HOTSPOTS, "hot spots", 1);
 	print_phase(t, DLBN_PHASE_REPORT, "reports, exports", 0);
 	fprintf(stderr, "  %-34s %8.3f %8s %9.1f\n", "total, without the extra pass",
-		(double)cpu / 1e9, "", cpu > 0 ? (double)t->records / 1e6 / ((double)cpu / 1e9) : 0.0);
+		(double)cpu / 1e9, "",
+		cpu > 0 ? (double)t->records / 1e6 / ((double)cpu / 1e9) : 0.0);
 }
 
 /* 0 done, else an exit status (message printed).  sweep: the

@@ -329,7 +329,7 @@ struct dlbn_model {
 	int64_t t_end; /* end of the last record */
 	uint64_t records;
 	uint64_t profile_records; /* PROF_STAGE, PROF_SAMPLE and CALLSITE: hot spots' input */
-	int has_cuda; /* CUDA records present (GPU rule pending) */
+	int has_cuda;		  /* CUDA records present (GPU rule pending) */
 	int has_marks;
 
 	ssize_t training;    /* proc index, -1 none */

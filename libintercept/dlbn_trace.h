@@ -163,7 +163,10 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *  THREAD   tid, is_main (1 if tid == pid)          first record of a stream
  *  FORK     dur_ns, child_pid (or -errno)           in the parent
  *  EXEC     path (str)                              before the exec call
- *  EXIT     status, how (DLBN_EXIT_*)               last record of a process
+ *  EXIT     status, how (DLBN_EXIT_*),              last record of a process
+ *           clock_tsc, clock_drift_ns (1.1+; 1 if times were read from the
+ *           TSC anchored to CLOCK_MONOTONIC, and the largest correction an
+ *           anchor needed: the bound on their error)
  *
  * Host input path (fd kinds are DLBN_FD_*; ino is st_ino, 0 if unknown;
  * ret is the call's return value, or -errno on failure)

@@ -201,8 +201,8 @@ void recorder_record_exit(int status, int how)
 		return;
 	if (!hook_enter())
 		return;
-	int64_t f[2] = {status, how};
-	rec_emit(DLBN_REC_EXIT, clock_now_ns(), f, 2);
+	int64_t f[4] = {status, how, clock_uses_tsc(), (int64_t)clock_max_drift_ns()};
+	rec_emit(DLBN_REC_EXIT, clock_now_ns(), f, 4);
 	tw_mark_final();
 	hook_leave();
 }
@@ -248,6 +248,7 @@ __attribute__((constructor(101))) static void recorder_init(void)
 	python_boot_setup();
 	gil_init();
 	gather_process_info();
+	clock_init();
 	fdtable_init();
 	tw_init();
 	if (pthread_atfork(NULL, NULL, atfork_child) != 0) {

@@ -38,8 +38,15 @@ static inline bool recorder_on(void)
 	return DLBN_LIKELY(__atomic_load_n(&dlbn_state, __ATOMIC_RELAXED) == DLBN_ON);
 }
 
-/* CLOCK_MONOTONIC in nanoseconds (vDSO; no syscall with a tsc clock). */
+/* CLOCK_MONOTONIC in nanoseconds: from the TSC where the kernel keeps time
+ * with it (within a microsecond, see clock.c), else clock_gettime (vDSO). */
 uint64_t clock_now_ns(void) DLBN_HIDDEN;
+/* Reads the environment and the clock source; constructor only. */
+void clock_init(void) DLBN_HIDDEN;
+/* 1 while readings come from the TSC; the largest correction an anchor
+ * needed so far, ns (the EXIT record's clock fields). */
+int clock_uses_tsc(void) DLBN_HIDDEN;
+uint64_t clock_max_drift_ns(void) DLBN_HIDDEN;
 
 /*
  * The next symbol after libdlbn.so, like dlsym(RTLD_NEXT, name), but through

@@ -78,7 +78,7 @@ FIELDS = {
     "THREAD": ["tid", "is_main"],
     "FORK": ["dur", "child_pid"],
     "EXEC": ["path"],
-    "EXIT": ["status", "how"],
+    "EXIT": ["status", "how", "clock_tsc", "clock_drift_ns"],
     "READ": ["dur", "fd", "kind", "ino", "ret"],
     "WRITE": ["dur", "fd", "kind", "ino", "ret"],
     "PREAD": ["dur", "fd", "ino", "ret", "offset"],

@@ -319,6 +319,77 @@ static int do_posix_spawn(const char *self)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 5;
 }
 
+/*
+ * Recorded pipe reads, each between two clock_gettime(CLOCK_MONOTONIC) reads
+ * of the program's own ("read pid tid i before after" lines), on `threads`
+ * threads and then in a forked child, with pauses that let the recorder's
+ * clock anchors expire; `ms` of them in all, long enough to calibrate.
+ */
+struct clock_job {
+	int iters;
+	long pause_us;
+};
+
+static uint64_t mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *clock_reads(void *arg)
+{
+	const struct clock_job *job = arg;
+	int p[2];
+	char c;
+	if (pipe(p) != 0)
+		return (void *)1;
+	for (int i = 0; i < job->iters; i++) {
+		if (write(p[1], "x", 1) != 1)
+			return (void *)1;
+		uint64_t before = mono_now();
+		if (read(p[0], &c, 1) != 1)
+			return (void *)1;
+		uint64_t after = mono_now();
+		printf("read %d %d %d %llu %llu\n", (int)getpid(), (int)gettid(), i,
+		       (unsigned long long)before, (unsigned long long)after);
+		if (job->pause_us && i % 7 == 0)
+			usleep((useconds_t)job->pause_us * (i % 3 + 1));
+	}
+	close(p[0]);
+	close(p[1]);
+	return NULL;
+}
+
+static int do_clock(int threads, int iters)
+{
+	struct clock_job job = {iters, 400};
+	pthread_t t[8];
+	threads = threads < 1 ? 1 : threads > 8 ? 8 : threads;
+	for (int i = 1; i < threads; i++)
+		if (pthread_create(&t[i], NULL, clock_reads, &job) != 0)
+			return 2;
+	int bad = clock_reads(&job) != NULL;
+	for (int i = 1; i < threads; i++) {
+		void *r;
+		pthread_join(t[i], &r);
+		bad |= r != NULL;
+	}
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct clock_job child = {iters / 4, 400};
+		int rc = clock_reads(&child) != NULL;
+		fflush(stdout);
+		exit(rc);
+	}
+	int status;
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0)
+		return 3;
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -351,7 +422,9 @@ int main(int argc, char **argv)
 		return do_stress(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
 	if (!strcmp(s, "posix_spawn"))
 		return do_posix_spawn(argv[0]);
+	if (!strcmp(s, "clock") && argc > 3)
+		return do_clock(atoi(argv[2]), atoi(argv[3]));
 	fprintf(stderr, "usage: rtest pipe|errno|fork|spawn|sigkill N|exit|hello|sem|many N|reuse "
-			"FILE|threads N|posix_spawn|stress P T N\n");
+			"FILE|threads N|posix_spawn|stress P T N|clock THREADS N\n");
 	return 2;
 }

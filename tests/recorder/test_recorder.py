@@ -115,6 +115,57 @@ def test_blocked_sem_wait_and_the_post_that_woke_it(rtest, tmp_path):
     assert len(poster) == 1 and poster[0]["t"] <= waits[0]["t"] + waits[0]["dur"]
 
 
+def tsc_is_the_kernels_clock():
+    """What the recorder's clock.c requires to read the TSC."""
+    try:
+        with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
+            source = f.read().strip()
+        with open("/proc/cpuinfo") as f:
+            flags = next((line for line in f if line.startswith("flags")), "").split()
+    except OSError:
+        return False
+    return (source == "tsc" and "constant_tsc" in flags and "nonstop_tsc" in flags
+            and os.uname().machine == "x86_64")
+
+
+@pytest.mark.parametrize("clock", ["default", "monotonic"])
+def test_recorded_times_are_clock_monotonic(rtest, tmp_path, clock):
+    """Every recorded read lies between the program's own CLOCK_MONOTONIC
+    reads around it: exactly with DLBN_CLOCK=monotonic, within 1 us where
+    the recorder reads the TSC (anchored to CLOCK_MONOTONIC every ms), on
+    three threads and in a forked child that inherits the TSC's rate;
+    per thread, times never go backwards."""
+    out = tmp_path / "t.bin"
+    env = {"DLBN_CLOCK": "monotonic"} if clock == "monotonic" else {}
+    p = run([rtest, "clock", "3", "1500"], DLBN_OUTPUT=out, **env)
+    assert p.returncode == 0, p.stderr
+    programs = {}
+    for line in p.stdout.splitlines():
+        if line.startswith("read "):
+            _, pid, tid, _i, before, after = line.split()
+            programs.setdefault((int(pid), int(tid)), []).append((int(before), int(after)))
+    assert len(programs) == 4, sorted(programs)      # 3 threads, the child's one
+    t = dlbntrace.Trace(str(out))
+    slack = 0 if clock == "monotonic" else 1000
+    worst = 0
+    for st in t.streams.values():
+        times = [r["t"] for r in st.records]
+        assert times == sorted(times), "times went backwards on %d" % st.tid
+        reads = [r for r in st.records if r["type"] == "READ" and r["ret"] == 1]
+        pairs = programs.pop((st.pid, st.tid), [])
+        assert len(reads) == len(pairs), (st.pid, st.tid, len(reads), len(pairs))
+        for r, (before, after) in zip(reads, pairs):
+            worst = max(worst, before - r["t"], r["t"] + r["dur"] - after)
+    assert not programs, "reads of these threads were not recorded: %r" % sorted(programs)
+    assert worst <= slack, "a recorded time lies %d ns outside the program's reads" % worst
+    exits = list(t.records("EXIT"))
+    assert len(exits) == 2
+    want_tsc = clock == "default" and tsc_is_the_kernels_clock()
+    for e in exits:
+        assert e["clock_tsc"] == int(want_tsc), e
+        assert 0 <= e["clock_drift_ns"] < (1000 if want_tsc else 1), e
+
+
 def test_many_records_span_extents_and_stay_compact(rtest, tmp_path):
     out = tmp_path / "t.bin"
     p = run([rtest, "many", "30000"], DLBN_OUTPUT=out, DLBN_EXTENT_KB=64)
