@@ -40,6 +40,15 @@ static inline uint64_t fdtable_get(int fd)
 	return fdtable_classify_slow(fd);
 }
 
+/* The word as it is, without classifying (0: unknown or out of range). */
+static inline uint64_t fdtable_peek(int fd)
+{
+	uint64_t *words = fdtable_words;
+	if (DLBN_UNLIKELY(words == NULL || (unsigned)fd >= FDTABLE_SIZE))
+		return 0;
+	return __atomic_load_n(&words[fd], __ATOMIC_RELAXED);
+}
+
 static inline unsigned fdw_kind(uint64_t w)
 {
 	return (unsigned)(w & FDW_KIND_MASK);

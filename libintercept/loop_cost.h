@@ -23,9 +23,9 @@ void loop_cost_sample(int64_t out[DLBN_LOOP_COST_FIELDS]) DLBN_HIDDEN;
 /*
  * Time the calls that free a batch's shared memory on the main thread:
  * munmap of a range the process mapped from a /dev/shm fd (any thread:
- * loop_cost_mapped), close of an fd known to be such a file.  Any other
- * munmap or close costs a load and a compare.  begin returns 0 when there
- * is nothing to time.
+ * loop_cost_mapped), close of an fd known to be such a file (the close
+ * hook's one fd-table load tells).  Any other munmap or close costs a load
+ * and a compare.  begin returns 0 when there is nothing to time.
  */
 struct loop_cost_free {
 	uint64_t t0, c0;
@@ -34,17 +34,6 @@ struct loop_cost_free {
 void loop_cost_mapped(void *p, size_t len) DLBN_HIDDEN;
 int loop_cost_free_begin(struct loop_cost_free *f) DLBN_HIDDEN;
 void loop_cost_free_end(const struct loop_cost_free *f) DLBN_HIDDEN;
-/* close(fd): time it when fd is a /dev/shm file (classified already). */
-static inline int loop_cost_close_begin(int fd, struct loop_cost_free *f)
-{
-	uint64_t *words = fdtable_words;
-	if (DLBN_LIKELY(words == NULL || (unsigned)fd >= FDTABLE_SIZE))
-		return 0;
-	uint64_t w = __atomic_load_n(&words[fd], __ATOMIC_RELAXED);
-	if (DLBN_LIKELY(fdw_kind(w) != DLBN_FD_SHM))
-		return 0;
-	return loop_cost_free_begin(f);
-}
 /* In a forked child, before it records (atfork). */
 void loop_cost_fork_child(void) DLBN_HIDDEN;
 /* Find the Python interpreter's code, if this is a Python process
