@@ -128,7 +128,7 @@ static void check_drift(const struct clock_anchor *a, uint64_t mult, uint64_t ts
 }
 
 /* The slow path: clock_gettime, and a new anchor for this thread. */
-static uint64_t reanchor(struct clock_anchor *a, uint64_t mult)
+__attribute__((noinline)) static uint64_t reanchor(struct clock_anchor *a, uint64_t mult)
 {
 	if (!__atomic_load_n(&tsc_usable, __ATOMIC_RELAXED) || a->busy)
 		return mono_ns();
