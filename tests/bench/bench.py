@@ -67,10 +67,12 @@ WORKLOADS = [
 ]
 
 # docs/DESIGN.md, "Budgets".
-BUDGET_IGNORED_NS = 10.0
-BUDGET_RECORDED_NS = 80.0
-BUDGET_STEP_OVERHEAD = 0.01
-BUDGET_ANALYZER_RPS = 10e6
+BUDGET_IGNORED_NS = 5.0
+BUDGET_RECORDED_NS = 50.0
+BUDGET_STEP_MEDIAN = 0.005    # the median workload's step-time ratio
+BUDGET_STEP_ANY = 0.01        # every workload's
+BUDGET_ANALYZER_RPS = 50e6
+BUDGET_RECORD_BYTES = 16.0
 BUDGET_SAMPLER_SHARE = 0.01   # worker sampling: < 1% of worker CPU
 # "Independent of length": a 20x longer trace may cost at most this much more.
 BUDGET_RSS_GROWTH = 1.25
@@ -324,13 +326,71 @@ def analyze_json(opts, trace):
         return None, "unparsable JSON: %s" % exc
 
 
+def step_status(res):
+    """A workload's step-time check: "ok" within BUDGET_STEP_ANY (and not
+    above torch.profiler's), "missed" beyond it by more than the plain runs'
+    own spread, else "unresolved": this machine's noise cannot tell."""
+    r, prof, spread = res.get("dlbn_ratio"), res.get("torch.profiler_ratio"), \
+        res.get("plain_spread")
+    if r is None:
+        return None
+    over = max(r - 1 - BUDGET_STEP_ANY, r - prof if prof is not None else 0.0)
+    if over <= 0:
+        return "ok"
+    return "missed" if spread is not None and over > spread else "unresolved"
+
+
+def summarize_e2e(results):
+    for res in results.values():
+        plain = [r["step_ms"] for r in res["runs"]["plain"] if r["step_ms"] is not None]
+        base = median(plain)
+        res["plain_step_ms"] = base
+        res["plain_spread"] = (max(plain) - min(plain)) / base if base and len(plain) > 1 \
+            else None
+        plain_min = min(plain, default=None)
+        for mode in MODES[1:]:
+            steps = [r["step_ms"] for r in res["runs"][mode] if r["step_ms"] is not None]
+            m = median(steps)
+            res[mode + "_step_ms"] = m
+            res[mode + "_ratio"] = m / base if m and base else None
+            # Noise on a shared machine only adds time: the fastest runs
+            # are the least disturbed, a second estimate beside the median.
+            res[mode + "_min_ratio"] = (min(steps) / plain_min if steps and plain_min
+                                        else None)
+        res["dlbn_status"] = step_status(res)
+        res["dlbn_met"] = {"ok": True, "missed": False}.get(res["dlbn_status"])
+
+
 def bench_e2e(opts, workloads, tmp):
     results = {name: {"note": note, "args": args, "script": script,
                       "runs": {m: [] for m in MODES}}
                for name, note, args, script in workloads}
     kept_traces = {}
+    e2e_repeats(opts, workloads, results, kept_traces, range(opts.reps), tmp)
+    summarize_e2e(results)
+    # Where the noise hides the answer, more repeats rather than a claim.
+    extra = opts.reps
+    while extra < opts.max_reps:
+        unresolved = [w for w in workloads if results[w[0]]["dlbn_status"] == "unresolved"]
+        if not unresolved:
+            break
+        log("  2 more repeats of %s (unresolved after %d)" % (
+            ", ".join(w[0] for w in unresolved), extra))
+        e2e_repeats(opts, unresolved, results, kept_traces, range(extra, extra + 2), tmp)
+        extra += 2
+        summarize_e2e(results)
+    for name, res in results.items():
+        res["repeats"] = len(res["runs"]["plain"])
+        trace = kept_traces.get(name)
+        if trace:
+            res["trace"] = trace_stats(opts, trace)
+    return {"steps_per_run": opts.steps, "repetitions": opts.reps,
+            "modes": list(MODES), "workloads": results}
+
+
+def e2e_repeats(opts, workloads, results, kept_traces, reps, tmp):
     order = list(MODES)
-    for rep in range(opts.reps):
+    for rep in reps:
         for name, _, args, script in workloads:
             # Rotate the mode order each repeat so no mode always runs first.
             modes = order[rep % len(order):] + order[:rep % len(order)]
@@ -358,32 +418,7 @@ def bench_e2e(opts, workloads, tmp):
                 results[name]["runs"][mode].append(run)
                 if mode == "dlbn" and os.path.exists(trace):
                     kept_traces[name] = trace
-        log("  e2e repeat %d/%d done" % (rep + 1, opts.reps))
-    for name, res in results.items():
-        plain = [r["step_ms"] for r in res["runs"]["plain"]]
-        base = median(plain)
-        res["plain_step_ms"] = base
-        res["plain_spread"] = ((max(p for p in plain if p is not None)
-                                - min(p for p in plain if p is not None)) / base
-                               if base and len([p for p in plain if p is not None]) > 1
-                               else None)
-        plain_min = min([p for p in plain if p is not None], default=None)
-        for mode in MODES[1:]:
-            steps = [r["step_ms"] for r in res["runs"][mode] if r["step_ms"] is not None]
-            m = median(steps)
-            res[mode + "_step_ms"] = m
-            res[mode + "_ratio"] = m / base if m and base else None
-            # Noise on a shared machine only adds time: the fastest runs
-            # are the least disturbed, a second estimate beside the median.
-            res[mode + "_min_ratio"] = (min(steps) / plain_min if steps and plain_min
-                                        else None)
-        res["dlbn_met"] = (None if res["dlbn_ratio"] is None
-                           else res["dlbn_ratio"] - 1 <= BUDGET_STEP_OVERHEAD)
-        trace = kept_traces.get(name)
-        if trace:
-            res["trace"] = trace_stats(opts, trace)
-    return {"steps_per_run": opts.steps, "repetitions": opts.reps,
-            "modes": list(MODES), "workloads": results}
+        log("  e2e repeat %d done" % (rep + 1))
 
 
 def trace_stats(opts, trace):
@@ -416,12 +451,15 @@ def print_e2e(e):
             name, f(r.get("plain_step_ms"), "%.2f"), f(r.get("plain_spread") and
                                                       100 * r["plain_spread"], "%.1f%%"),
             f(dl), f(r.get("dlbn_min_ratio"), "(%.3f)"),
-            "ok" if r.get("dlbn_met") else ("n/a" if dl is None else "MISSED"),
+            (r.get("dlbn_status") or "n/a").upper() if r.get("dlbn_status") != "ok" else "ok",
             f(r.get("torch.profiler_ratio")), f(r.get("torch.profiler_min_ratio"), "(%.3f)"),
             (r.get("trace") or {}).get("verdict") or "-", r["note"]))
     log("  (ratio: median step time / plain median; (min): fastest / fastest plain run;"
         " spread: (max - min) / median\n   of the plain runs, what a ratio can resolve here;"
-        " verdict: dlbn-analyze on the last dlbn run)")
+        " budget: within %g%% and not above torch.profiler's, UNRESOLVED\n   where the excess"
+        " is inside the spread after up to %d repeats; verdict: dlbn-analyze on the last dlbn"
+        " run)" % (100 * BUDGET_STEP_ANY, max(r.get("repeats", 0)
+                                                for r in e["workloads"].values())))
 
 
 # ---- analyzer -------------------------------------------------------------------
@@ -612,13 +650,15 @@ def print_trace_sizes(e):
 # ---- budgets --------------------------------------------------------------------
 
 def budgets(res):
-    """Every check against the budgets of docs/DESIGN.md, "Budgets" (section
-    key "8"), and the aim of under 16 bytes per record (key "4", reported apart)."""
+    """Every check against the budgets of docs/DESIGN.md, "Budgets".  met:
+    True, False, or None where the figure is missing or (status
+    "unresolved") inside this machine's noise."""
     out = []
 
-    def add(section, budget, measured, unit, met, **extra):
+    def add(section, budget, measured, unit, met, status=None, **extra):
         item = {"section": section, "budget": budget, "measured": measured, "unit": unit,
-                "met": met}
+                "met": met, "status": status or ("n/a" if met is None else
+                                                 "ok" if met else "missed")}
         item.update(extra)
         out.append(item)
 
@@ -631,9 +671,26 @@ def budgets(res):
     e = res.get("e2e")
     if e:
         for name, r in e["workloads"].items():
-            add("8", "step time %s: within 1%%" % name, r.get("dlbn_ratio"), "x",
-                r.get("dlbn_met"), noise=r.get("plain_spread"),
-                min_ratio=r.get("dlbn_min_ratio"))
+            add("8", "step time %s: within %g%%, not above torch.profiler's (%s)"
+                % (name, 100 * BUDGET_STEP_ANY,
+                   "n/a" if r.get("torch.profiler_ratio") is None
+                   else "%.3fx" % r["torch.profiler_ratio"]),
+                r.get("dlbn_ratio"), "x", r.get("dlbn_met"), status=r.get("dlbn_status"),
+                noise=r.get("plain_spread"), min_ratio=r.get("dlbn_min_ratio"),
+                repeats=r.get("repeats"))
+        ratios = [r["dlbn_ratio"] for r in e["workloads"].values()
+                  if r.get("dlbn_ratio") is not None]
+        if ratios:
+            mid = median(ratios)
+            spreads = [r["plain_spread"] for r in e["workloads"].values()
+                       if r.get("plain_spread") is not None]
+            noise = median(spreads) if spreads else None
+            ok = mid - 1 <= BUDGET_STEP_MEDIAN
+            add("8", "step time, median over the workloads: within %g%%"
+                % (100 * BUDGET_STEP_MEDIAN), mid, "x", ok if ok or noise is None or
+                mid - 1 - BUDGET_STEP_MEDIAN > noise else None,
+                status=None if ok or noise is None or mid - 1 - BUDGET_STEP_MEDIAN > noise
+                else "unresolved", noise=noise)
     p = res.get("profile")
     if p and p.get("sampler_cost_share") is not None:
         add("8", "worker sampling: < 1% of worker CPU", p["sampler_cost_share"], "share",
@@ -643,8 +700,9 @@ def budgets(res):
     if a:
         for r in a["traces"]:
             rate = r["records_per_cpu_s"]
-            add("8", "analyzer %s: > 10 M records/s on one core" % r["trace"], rate,
-                "records/cpu-s", rate is not None and rate > BUDGET_ANALYZER_RPS,
+            add("8", "analyzer %s: >= %g M records/s on one core"
+                % (r["trace"], BUDGET_ANALYZER_RPS / 1e6), rate,
+                "records/cpu-s", rate is not None and rate >= BUDGET_ANALYZER_RPS,
                 wall_rate=r["records_per_s"])
         for i, r in enumerate(a["traces"]):
             if r.get("base", 0) == i:
@@ -655,15 +713,16 @@ def budgets(res):
                 r["rss_vs_small"] is not None and r["rss_vs_small"] <= BUDGET_RSS_GROWTH)
         for r in a["traces"]:
             if r.get("bytes_per_record") is not None:
-                add("4", "trace %s: < 16 bytes per record" % r["trace"],
-                    r["bytes_per_record"], "B", r["bytes_per_record"] < 16)
+                add("8", "trace %s: < %g bytes per record" % (r["trace"], BUDGET_RECORD_BYTES),
+                    r["bytes_per_record"], "B", r["bytes_per_record"] < BUDGET_RECORD_BYTES)
     e = res.get("e2e")
     if e:
         for name, r in e["workloads"].items():
             t = r.get("trace") or {}
             if t.get("bytes_per_record") is not None:
-                add("4", "trace recorded from %s: < 16 bytes per record" % name,
-                    t["bytes_per_record"], "B", t["bytes_per_record"] < 16)
+                add("8", "trace recorded from %s: < %g bytes per record"
+                    % (name, BUDGET_RECORD_BYTES),
+                    t["bytes_per_record"], "B", t["bytes_per_record"] < BUDGET_RECORD_BYTES)
     return out
 
 
@@ -679,14 +738,16 @@ def fmt_measured(b):
 
 
 def print_budgets(items):
-    for section, title in (("8", "Budgets (docs/DESIGN.md, Budgets)"),
-                           ("4", "Trace size aim (docs/DESIGN.md, Budgets)")):
-        mine = [b for b in items if b["section"] == section]
-        missed = [b for b in mine if b["met"] is False]
-        log("\n%s: %d checked, %d missed" % (
-            title, len([b for b in mine if b["met"] is not None]), len(missed)))
-        for b in missed:
-            log("  MISSED  %-72s %s" % (b["budget"], fmt_measured(b)))
+    missed = [b for b in items if b["status"] == "missed"]
+    unresolved = [b for b in items if b["status"] == "unresolved"]
+    log("\nBudgets (docs/DESIGN.md, Budgets): %d checked, %d missed, %d not resolved by"
+        " this machine's noise" % (len([b for b in items if b["status"] != "n/a"]),
+                                   len(missed), len(unresolved)))
+    for b in missed:
+        log("  MISSED      %-72s %s" % (b["budget"], fmt_measured(b)))
+    for b in unresolved:
+        log("  UNRESOLVED  %-72s %s (spread %.1f%%)" % (
+            b["budget"], fmt_measured(b), 100 * (b.get("noise") or 0)))
 
 
 def markdown(res):
@@ -731,7 +792,8 @@ def markdown(res):
                 name, f(r.get("plain_step_ms"), "%.2f"),
                 f(r.get("plain_spread") and 100 * r["plain_spread"], "%.1f%%"),
                 f(r.get("dlbn_ratio")), f(r.get("dlbn_min_ratio")),
-                "ok" if r.get("dlbn_met") else "**missed**",
+                {"ok": "ok", "missed": "**missed**"}.get(r.get("dlbn_status"),
+                                                         r.get("dlbn_status") or "n/a"),
                 f(r.get("torch.profiler_ratio")), f(r.get("torch.profiler_min_ratio")),
                 (r.get("trace") or {}).get("verdict") or "-"))
         md.append("")
@@ -766,12 +828,12 @@ def markdown(res):
                                    a["traces"][1]["trace"]))
         md.append("")
     md.append("### Budgets\n")
-    md.append("| key | check | measured | |")
-    md.append("|---|---|---:|---|")
+    md.append("| check | measured | |")
+    md.append("|---|---:|---|")
     for b in res.get("budgets", []):
-        md.append("| %s | %s | %s | %s |" % (
-            b["section"], b["budget"], fmt_measured(b),
-            "n/a" if b["met"] is None else ("ok" if b["met"] else "**missed**")))
+        md.append("| %s | %s | %s |" % (
+            b["budget"], fmt_measured(b),
+            {"missed": "**missed**"}.get(b["status"], b["status"])))
     return "\n".join(md) + "\n"
 
 
@@ -802,6 +864,9 @@ def parse_args(argv):
     ap.add_argument("--quick", action="store_true",
                     help="small figures for a smoke test (not for the docs)")
     ap.add_argument("--reps", type=int, default=5, help="e2e repeats per mode")
+    ap.add_argument("--max-reps", type=int, default=9,
+                    help="e2e repeats at most, for workloads whose step-time check the"
+                    " first --reps leave inside the noise")
     ap.add_argument("--steps", type=int, default=150, help="e2e steps per run")
     ap.add_argument("--workloads", metavar="FILE", action="append", default=[],
                     help="JSON list of extra e2e workloads {name, note, args}")
@@ -825,7 +890,7 @@ def parse_args(argv):
     ap.add_argument("--out", default=os.path.join(BUILD, "bench", "results.json"))
     opts = ap.parse_args(argv)
     if opts.quick:
-        opts.reps, opts.steps, opts.hook_reps = 1, 30, 1
+        opts.reps, opts.steps, opts.hook_reps, opts.max_reps = 1, 30, 1, 1
         opts.hook_calls, opts.hook_rounds = 2000, 11
         opts.small_records, opts.big_records, opts.analyzer_reps = 100000, 1000000, 1
     if min(opts.reps, opts.steps, opts.hook_reps, opts.hook_calls, opts.hook_rounds,
