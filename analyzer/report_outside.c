@@ -117,21 +117,25 @@ static int outside_lines(const struct dlbn_analysis *a, struct outside_line *v)
 				 "; the process's other threads waited %.3f s for it, summed",
 				 o->gil_others_s);
 		v[n].label = "gil wait";
+		int len;
 		if (o->gil_why_kept[0])
-			snprintf(v[n++].text, DLBN_LINE,
-				 "%.3f s (%.1f%%) the loop's thread off the CPU waiting for the "
-				 "Python interpreter's lock: kept, as Replay keeps it (%s)%s",
-				 o->gil_s, share(o->gil_s, w), o->gil_why_kept, others);
+			len = snprintf(
+				v[n].text, DLBN_LINE,
+				"%.3f s (%.1f%%) the loop's thread off the CPU waiting for the "
+				"Python interpreter's lock: kept, as Replay keeps it (%s)%s",
+				o->gil_s, share(o->gil_s, w), o->gil_why_kept, others);
 		else
-			snprintf(v[n++].text, DLBN_LINE,
-				 "%.3f s (%.1f%%) the loop's thread off the CPU waiting for the "
-				 "Python interpreter's lock, %.3f s of it while the loader's "
-				 "threads "
-				 "held it (at most the process's other threads' CPU time); %.3f s "
-				 "in "
-				 "the stall%s",
-				 o->gil_s, share(o->gil_s, w), o->gil_loader_s, o->charged_gil_s,
-				 others);
+			len = snprintf(
+				v[n].text, DLBN_LINE,
+				"%.3f s (%.1f%%) the loop's thread off the CPU waiting for the "
+				"Python interpreter's lock, %.3f s of it while the loader's "
+				"threads held it (at most the process's other threads' CPU "
+				"time); %.3f s in the stall%s",
+				o->gil_s, share(o->gil_s, w), o->gil_loader_s, o->charged_gil_s,
+				others);
+		if (len >= DLBN_LINE) /* the reason and the others' waits may not both fit */
+			memcpy(v[n].text + DLBN_LINE - 4, "...", 4);
+		n++;
 	}
 	n += model_thread_lines(a, v + n);
 	if (o->gpu_rule) {
