@@ -827,6 +827,22 @@ def markdown(res):
                       "shape)." % (a["rss_bytes_per_step"], a["traces"][0]["trace"],
                                    a["traces"][1]["trace"]))
         md.append("")
+        md.append("Phases (`dlbn-analyze --timings`, one run each): M records per CPU-second "
+                  "of each phase; read = decoding and merging alone, an extra pass made for "
+                  "the comparison; GPU = the GPU pass inside pass 2, sampled wall time.\n")
+        md.append("| trace | read | pass 1 | pass 2 | GPU ms | hot spots | total |")
+        md.append("|---|---:|---:|---:|---:|---:|---:|")
+        for r in a["traces"]:
+            ph = r.get("phases_cpu_s") or {}
+
+            def rate(key):
+                v = ph.get(key)
+                return "%.1f" % (r["records"] / v / 1e6) if v else "-"
+            gpu = ph.get("gpu")
+            md.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+                r["trace"], rate("read"), rate("pass1"), rate("pass2"),
+                "%.0f" % (gpu * 1e3) if gpu else "-", rate("hotspots"), rate("total")))
+        md.append("")
     md.append("### Budgets\n")
     md.append("| check | measured | |")
     md.append("|---|---:|---|")
