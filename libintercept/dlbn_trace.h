@@ -352,8 +352,9 @@ enum dlbn_prof_sample_where {
 	DLBN_PROF_IN_STAGE = 1,	      /* inside an exactly timed stage */
 	DLBN_PROF_THREAD_CPU = 2,     /* a loader thread, on the CPU; weight = wall */
 	DLBN_PROF_THREAD_OFF_CPU = 3, /* a loader thread, mostly off the CPU */
-	DLBN_PROF_THREAD_GIL = 4      /* a loader thread, mostly off the CPU waiting
-				       * for the interpreter's lock */
+	DLBN_PROF_THREAD_GIL = 4      /* a loader thread that waited for the
+				       * interpreter's lock a third of the
+				       * interval or more */
 };
 
 enum dlbn_start_kind {

@@ -26,11 +26,11 @@ threads are sampled from a thread of dlbn's own:
             idle.  Everything else, sleeps and file reads included, is the
             thread's work: busy.  busy / watched is its busy share, the
             figure that tells whether the producer holds the loop back.
-  off CPU   a busy sample whose thread used the CPU for less than half its
-            interval either waited for the interpreter's lock (most of
-            the time off the CPU: the library's per-thread sum of such
-            waits, dlbn_thread_gil_ns, grew by at least half of it) or
-            for anything else (I/O, sleeps, other locks).  The sampling
+  lock      a busy sample whose thread waited for the interpreter's lock
+            for a third of its interval or more (the library's per-thread
+            sum of such waits, dlbn_thread_gil_ns, grew by that much).
+  off CPU   any other busy sample whose thread used the CPU for less than
+            half its interval: I/O, sleeps, other locks.  The sampling
             thread's own waits for the lock are left out of the program's
             (dlbn_thread_exclude).
 
@@ -43,9 +43,9 @@ file<TAB>tid"), PROF_THREAD_WATCHED (the same over all samples),
 PROF_THREAD_GIL_WAIT (its busy samples' waits for the interpreter's lock, where
 the library timed them: count = busy samples, wall = the waits), and
 the busy samples as PROF_SAMPLE keyed as _dlbn_profile keys its own,
-in_stage 2 (the thread used the CPU for at least half of the interval),
-3 (it mostly waited: I/O, sleeps, locks) or 4 (it mostly waited for the
-interpreter's lock), weight = wall ns.
+in_stage 4 (it waited for the interpreter's lock a third of the interval
+or more), else 2 (it used the CPU for at least half of the interval) or 3
+(it mostly waited: I/O, sleeps, other locks), weight = wall ns.
 
 Native threads: a library's C++ pool runs no Python.  DALI names its pool
 threads "[DALI][TP<n>]"; after a DALI epoch's first fetches the sampling
@@ -349,11 +349,14 @@ def _add(agg, wall, cpu):
 
 
 def _on_cpu(wall, used, locked):
-    """A busy sample's in_stage: 2 mostly on the CPU, 4 mostly off it
-    waiting for the interpreter's lock, 3 mostly off it otherwise."""
-    if 2 * used >= wall:
-        return 2
-    return 4 if 2 * locked >= wall - used else 3
+    """A busy sample's in_stage: 4 when a third of it or more went to
+    waiting for the interpreter's lock (a thread queued that long is
+    throttled by the lock, whatever it does the rest of the time: two
+    threads running Python take turns, each waiting about half), else 2
+    mostly on the CPU, 3 mostly off it otherwise."""
+    if 3 * locked >= wall:
+        return 4
+    return 2 if 2 * used >= wall else 3
 
 
 def _waiting_for_a_thread(frame):
