@@ -46,7 +46,7 @@ ANA_SRCS := $(sort $(wildcard analyzer/*.c))
 ANA_OBJS := $(ANA_SRCS:%.c=$(BUILD)/%.o)
 ANA_LIB_OBJS := $(filter-out $(BUILD)/analyzer/main.o,$(ANA_OBJS))
 ANA_CFLAGS := $(CFLAGS_COMMON) -Ianalyzer
-ANA_LIBS := -lsqlite3 -lm
+ANA_LIBS := -lsqlite3 -lm -lpthread
 
 # ---- tests ----------------------------------------------------------------
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))

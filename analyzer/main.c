@@ -11,9 +11,12 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "baseline.h"
 #include "export.h"
@@ -74,6 +77,8 @@ static const char usage_text[] =
 	"                            default only Python frames, native where none)\n"
 	"      --timings             print what each phase of the analysis cost (CPU\n"
 	"                            seconds, records per CPU-second) to stderr\n"
+	"  -j, --jobs N              analyse N traces at a time (default: the CPUs\n"
+	"                            this process may use)\n"
 	"  -h, --help                this text\n"
 	"  -V, --version             version and trace format\n"
 	"\n"
@@ -94,6 +99,7 @@ struct cli {
 	int what_if; /* --what-if */
 	int native_stacks;
 	int timings; /* --timings */
+	long jobs;   /* -j: traces analysed at a time; 0 = the CPUs */
 	struct dlbn_model_opts mo;
 	struct dlbn_verdict_opts vo;
 };
@@ -153,6 +159,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{"handoff-gap-ms", required_argument, NULL, O_GAP},
 		{"native-stacks", no_argument, NULL, O_NATIVE},
 		{"timings", no_argument, NULL, O_TIMINGS},
+		{"jobs", required_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -162,7 +169,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	char *end;
 
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":f:o:hV", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":f:o:j:hV", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'f':
 			if (!strcmp(optarg, "json"))
@@ -247,6 +254,11 @@ static int parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case O_TIMINGS:
 			c->timings = 1;
+			break;
+		case 'j':
+			c->jobs = strtol(optarg, &end, 10);
+			if (*end || end == optarg || c->jobs < 1 || c->jobs > 4096)
+				return usage_error("--jobs takes a count from 1 to 4096", optarg);
 			break;
 		case O_NATIVE:
 			c->native_stacks = 1;
@@ -477,6 +489,70 @@ static int run_analyze(const struct cli *c, struct run *x, const struct dlbn_swe
 	return 0;
 }
 
+/*
+ * The traces are analysed by up to -j threads at a time: each analysis is
+ * independent (its own reader, model and results), and the job report waits
+ * for all of them.  After a failure no new trace is started (there will be
+ * no report); the status is the first failed trace's, in command-line order.
+ */
+struct analyze_pool {
+	const struct cli *c;
+	const struct dlbn_sweep *sweep;
+	struct run *runs;
+	int *rcs;
+	size_t n, next;
+	int failed;
+};
+
+static void *analyze_worker(void *arg)
+{
+	struct analyze_pool *p = arg;
+	while (!__atomic_load_n(&p->failed, __ATOMIC_RELAXED)) {
+		size_t i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
+		if (i >= p->n)
+			break;
+		p->rcs[i] = run_analyze(p->c, &p->runs[i], p->sweep);
+		if (p->rcs[i] != EXIT_DONE)
+			__atomic_store_n(&p->failed, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static size_t usable_cpus(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return (size_t)CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (size_t)n : 1;
+}
+
+static int analyze_all(const struct cli *c, struct run *runs, size_t n,
+		       const struct dlbn_sweep *sweep)
+{
+	struct analyze_pool p = {.c = c, .sweep = sweep, .runs = runs, .n = n};
+	if (!(p.rcs = calloc(n, sizeof(*p.rcs)))) {
+		fprintf(stderr, "dlbn-analyze: out of memory\n");
+		return EXIT_INPUT;
+	}
+	size_t want = c->jobs > 0 ? (size_t)c->jobs : usable_cpus();
+	size_t nthreads = want < n ? want : n;
+	pthread_t *t = nthreads > 1 ? calloc(nthreads - 1, sizeof(*t)) : NULL;
+	size_t started = 0;
+	while (t && started < nthreads - 1 &&
+	       pthread_create(&t[started], NULL, analyze_worker, &p) == 0)
+		started++; /* a thread that cannot start leaves its share to the others */
+	analyze_worker(&p);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+	free(t);
+	int rc = EXIT_DONE;
+	for (size_t i = 0; i < n && rc == EXIT_DONE; i++)
+		rc = p.rcs[i];
+	free(p.rcs);
+	return rc;
+}
+
 static void run_free(struct run *x)
 {
 	if (x->built) {
@@ -527,13 +603,12 @@ static int analyze(const struct cli *c, FILE *out)
 			export_failed = 1;
 		}
 	}
-	for (size_t i = 0; i < n && rc == EXIT_DONE; i++) {
+	for (size_t i = 0; i < n; i++)
 		runs[i].path = c->traces[i];
-		rc = run_analyze(c, &runs[i], points);
-		if (rc == EXIT_DONE)
-			dlbn_rank_row_fill(&rows[i], runs[i].path, (int)i, &runs[i].m, &runs[i].a);
-	}
+	rc = analyze_all(c, runs, n, points);
 	if (rc == EXIT_DONE) {
+		for (size_t i = 0; i < n; i++)
+			dlbn_rank_row_fill(&rows[i], runs[i].path, (int)i, &runs[i].m, &runs[i].a);
 		dlbn_job_summarize(&job, rows, n);
 		const struct run *w = &runs[job.worst];
 		struct dlbn_report_input in = {

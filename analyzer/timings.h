@@ -2,8 +2,8 @@
  * timings.h - what each phase of an analysis costs (dlbn-analyze --timings).
  *
  * A phase is timed by a stopwatch started before it and added to the
- * table after it: CPU time of the process (the analyzer is single-
- * threaded, so this is the phase's own CPU time) and wall time.  Work
+ * table after it: CPU time of the calling thread (one trace's analysis
+ * runs on one thread, whatever -j says) and wall time.  Work
  * done a little at every record (the GPU pass inside pass 2) is timed on
  * a sample of records by wall clock only: the CPU clocks are system
  * calls, far dearer than the work.
@@ -47,7 +47,7 @@ static inline int64_t dlbn_clock_ns(clockid_t id)
 
 static inline void dlbn_stopwatch_start(struct dlbn_stopwatch *w)
 {
-	w->cpu_ns = dlbn_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	w->cpu_ns = dlbn_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	w->wall_ns = dlbn_clock_ns(CLOCK_MONOTONIC);
 }
 
@@ -69,7 +69,7 @@ static inline void dlbn_timings_add(struct dlbn_timings *t, enum dlbn_phase p,
 {
 	if (!t)
 		return;
-	t->cpu_ns[p] += dlbn_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - w->cpu_ns;
+	t->cpu_ns[p] += dlbn_clock_ns(CLOCK_THREAD_CPUTIME_ID) - w->cpu_ns;
 	t->wall_ns[p] += dlbn_clock_ns(CLOCK_MONOTONIC) - w->wall_ns;
 	t->ran[p] = 1;
 }

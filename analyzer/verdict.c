@@ -813,7 +813,9 @@ int dlbn_analyze_gpu(const struct dlbn_model *m, const struct dlbn_reader_stats 
 {
 	if (analyze_intact(m, rs, o, gpu, a) != 0)
 		return -1;
-	static struct dlbn_damage d; /* large; the analyzer is single-threaded */
+	/* Large: not on the stack; one per thread (traces are analysed in
+	 * parallel, -j). */
+	static _Thread_local struct dlbn_damage d;
 	dlbn_damage_assess(m, rs, a, &d);
 	if (d.blocks_verdict) {
 		/* The first reason: the others describe what is left. */

@@ -1,0 +1,66 @@
+"""dlbn-analyze -j N: the traces of a job analysed N at a time, on threads.
+The job report must not depend on N (nor on which trace finishes first),
+a trace that cannot be read fails the run the same way, and bad counts are
+usage errors.  Synthetic rank traces from build/tests/dlbn-gentrace, each
+rank with its own batch time, so their verdicts and rows differ.
+"""
+
+import json
+import subprocess
+
+import pytest
+
+from e2e_common import BUILD, analyze, require_binaries
+
+GENTRACE = BUILD / "tests" / "dlbn-gentrace"
+RANKS = 5
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    require_binaries(lib=False, analyzer=True)
+    if not GENTRACE.exists():
+        pytest.fail("not built: %s (make)" % GENTRACE, pytrace=False)
+    d = tmp_path_factory.mktemp("ranks")
+    paths = []
+    for r in range(RANKS):
+        path = d / ("rank%d.bin" % r)
+        # The first rank the longest, so that with several threads the
+        # later ones finish first.
+        subprocess.run([str(GENTRACE), "-o", str(path), "--steps", str(6000 - 1000 * r),
+                        "--rank", str(r), "--world-size", str(RANKS),
+                        "--batch-ms", str(8 + 4 * r)], check=True, capture_output=True)
+        paths.append(str(path))
+    return paths
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_the_job_report_does_not_depend_on_the_jobs(ranks, fmt):
+    outs = {}
+    for jobs in ("1", "2", str(RANKS + 3)):
+        proc = analyze(ranks[0], *ranks[1:], "--format", fmt, "-j", jobs)
+        assert proc.returncode == 0, proc.stderr
+        outs[jobs] = proc.stdout
+    assert len(set(outs.values())) == 1, "the report changed with -j"
+    if fmt == "json":
+        job = json.loads(outs["1"])
+        rows = job["ranks"]
+        assert [r["rank"] for r in rows] == list(range(RANKS)), rows
+        # Different ranks, different figures: a mixed-up row would show.
+        assert len({round(r["stall_s"], 6) for r in rows}) == RANKS, rows
+
+
+@pytest.mark.parametrize("jobs", ["1", "3"])
+def test_an_unreadable_trace_fails_the_job_whatever_the_jobs(ranks, tmp_path, jobs):
+    missing = str(tmp_path / "gone.bin")
+    proc = analyze(ranks[0], missing, *ranks[1:], "-j", jobs)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert "gone.bin" in proc.stderr and "cannot open" in proc.stderr, proc.stderr
+    assert proc.stdout == "", "a report without every rank"
+
+
+@pytest.mark.parametrize("bad", ["0", "-2", "x", "5000"])
+def test_bad_job_counts_are_usage_errors(ranks, bad):
+    proc = analyze(ranks[0], "-j", bad)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "--jobs" in proc.stderr, proc.stderr
