@@ -580,13 +580,15 @@ static int analyze(const struct cli *c, FILE *out)
 	size_t n = c->ntraces;
 	struct run *runs = calloc(n, sizeof(*runs));
 	struct dlbn_rank_row *rows = calloc(n, sizeof(*rows));
+	size_t *order = calloc(n, sizeof(*order)); /* row k is runs[order[k]] */
 	struct dlbn_job job;
 	int rc = EXIT_DONE, export_failed = 0, any_damaged = 0;
 
-	if (!runs || !rows) {
+	if (!runs || !rows || !order) {
 		fprintf(stderr, "dlbn-analyze: out of memory\n");
 		free(runs);
 		free(rows);
+		free(order);
 		return EXIT_INPUT;
 	}
 	/* A bad --sweep-results file costs the HTML page and the exit status,
@@ -609,8 +611,10 @@ static int analyze(const struct cli *c, FILE *out)
 	if (rc == EXIT_DONE) {
 		for (size_t i = 0; i < n; i++)
 			dlbn_rank_row_fill(&rows[i], runs[i].path, (int)i, &runs[i].m, &runs[i].a);
+		/* Rows in rank order (a shell lists trace-r10 before trace-r2). */
+		(void)dlbn_rank_rows_sort(rows, n, order);
 		dlbn_job_summarize(&job, rows, n);
-		const struct run *w = &runs[job.worst];
+		const struct run *w = &runs[order[job.worst]];
 		struct dlbn_report_input in = {
 			.path = w->path,
 			.rs = dlbn_reader_stats(w->r),
@@ -660,6 +664,7 @@ static int analyze(const struct cli *c, FILE *out)
 	dlbn_sweep_free(&sweep);
 	free(runs);
 	free(rows);
+	free(order);
 	return rc;
 }
 

@@ -7,6 +7,7 @@
  * so one rank's input stall slows them all: that is why the job verdict is
  * the worst rank's.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ranks.h"
@@ -100,4 +101,41 @@ double dlbn_job_wait_ms(const struct dlbn_job *job, const struct dlbn_rank_row *
 		return 0;
 	double d = rows[i].loop_ms - rows[job->straggler].loop_ms;
 	return d > 0 ? d : 0;
+}
+
+struct rank_key {
+	int rank;
+	size_t index;
+};
+
+static int rank_key_cmp(const void *a, const void *b)
+{
+	const struct rank_key *x = a, *y = b;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->index < y->index ? -1 : (x->index > y->index);
+}
+
+int dlbn_rank_rows_sort(struct dlbn_rank_row *rows, size_t n, size_t *order)
+{
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	struct rank_key *k = malloc((n ? n : 1) * sizeof(*k));
+	struct dlbn_rank_row *copy = malloc((n ? n : 1) * sizeof(*copy));
+	if (!k || !copy) {
+		free(k);
+		free(copy);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		k[i] = (struct rank_key){rows[i].rank, i};
+	qsort(k, n, sizeof(*k), rank_key_cmp);
+	memcpy(copy, rows, n * sizeof(*rows));
+	for (size_t i = 0; i < n; i++) {
+		rows[i] = copy[k[i].index];
+		order[i] = k[i].index;
+	}
+	free(k);
+	free(copy);
+	return 0;
 }

@@ -70,5 +70,10 @@ double dlbn_job_wait_ms(const struct dlbn_job *job, const struct dlbn_rank_row *
 void dlbn_rank_row_fill(struct dlbn_rank_row *row, const char *path, int index,
 			const struct dlbn_model *m, const struct dlbn_analysis *a);
 void dlbn_job_summarize(struct dlbn_job *job, const struct dlbn_rank_row *rows, size_t n);
+/* Put rows in rank order (numeric; equal ranks keep their order: a trace's
+ * position stands for a rank it does not know).  order[k] is then the
+ * position on the command line of row k.  0, or -1 out of memory (rows
+ * left as they were, order the identity). */
+int dlbn_rank_rows_sort(struct dlbn_rank_row *rows, size_t n, size_t *order);
 
 #endif /* DLBN_RANKS_H */

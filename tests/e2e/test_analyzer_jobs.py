@@ -1,6 +1,7 @@
 """dlbn-analyze -j N: the traces of a job analysed N at a time, on threads.
 The job report must not depend on N (nor on which trace finishes first),
-a trace that cannot be read fails the run the same way, and bad counts are
+nor on the order the traces are given in (rows come in rank order), a
+trace that cannot be read fails the run the same way, and bad counts are
 usage errors.  Synthetic rank traces from build/tests/dlbn-gentrace, each
 rank with its own batch time, so their verdicts and rows differ.
 """
@@ -48,6 +49,22 @@ def test_the_job_report_does_not_depend_on_the_jobs(ranks, fmt):
         assert [r["rank"] for r in rows] == list(range(RANKS)), rows
         # Different ranks, different figures: a mixed-up row would show.
         assert len({round(r["stall_s"], 6) for r in rows}) == RANKS, rows
+
+
+def test_rows_come_in_rank_order_whatever_the_arguments(ranks):
+    """A shell lists trace-r10 before trace-r2: the table is by rank, and
+    the report is the same as for the traces given in rank order."""
+    ordered = analyze(ranks[0], *ranks[1:], "--format", "json")
+    shuffled = [ranks[i] for i in (3, 0, 4, 2, 1)]
+    mixed = analyze(shuffled[0], *shuffled[1:], "--format", "json")
+    assert ordered.returncode == 0 and mixed.returncode == 0, mixed.stderr
+    assert mixed.stdout == ordered.stdout
+    rows = json.loads(mixed.stdout)["ranks"]
+    assert [r["rank"] for r in rows] == list(range(RANKS)), rows
+    text = analyze(shuffled[0], *shuffled[1:])
+    listed = [line.split()[0] for line in text.stdout.splitlines()
+              if "(%s)" % ranks[0] in line or "(%s)" % ranks[-1] in line]
+    assert listed[:2] == ["0", str(RANKS - 1)], text.stdout[:2000]
 
 
 @pytest.mark.parametrize("jobs", ["1", "3"])

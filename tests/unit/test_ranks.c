@@ -139,14 +139,14 @@ static void test_cli(void)
 	int rc = cli(args, buf, sizeof(buf));
 	CHECK(rc == 0, "cli: 3 traces analysed (rc %d)", rc);
 	CHECK(!strncmp(buf, "{\"verdict\":\"DETECTED\"", 21), "cli: JSON job verdict DETECTED");
-	CHECK(strstr(buf, "\"ranks\":[{\"rank\":2,\"rank_source\":\"trace\",\"world_size\":3") !=
+	CHECK(strstr(buf, "\"ranks\":[{\"rank\":0,\"rank_source\":\"trace\",\"world_size\":3") !=
 		      NULL,
-	      "cli: first row is rank 2 (argument order), rank from the trace");
+	      "cli: first row is rank 0 (rank order, not the arguments'), rank from the trace");
 	CHECK(strstr(buf, "\"job\":{\"verdict\":\"DETECTED\",\"ranks\":3,\"worst_rank\":1,"
-			  "\"worst_index\":2") != NULL,
-	      "cli: job object names rank 1 as the worst");
+			  "\"worst_index\":1") != NULL,
+	      "cli: job object names rank 1 as the worst, row 1");
 	CHECK(strstr(buf, "\"step_skew\":1.9") != NULL, "cli: step skew ~1.97 (20 ms vs 10 ms)");
-	CHECK(strstr(buf, "\"straggler_rank\":1,\"straggler_index\":2") != NULL,
+	CHECK(strstr(buf, "\"straggler_rank\":1,\"straggler_index\":1") != NULL,
 	      "cli: rank 1 (loading 40 ms batches) is the straggler");
 
 	snprintf(args, sizeof(args), "'%s' '%s' '%s'", r2, r0, r1);
