@@ -618,15 +618,20 @@ def print_analyzer(a):
     log("  %-16s %7s %7s %7s %9s %9s %7s" % ("trace", "read", "pass 1", "pass 2",
                                             "GPU ms", "hotspots", "total"))
     for r in a["traces"]:
-        ph = r.get("phases_cpu_s") or {}
+        log("  %-16s %7s %7s %7s %9s %9s %7s" % phase_row(r))
 
-        def rate(key):
-            v = ph.get(key)
-            return "%.1f" % (r["records"] / v / 1e6) if v else "-"
-        gpu = ph.get("gpu")
-        log("  %-16s %7s %7s %7s %9s %9s %7s" % (
-            r["trace"], rate("read"), rate("pass1"), rate("pass2"),
-            "%.0f" % (gpu * 1e3) if gpu else "-", rate("hotspots"), rate("total")))
+
+def phase_row(r):
+    """A trace's phase figures: its name, M records per CPU-second of
+    read, pass 1, pass 2, the GPU pass's ms, hot spots, total ("-": not run)."""
+    ph = r.get("phases_cpu_s") or {}
+
+    def rate(key):
+        v = ph.get(key)
+        return "%.1f" % (r["records"] / v / 1e6) if v else "-"
+    gpu = ph.get("gpu")
+    return (r["trace"], rate("read"), rate("pass1"), rate("pass2"),
+            "%.0f" % (gpu * 1e3) if gpu else "-", rate("hotspots"), rate("total"))
 
 
 def print_trace_sizes(e):
@@ -838,15 +843,7 @@ def markdown(res):
         md.append("| trace | read | pass 1 | pass 2 | GPU ms | hot spots | total |")
         md.append("|---|---:|---:|---:|---:|---:|---:|")
         for r in a["traces"]:
-            ph = r.get("phases_cpu_s") or {}
-
-            def rate(key):
-                v = ph.get(key)
-                return "%.1f" % (r["records"] / v / 1e6) if v else "-"
-            gpu = ph.get("gpu")
-            md.append("| %s | %s | %s | %s | %s | %s | %s |" % (
-                r["trace"], rate("read"), rate("pass1"), rate("pass2"),
-                "%.0f" % (gpu * 1e3) if gpu else "-", rate("hotspots"), rate("total")))
+            md.append("| %s | %s | %s | %s | %s | %s | %s |" % phase_row(r))
         md.append("")
     md.append("### Budgets\n")
     md.append("| check | measured | |")
