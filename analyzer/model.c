@@ -369,17 +369,15 @@ static int64_t horizon(const struct pass2 *ps, int64_t t)
 static void gpu_pass_record(struct pass2 *ps, const struct dlbn_record *rec)
 {
 	struct dlbn_timings *t = ps->o->timings;
-	if (!t || ++ps->gpu_timing_count % GPU_TIMING_STRIDE) {
-		dlbn_gpu_pass_record(ps->gpu, rec);
-		dlbn_gpu_pass_horizon(ps->gpu, horizon(ps, rec->t_ns));
-		return;
-	}
-	int64_t t0 = dlbn_clock_ns(CLOCK_MONOTONIC);
+	int timed = t && ++ps->gpu_timing_count % GPU_TIMING_STRIDE == 0;
+	int64_t t0 = timed ? dlbn_clock_ns(CLOCK_MONOTONIC) : 0;
 	dlbn_gpu_pass_record(ps->gpu, rec);
 	dlbn_gpu_pass_horizon(ps->gpu, horizon(ps, rec->t_ns));
-	int64_t d = dlbn_clock_ns(CLOCK_MONOTONIC) - t0 - t->clock_read_ns;
-	t->wall_ns[DLBN_PHASE_GPU] += (d > 0 ? d : 0) * GPU_TIMING_STRIDE;
-	t->ran[DLBN_PHASE_GPU] = 1;
+	if (timed) {
+		int64_t d = dlbn_clock_ns(CLOCK_MONOTONIC) - t0 - t->clock_read_ns;
+		t->wall_ns[DLBN_PHASE_GPU] += (d > 0 ? d : 0) * GPU_TIMING_STRIDE;
+		t->ran[DLBN_PHASE_GPU] = 1;
+	}
 }
 
 static int run_pass2(struct dlbn_model *m, struct dlbn_reader *r, const struct dlbn_model_opts *o)

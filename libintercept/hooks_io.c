@@ -368,23 +368,19 @@ static int forget_pair(int rc, const int fds[2])
 
 DLBN_EXPORT int close(int fd)
 {
-	uint64_t w = fdtable_peek(fd);
-	if (DLBN_LIKELY(fdw_kind(w) != DLBN_FD_SHM)) {
-		int rc = REAL(close)(fd);
-		/* A word still 0 needs no store: calls that make fds reset
-		 * theirs, this is for those made behind dlbn's back. */
-		if (w)
-			fdtable_forget(fd);
-		return rc;
-	}
 	/* Timed on the loop's thread: the last close of a batch's shared
-	 * memory frees its pages (loop_cost.c). */
+	 * memory frees its pages (loop_cost.c).  Any other close costs the one
+	 * fd-table load. */
+	uint64_t w = fdtable_peek(fd);
 	struct loop_cost_free f;
-	int timed = loop_cost_free_begin(&f);
+	int timed = DLBN_UNLIKELY(fdw_kind(w) == DLBN_FD_SHM) && loop_cost_free_begin(&f);
 	int rc = REAL(close)(fd);
 	if (timed)
 		loop_cost_free_end(&f);
-	fdtable_forget(fd);
+	/* A word still 0 needs no store: calls that make fds reset theirs,
+	 * this is for those made behind dlbn's back. */
+	if (w)
+		fdtable_forget(fd);
 	return rc;
 }
 

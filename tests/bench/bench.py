@@ -691,11 +691,10 @@ def budgets(res):
                        if r.get("plain_spread") is not None]
             noise = median(spreads) if spreads else None
             ok = mid - 1 <= BUDGET_STEP_MEDIAN
+            resolved = ok or noise is None or mid - 1 - BUDGET_STEP_MEDIAN > noise
             add("8", "step time, median over the workloads: within %g%%"
-                % (100 * BUDGET_STEP_MEDIAN), mid, "x", ok if ok or noise is None or
-                mid - 1 - BUDGET_STEP_MEDIAN > noise else None,
-                status=None if ok or noise is None or mid - 1 - BUDGET_STEP_MEDIAN > noise
-                else "unresolved", noise=noise)
+                % (100 * BUDGET_STEP_MEDIAN), mid, "x", ok if resolved else None,
+                status=None if resolved else "unresolved", noise=noise)
     p = res.get("profile")
     if p and p.get("sampler_cost_share") is not None:
         add("8", "worker sampling: < 1% of worker CPU", p["sampler_cost_share"], "share",
