@@ -163,7 +163,9 @@ def test_recorded_times_are_clock_monotonic(rtest, tmp_path, clock):
     want_tsc = clock == "default" and tsc_is_the_kernels_clock()
     for e in exits:
         assert e["clock_tsc"] == int(want_tsc), e
-        assert 0 <= e["clock_drift_ns"] < (1000 if want_tsc else 1), e
+        # An anchor's correction spans up to 4 ms, over which NTP may slew
+        # the clock by 2 us at most (500 ppm): more says the conversion is off.
+        assert 0 <= e["clock_drift_ns"] < (4000 if want_tsc else 1), e
 
 
 def test_many_records_span_extents_and_stay_compact(rtest, tmp_path):
