@@ -35,6 +35,7 @@
 
 #include "gpu.h"
 #include "model.h"
+#include "outfile.h"
 #include "reader.h"
 #include "verdict.h"
 
@@ -67,23 +68,6 @@ int dlbn_export_perfetto(const char *path, const struct dlbn_export_input *in,
 			 struct dlbn_export_stats *stats, char *err, size_t errlen);
 
 /* ---- shared by the two exports (export_common.c) ------------------------ */
-
-/* An output file being written: path.tmp-XXXXXX until committed (tmp
- * NULL: an existing non-regular file written in place). */
-struct dlbn_out_file {
-	char *path, *tmp;
-	int fd;
-};
-/* Create the temporary file (mode 0666 & ~umask).  Refuses a directory and
- * the trace being read.  An existing non-regular file (pipe, /dev/null,
- * /dev/stdout) is opened in place when stream_ok, refused otherwise.
- * 0, or -1 with err set. */
-int dlbn_out_begin(struct dlbn_out_file *o, const char *path, const char *trace_path, int stream_ok,
-		   char *err, size_t errlen);
-/* Rename the temporary file over path.  0, or -1 with err set (temp removed). */
-int dlbn_out_commit(struct dlbn_out_file *o, char *err, size_t errlen);
-/* Remove the temporary file (failure path); safe to call twice. */
-void dlbn_out_abort(struct dlbn_out_file *o);
 
 const char *dlbn_fd_kind_name(int64_t kind);
 const char *dlbn_role_name(int role);

@@ -1,6 +1,6 @@
 /*
  * export_common.c - what the SQLite and Perfetto exports share (export.h):
- * the atomically replaced output file, names of the trace's enum values,
+ * names of the trace's enum values,
  * a byte buffer with JSON escaping, the per-type record layout (which
  * field is dur_ns, fd, fd_kind, ino, ret), and the streaming pairing of
  * NVTX ranges and worker batch segments.
@@ -15,104 +15,6 @@
 
 #include "export.h"
 #include "json.h"
-
-/* ---- output file ---------------------------------------------------- */
-
-/* An existing pipe, tty or device (/dev/stdout, /dev/null) is written in
- * place: renaming over it would replace the device node itself. */
-static int out_open_special(struct dlbn_out_file *o, const char *path, int stream_ok, char *err,
-			    size_t errlen)
-{
-	if (!stream_ok) {
-		snprintf(err, errlen, "%s: not a regular file (a database needs one)", path);
-		return -1;
-	}
-	o->fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-	if (o->fd < 0) {
-		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-int dlbn_out_begin(struct dlbn_out_file *o, const char *path, const char *trace_path, int stream_ok,
-		   char *err, size_t errlen)
-{
-	struct stat st, ts;
-	memset(o, 0, sizeof(*o));
-	o->fd = -1;
-	if (stat(path, &st) == 0) {
-		if (S_ISDIR(st.st_mode)) {
-			snprintf(err, errlen, "%s: is a directory", path);
-			return -1;
-		}
-		if (trace_path && stat(trace_path, &ts) == 0 && ts.st_dev == st.st_dev &&
-		    ts.st_ino == st.st_ino) {
-			snprintf(err, errlen, "%s: is the trace being read; not overwriting it",
-				 path);
-			return -1;
-		}
-		if (!S_ISREG(st.st_mode))
-			return out_open_special(o, path, stream_ok, err, errlen);
-	}
-	size_t n = strlen(path);
-	o->path = strdup(path);
-	o->tmp = malloc(n + sizeof(".tmp-XXXXXX"));
-	if (!o->path || !o->tmp) {
-		snprintf(err, errlen, "out of memory");
-		dlbn_out_abort(o);
-		return -1;
-	}
-	memcpy(o->tmp, path, n);
-	memcpy(o->tmp + n, ".tmp-XXXXXX", sizeof(".tmp-XXXXXX"));
-	o->fd = mkostemp(o->tmp, O_CLOEXEC);
-	if (o->fd < 0) {
-		snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
-		free(o->tmp); /* nothing was created: nothing to remove */
-		o->tmp = NULL;
-		dlbn_out_abort(o);
-		return -1;
-	}
-	/* mkostemp makes 0600; an export is an ordinary output file. */
-	mode_t um = umask(0);
-	umask(um);
-	if (fchmod(o->fd, 0666 & ~um) != 0) {
-		/* keep 0600: safe, only less convenient */
-	}
-	return 0;
-}
-
-int dlbn_out_commit(struct dlbn_out_file *o, char *err, size_t errlen)
-{
-	int rc = 0;
-	if (o->fd >= 0 && close(o->fd) != 0) {
-		snprintf(err, errlen, "writing %s: %s", o->path ? o->path : "", strerror(errno));
-		rc = -1;
-	}
-	o->fd = -1;
-	if (rc == 0 && o->tmp && rename(o->tmp, o->path) != 0) {
-		snprintf(err, errlen, "cannot write %s: %s", o->path, strerror(errno));
-		rc = -1;
-	}
-	if (rc == 0) {
-		free(o->tmp);
-		o->tmp = NULL;
-	}
-	dlbn_out_abort(o);
-	return rc;
-}
-
-void dlbn_out_abort(struct dlbn_out_file *o)
-{
-	if (o->fd >= 0)
-		close(o->fd);
-	o->fd = -1;
-	if (o->tmp)
-		unlink(o->tmp);
-	free(o->tmp);
-	free(o->path);
-	o->tmp = o->path = NULL;
-}
 
 /* ---- names ------------------------------------------------------------ */
 

@@ -16,12 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "baseline.h"
 #include "export.h"
 #include "gpu.h"
 #include "hotspots.h"
+#include "inputs.h"
 #include "model.h"
 #include "reader.h"
 #include "report.h"
@@ -39,12 +41,14 @@ enum { EXIT_DONE = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_FAIL_ON = 3 };
 enum { FORMAT_TEXT = 0, FORMAT_JSON, FORMAT_MARKDOWN };
 
 static const char usage_text[] =
-	"usage: dlbn-analyze [options] TRACE [TRACE...]\n"
+	"usage: dlbn-analyze [options] TRACE|SUMMARY [TRACE|SUMMARY...]\n"
 	"\n"
 	"Tell from a dlbn trace whether PyTorch training waits for its DataLoader.\n"
-	"Several traces (one per rank of a data-parallel job): a per-rank table,\n"
-	"the straggler (the rank that stalls longest on its input; step times of\n"
-	"synchronous ranks are equal) and the job verdict (the worst rank's).\n"
+	"Several ranks of a data-parallel job (their traces, or the summaries\n"
+	"--summarize wrote where they ran, mixed): the job verdict (the worst\n"
+	"rank's) and what it rests on, the spread across ranks, slow hosts, the\n"
+	"straggler (the rank that stalls longest on its input; step times of\n"
+	"synchronous ranks are equal), then the worst rank's report.\n"
 	"\n"
 	"  -f, --format FMT          text (default), markdown or json\n"
 	"  -o, --output FILE         write the report to FILE instead of stdout\n"
@@ -79,14 +83,19 @@ static const char usage_text[] =
 	"                            seconds, records per CPU-second) to stderr\n"
 	"  -j, --jobs N              analyse N traces at a time (default: the CPUs\n"
 	"                            this process may use)\n"
+	"      --summarize           also write each trace's summary beside it\n"
+	"                            (TRACE without .bin, plus .summary.json)\n"
+	"      --rank N              the rank report is rank N's, not the worst's (a\n"
+	"                            rank given by its summary: its trace is read)\n"
 	"  -h, --help                this text\n"
 	"  -V, --version             version and trace format\n"
 	"\n"
-	"With several traces, --fail-on applies to the job verdict; --dump, --sqlite,\n"
-	"--perfetto, --baseline and --html take one trace.\n"
+	"With several ranks, --fail-on applies to the job verdict and --html writes\n"
+	"the job's page; --dump, --sqlite, --perfetto, --baseline and --plot take\n"
+	"one trace.\n"
 	"\n"
-	"Exit status: 0 analysis done, 1 unreadable, damaged or cut-short trace\n"
-	"(the report says what was lost), 2 usage,\n"
+	"Exit status: 0 analysis done, 1 unreadable, damaged or cut-short input or\n"
+	"a summary not written (the report of the rest says what was lost), 2 usage,\n"
 	"3 --fail-on level reached.  See dlbn-analyze(1), dlbn-trace(5).\n";
 
 struct cli {
@@ -98,8 +107,10 @@ struct cli {
 	int format, dump, fail_on;
 	int what_if; /* --what-if */
 	int native_stacks;
-	int timings; /* --timings */
-	long jobs;   /* -j: traces analysed at a time; 0 = the CPUs */
+	int timings;   /* --timings */
+	long jobs;     /* -j: traces analysed at a time; 0 = the CPUs */
+	int rank;      /* --rank N: the rank report is N's; -1 the worst's */
+	int summarize; /* --summarize: a summary beside each trace analysed */
 	struct dlbn_model_opts mo;
 	struct dlbn_verdict_opts vo;
 };
@@ -138,7 +149,9 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		O_SWEEP,
 		O_PLOT,
 		O_NATIVE,
-		O_TIMINGS
+		O_TIMINGS,
+		O_RANK,
+		O_SUMMARIZE
 	};
 	static const struct option opts[] = {
 		{"format", required_argument, NULL, 'f'},
@@ -159,6 +172,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{"handoff-gap-ms", required_argument, NULL, O_GAP},
 		{"native-stacks", no_argument, NULL, O_NATIVE},
 		{"timings", no_argument, NULL, O_TIMINGS},
+		{"rank", required_argument, NULL, O_RANK},
+		{"summarize", no_argument, NULL, O_SUMMARIZE},
 		{"jobs", required_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -263,6 +278,16 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case O_NATIVE:
 			c->native_stacks = 1;
 			break;
+		case O_RANK: {
+			long v = strtol(optarg, &end, 10);
+			if (*end || end == optarg || v < 0 || v > INT32_MAX)
+				return usage_error("--rank takes a rank (0, 1, ...)", optarg);
+			c->rank = (int)v;
+			break;
+		}
+		case O_SUMMARIZE:
+			c->summarize = 1;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return EXIT_DONE;
@@ -280,11 +305,12 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		return usage_error("no trace file given", NULL);
 	c->traces = argv + optind;
 	c->ntraces = (size_t)(argc - optind);
-	if (c->ntraces > 1 &&
-	    (c->dump || c->sqlite || c->perfetto || c->baseline || c->html || c->plot))
-		return usage_error("--dump, --sqlite, --perfetto, --baseline, --html and --plot "
-				   "take one trace",
+	if (c->ntraces > 1 && (c->dump || c->sqlite || c->perfetto || c->baseline || c->plot))
+		return usage_error("--dump, --sqlite, --perfetto, --baseline and --plot take one "
+				   "trace",
 				   NULL);
+	if (c->dump && (c->summarize || c->rank >= 0))
+		return usage_error("--dump goes without --summarize and --rank", NULL);
 	if (c->sweep_results && !c->html && !c->what_if && !c->plot)
 		return usage_error("--sweep-results goes with --what-if, --html or --plot", NULL);
 	return -1;
@@ -298,35 +324,6 @@ static int dump(struct dlbn_reader *r, FILE *out)
 	for (; rec; rec = dlbn_reader_next(r))
 		dlbn_dump_record(out, rec, t0);
 	return 0;
-}
-
-/* A damaged or cut-short trace (reader.h): one stderr line saying what, exit 1. */
-static int damaged(const char *path, const struct dlbn_reader_stats *rs)
-{
-	if (!dlbn_reader_damaged(rs))
-		return 0;
-	char what[256];
-	int n = snprintf(what, sizeof(what), "%s%llu corrupt extent(s)",
-			 rs->truncated ? "truncated, " : "",
-			 (unsigned long long)(rs->extents_corrupt + rs->extents_bad_header));
-	if (rs->extents_missing && n < (int)sizeof(what))
-		n += snprintf(what + n, sizeof(what) - (size_t)n, ", %llu missing",
-			      (unsigned long long)rs->extents_missing);
-	if (rs->seq_gaps && n < (int)sizeof(what))
-		n += snprintf(what + n, sizeof(what) - (size_t)n, ", %llu gap(s)",
-			      (unsigned long long)rs->seq_gaps);
-	if (rs->extents_repaired && n < (int)sizeof(what))
-		n += snprintf(what + n, sizeof(what) - (size_t)n, ", %llu flipped bit(s) repaired",
-			      (unsigned long long)rs->extents_repaired);
-	if (dlbn_reader_cut_short(rs) && n < (int)sizeof(what))
-		snprintf(what + n, sizeof(what) - (size_t)n,
-			 ", recording stopped early in %u process(es)",
-			 rs->passive_count ? rs->passive_count : 1);
-	fprintf(stderr,
-		"dlbn-analyze: %s: damaged trace (%s); the report covers the intact part and says "
-		"what was lost\n",
-		path, what);
-	return 1;
 }
 
 /* --sqlite / --perfetto: one more pass each over the trace.  1 if one failed. */
@@ -360,164 +357,6 @@ static int write_html(const struct cli *c, struct dlbn_reader *r,
 	return 0;
 }
 
-/* One trace, read and analysed; kept open until its report is written. */
-struct run {
-	const char *path;
-	struct dlbn_reader *r;
-	struct dlbn_model m;
-	struct dlbn_analysis a;
-	int built;
-	struct dlbn_baseline baseline; /* --baseline: valid iff has_baseline */
-	int has_baseline;
-	struct dlbn_whatif whatif; /* always; printed with --what-if / --html */
-	struct dlbn_hotspots hot;  /* where the workers' time goes (hotspots.h) */
-	struct dlbn_timings times; /* --timings */
-};
-
-/* Decode and merge alone, for --timings: what reading costs without the model. */
-static void time_reading(struct run *x)
-{
-	struct dlbn_stopwatch w;
-	dlbn_stopwatch_start(&w);
-	dlbn_reader_rewind(x->r);
-	uint64_t n = 0;
-	while (dlbn_reader_next(x->r))
-		n++;
-	dlbn_timings_add(&x->times, DLBN_PHASE_READ, &w);
-	x->times.records = n;
-}
-
-static void print_phase(const struct dlbn_timings *t, enum dlbn_phase p, const char *what,
-			int per_record)
-{
-	double cpu = (double)t->cpu_ns[p] / 1e9, wall = (double)t->wall_ns[p] / 1e9;
-	if (!t->ran[p]) {
-		fprintf(stderr, "  %-34s %s\n", what, "not run");
-		return;
-	}
-	if (p == DLBN_PHASE_GPU) {
-		fprintf(stderr, "  %-34s %8s %8.3f\n", what, "-", wall);
-		return;
-	}
-	fprintf(stderr, "  %-34s %8.3f %8.3f", what, cpu, wall);
-	if (per_record && t->cpu_ns[p] > 0)
-		fprintf(stderr, " %9.1f", (double)t->records / 1e6 / cpu);
-	fputc('\n', stderr);
-}
-
-static void print_timings(const char *path, const struct dlbn_timings *t)
-{
-	int64_t cpu = 0;
-	for (int p = 0; p < DLBN_PHASE_COUNT; p++)
-		if (p != DLBN_PHASE_READ && p != DLBN_PHASE_GPU)
-			cpu += t->cpu_ns[p];
-	fprintf(stderr, "dlbn-analyze: timings of %s (%llu records)\n", path,
-		(unsigned long long)t->records);
-	fprintf(stderr, "  %-34s %8s %8s %9s\n", "phase", "cpu s", "wall s", "Mrec/cpu-s");
-	print_phase(t, DLBN_PHASE_OPEN, "open: header, extent checks", 0);
-	print_phase(t, DLBN_PHASE_READ, "decode + merge alone (extra pass)", 1);
-	print_phase(t, DLBN_PHASE_PASS1, "model pass 1: roles, loaders", 1);
-	print_phase(t, DLBN_PHASE_PASS2, "model pass 2: steps, workers, GPU", 1);
-	print_phase(t, DLBN_PHASE_GPU, "  of which the GPU pass (sampled)", 0);
-	print_phase(t, DLBN_PHASE_VERDICT, "verdict, what-if", 0);
-	print_phase(t, DLBN_PHASE_HOTSPOTS, "hot spots", 1);
-	print_phase(t, DLBN_PHASE_REPORT, "reports, exports", 0);
-	fprintf(stderr, "  %-34s %8.3f %8s %9.1f\n", "total, without the extra pass",
-		(double)cpu / 1e9, "",
-		cpu > 0 ? (double)t->records / 1e6 / ((double)cpu / 1e9) : 0.0);
-}
-
-/* 0 done, else an exit status (message printed).  sweep: the
- * --sweep-results points, NULL none. */
-static int run_analyze(const struct cli *c, struct run *x, const struct dlbn_sweep *sweep)
-{
-	char err[512];
-	struct dlbn_timings *times = c->timings ? &x->times : NULL;
-	struct dlbn_stopwatch w;
-	dlbn_stopwatch_start(&w);
-	x->r = dlbn_reader_open(x->path, err, sizeof(err));
-	if (!x->r) {
-		fprintf(stderr, "dlbn-analyze: %s\n", err);
-		return EXIT_INPUT;
-	}
-	dlbn_timings_add(times, DLBN_PHASE_OPEN, &w);
-	if (times) {
-		dlbn_timings_calibrate(times);
-		time_reading(x);
-	}
-	/* Model (two passes; the GPU split of the waits and its figures over
-	 * the chosen window come with the second), then the verdict. */
-	struct dlbn_model_opts mo = c->mo;
-	mo.timings = times;
-	if (dlbn_model_build(&x->m, x->r, &mo) != 0) {
-		fprintf(stderr, "dlbn-analyze: out of memory\n");
-		dlbn_model_free(&x->m);
-		return EXIT_INPUT;
-	}
-	if (dlbn_analyze_gpu(&x->m, dlbn_reader_stats(x->r), &c->vo, &x->m.gpu, &x->a) != 0) {
-		fprintf(stderr, "dlbn-analyze: out of memory\n");
-		dlbn_analysis_free(&x->a);
-		dlbn_model_free(&x->m);
-		return EXIT_INPUT;
-	}
-	x->built = 1;
-	dlbn_stopwatch_start(&w);
-	/* Always: the recommendation's worker count is the what-if's (printed
-	 * only with --what-if / --html). */
-	dlbn_whatif_compute(&x->m, &x->a, sweep, &x->whatif);
-	dlbn_whatif_settle_advice(&x->whatif, &x->a);
-	dlbn_timings_add(times, DLBN_PHASE_VERDICT, &w);
-	dlbn_stopwatch_start(&w);
-	if (dlbn_hotspots_build(&x->hot, x->r, &x->m) != 0) {
-		fprintf(stderr, "dlbn-analyze: out of memory\n");
-		return EXIT_INPUT;
-	}
-	if (x->m.profile_records) /* else no pass was made */
-		dlbn_timings_add(times, DLBN_PHASE_HOTSPOTS, &w);
-	/* --baseline (analyzer/baseline.h): the Replay trace through the same
-	 * path, compared once x->a is final. */
-	if (c->baseline) {
-		int brc = dlbn_baseline_load(&x->baseline, c->baseline, &c->mo, &c->vo, x->r, &x->m,
-					     &x->a, err, sizeof(err));
-		if (brc != 0) {
-			fprintf(stderr, "dlbn-analyze: --baseline %s\n",
-				brc == -1 ? err : "out of memory");
-			return EXIT_INPUT;
-		}
-		x->has_baseline = 1;
-	}
-	return 0;
-}
-
-/*
- * The traces are analysed by up to -j threads at a time: each analysis is
- * independent (its own reader, model and results), and the job report waits
- * for all of them.  After a failure no new trace is started (there will be
- * no report); the status is the first failed trace's, in command-line order.
- */
-struct analyze_pool {
-	const struct cli *c;
-	const struct dlbn_sweep *sweep;
-	struct run *runs;
-	int *rcs;
-	size_t n, next;
-	int failed;
-};
-
-static void *analyze_worker(void *arg)
-{
-	struct analyze_pool *p = arg;
-	while (!__atomic_load_n(&p->failed, __ATOMIC_RELAXED)) {
-		size_t i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
-		if (i >= p->n)
-			break;
-		p->rcs[i] = run_analyze(p->c, &p->runs[i], p->sweep);
-		if (p->rcs[i] != EXIT_DONE)
-			__atomic_store_n(&p->failed, 1, __ATOMIC_RELAXED);
-	}
-	return NULL;
-}
-
 static size_t usable_cpus(void)
 {
 	cpu_set_t set;
@@ -525,44 +364,6 @@ static size_t usable_cpus(void)
 		return (size_t)CPU_COUNT(&set);
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 ? (size_t)n : 1;
-}
-
-static int analyze_all(const struct cli *c, struct run *runs, size_t n,
-		       const struct dlbn_sweep *sweep)
-{
-	struct analyze_pool p = {.c = c, .sweep = sweep, .runs = runs, .n = n};
-	if (!(p.rcs = calloc(n, sizeof(*p.rcs)))) {
-		fprintf(stderr, "dlbn-analyze: out of memory\n");
-		return EXIT_INPUT;
-	}
-	size_t want = c->jobs > 0 ? (size_t)c->jobs : usable_cpus();
-	size_t nthreads = want < n ? want : n;
-	pthread_t *t = nthreads > 1 ? calloc(nthreads - 1, sizeof(*t)) : NULL;
-	size_t started = 0;
-	while (t && started < nthreads - 1 &&
-	       pthread_create(&t[started], NULL, analyze_worker, &p) == 0)
-		started++; /* a thread that cannot start leaves its share to the others */
-	analyze_worker(&p);
-	for (size_t i = 0; i < started; i++)
-		pthread_join(t[i], NULL);
-	free(t);
-	int rc = EXIT_DONE;
-	for (size_t i = 0; i < n && rc == EXIT_DONE; i++)
-		rc = p.rcs[i];
-	free(p.rcs);
-	return rc;
-}
-
-static void run_free(struct run *x)
-{
-	if (x->built) {
-		dlbn_hotspots_free(&x->hot);
-		dlbn_analysis_free(&x->a);
-		dlbn_model_free(&x->m);
-	}
-	if (x->r)
-		dlbn_reader_close(x->r);
-	memset(x, 0, sizeof(*x));
 }
 
 static void report(const struct cli *c, FILE *out, const struct dlbn_report_input *in)
@@ -575,22 +376,127 @@ static void report(const struct cli *c, FILE *out, const struct dlbn_report_inpu
 		dlbn_report_text(out, in);
 }
 
+/* The first output (-o, --html, --plot, --sqlite, --perfetto) that is the
+ * same file as one of the inputs, NULL none: writing it would destroy the
+ * rank's record. */
+static const char *output_over_input(const struct cli *c)
+{
+	const char *outputs[] = {c->output, c->html, c->plot, c->sqlite, c->perfetto};
+	struct stat os, is;
+	for (size_t k = 0; k < sizeof(outputs) / sizeof(outputs[0]); k++) {
+		if (!outputs[k] || stat(outputs[k], &os) != 0 || !S_ISREG(os.st_mode))
+			continue;
+		for (size_t i = 0; i < c->ntraces; i++)
+			if (stat(c->traces[i], &is) == 0 && is.st_dev == os.st_dev &&
+			    is.st_ino == os.st_ino)
+				return outputs[k];
+	}
+	return NULL;
+}
+
+/* The row the rank report is about: --rank N's, else the job's worst.
+ * NULL: no row has rank N. */
+static const struct dlbn_rank_row *subject_row(const struct cli *c, const struct dlbn_inputs *in,
+					       const struct dlbn_job *job)
+{
+	if (c->rank < 0)
+		return &in->rows[job->worst];
+	for (size_t i = 0; i < in->nrows; i++)
+		if (in->rows[i].rank == c->rank)
+			return &in->rows[i];
+	return NULL;
+}
+
+/* The run behind the subject row: the kept one, or (a rank asked for by
+ * --rank known from its summary) its trace analysed now.  NULL: the
+ * report is the summary's. */
+static struct dlbn_run *subject_run(const struct cli *c, struct dlbn_inputs *in,
+				    const struct dlbn_rank_row *s, struct dlbn_run *extra,
+				    const struct dlbn_run_opts *ro)
+{
+	if (in->kept && in->kept->path == s->input)
+		return in->kept;
+	if (s->source != DLBN_RANK_FROM_SUMMARY || c->rank < 0)
+		return NULL;
+	char err[512];
+	extra->path = s->trace;
+	if (dlbn_run_analyze(extra, ro, err, sizeof(err)) == 0)
+		return extra;
+	fprintf(stderr,
+		"dlbn-analyze: --rank %d: its trace cannot be analysed here (%s); the "
+		"report is its summary's\n",
+		c->rank, err);
+	return NULL;
+}
+
+/* Reports, --html, --plot, exports of one analysis call.  1 if an output
+ * failed. */
+static int write_outputs(const struct cli *c, FILE *out, struct dlbn_inputs *in,
+			 const struct dlbn_rank_failure *aside, size_t naside,
+			 const struct dlbn_job *job, const struct dlbn_rank_row *s,
+			 struct dlbn_run *w, const struct dlbn_sweep *points)
+{
+	int failed = 0, several = in->nrows + in->nfailures + naside > 1;
+	char err[512];
+	struct dlbn_report_input ri = {
+		.path = w ? w->path : s->input,
+		.rs = w ? dlbn_reader_stats(w->r) : NULL,
+		.m = w ? &w->m : NULL,
+		.a = w ? &w->a : NULL,
+		.gpu = w ? &w->m.gpu : NULL,
+		.ranks = in->rows,
+		.nranks = in->nrows,
+		.job = job,
+		.subject = s,
+		.subject_requested = c->rank >= 0,
+		.failures = in->failures,
+		.nfailures = in->nfailures,
+		.aside = aside,
+		.naside = naside,
+		.baseline = w && w->has_baseline ? &w->baseline : NULL,
+		.whatif = w && c->what_if ? &w->whatif : NULL,
+		.hot = w ? &w->hot : NULL,
+		.native_stacks = c->native_stacks,
+		.version = DLBN_VERSION_STRING,
+	};
+	report(c, out, &ri);
+	if (c->html && several) {
+		if (dlbn_report_html_job(c->html, &ri, err, sizeof(err)) != 0) {
+			fprintf(stderr, "dlbn-analyze: --html %s: %s\n", c->html, err);
+			failed = 1;
+		}
+	} else if (c->html && w && (points || !c->sweep_results)) {
+		ri.whatif = &w->whatif;
+		failed |= write_html(c, w->r, &ri, points);
+	}
+	if (c->plot && w && (points || !c->sweep_results) &&
+	    dlbn_plot_svg(c->plot, w->path, &w->whatif, err, sizeof(err)) != 0) {
+		fprintf(stderr, "dlbn-analyze: --plot %s: %s\n", c->plot, err);
+		failed = 1;
+	}
+	if (!several && w)
+		failed |= run_exports(c, w->r, &w->m, &w->a, &w->m.gpu);
+	return failed;
+}
+
+static void print_timings(const struct cli *c, const struct dlbn_inputs *in,
+			  const struct dlbn_stopwatch *report_sw)
+{
+	for (size_t i = 0; c->timings && i < in->n; i++) {
+		struct dlbn_timings t = in->times[i];
+		/* The reports are the job's: their cost is shown with the last trace. */
+		if (i == in->n - 1)
+			dlbn_timings_add(&t, DLBN_PHASE_REPORT, report_sw);
+		if (t.records || t.ran[DLBN_PHASE_OPEN])
+			dlbn_run_print_timings(c->traces[i], &t);
+	}
+}
+
 static int analyze(const struct cli *c, FILE *out)
 {
-	size_t n = c->ntraces;
-	struct run *runs = calloc(n, sizeof(*runs));
-	struct dlbn_rank_row *rows = calloc(n, sizeof(*rows));
-	size_t *order = calloc(n, sizeof(*order)); /* row k is runs[order[k]] */
+	struct dlbn_inputs in;
 	struct dlbn_job job;
-	int rc = EXIT_DONE, export_failed = 0, any_damaged = 0;
-
-	if (!runs || !rows || !order) {
-		fprintf(stderr, "dlbn-analyze: out of memory\n");
-		free(runs);
-		free(rows);
-		free(order);
-		return EXIT_INPUT;
-	}
+	int export_failed = 0;
 	/* A bad --sweep-results file costs the HTML page and the exit status,
 	 * not the report. */
 	struct dlbn_sweep sweep = {0};
@@ -605,72 +511,58 @@ static int analyze(const struct cli *c, FILE *out)
 			export_failed = 1;
 		}
 	}
-	for (size_t i = 0; i < n; i++)
-		runs[i].path = c->traces[i];
-	rc = analyze_all(c, runs, n, points);
-	if (rc == EXIT_DONE) {
-		for (size_t i = 0; i < n; i++)
-			dlbn_rank_row_fill(&rows[i], runs[i].path, (int)i, &runs[i].m, &runs[i].a);
-		/* Rows in rank order (a shell lists trace-r10 before trace-r2). */
-		(void)dlbn_rank_rows_sort(rows, n, order);
-		dlbn_job_summarize(&job, rows, n);
-		const struct run *w = &runs[order[job.worst]];
-		struct dlbn_report_input in = {
-			.path = w->path,
-			.rs = dlbn_reader_stats(w->r),
-			.m = &w->m,
-			.a = &w->a,
-			.gpu = &w->m.gpu,
-			.ranks = rows,
-			.nranks = n,
-			.job = &job,
-			.baseline = w->has_baseline ? &w->baseline : NULL,
-			.whatif = c->what_if ? &w->whatif : NULL,
-			.hot = &w->hot,
-			.native_stacks = c->native_stacks,
-		};
+	struct dlbn_inputs_opts io = {
+		.run = {c->mo, c->vo, c->baseline, points, c->timings},
+		.jobs = c->jobs > 0 ? (size_t)c->jobs : usable_cpus(),
+		.want_rank = c->rank,
+		.summarize = c->summarize,
+		.version = DLBN_VERSION_STRING,
+	};
+	if (dlbn_inputs_analyze(&in, c->traces, c->ntraces, &io) != 0) {
+		fprintf(stderr, "dlbn-analyze: out of memory\n");
+		dlbn_inputs_free(&in);
+		dlbn_sweep_free(&sweep);
+		return EXIT_INPUT;
+	}
+	dlbn_inputs_print_notes(&in);
+	int rc = in.nfailures || in.damaged || in.summaries_failed ? EXIT_INPUT : EXIT_DONE;
+	struct dlbn_rank_failure *aside = calloc(in.nrows ? in.nrows : 1, sizeof(*aside));
+	size_t naside = aside ? dlbn_rank_rows_set_aside(in.rows, &in.nrows, aside) : 0;
+	/* Rows in rank order (a shell lists trace-r10 before trace-r2). */
+	if (in.nrows && (!aside || dlbn_rank_rows_sort(in.rows, in.nrows) != 0 ||
+			 dlbn_job_summarize(&job, in.rows, in.nrows, in.nfailures) != 0)) {
+		fprintf(stderr, "dlbn-analyze: out of memory\n");
+		in.nrows = 0;
+	}
+	const struct dlbn_rank_row *s = in.nrows ? subject_row(c, &in, &job) : NULL;
+	if (in.nrows && !s) {
+		fprintf(stderr, "dlbn-analyze: --rank %d: no input is that rank\n", c->rank);
+		rc = EXIT_USAGE;
+	} else if (s) {
+		struct dlbn_run extra = {0};
 		struct dlbn_stopwatch sw;
 		dlbn_stopwatch_start(&sw);
-		report(c, out, &in);
-		if (c->html && (points || !c->sweep_results)) {
-			in.whatif = &w->whatif;
-			export_failed |= write_html(c, w->r, &in, points);
-		}
-		if (c->plot && (points || !c->sweep_results)) {
-			char err[512];
-			if (dlbn_plot_svg(c->plot, w->path, &w->whatif, err, sizeof(err)) != 0) {
-				fprintf(stderr, "dlbn-analyze: --plot %s: %s\n", c->plot, err);
-				export_failed = 1;
-			}
-		}
-		if (n == 1)
-			export_failed |=
-				run_exports(c, runs[0].r, &runs[0].m, &runs[0].a, &runs[0].m.gpu);
-		if (c->timings) {
-			/* The reports are the job's: their cost is shown with the last trace. */
-			dlbn_timings_add(&runs[n - 1].times, DLBN_PHASE_REPORT, &sw);
-			for (size_t i = 0; i < n; i++)
-				print_timings(runs[i].path, &runs[i].times);
-		}
-		for (size_t i = 0; i < n; i++)
-			any_damaged |= damaged(runs[i].path, dlbn_reader_stats(runs[i].r));
-		if (any_damaged || export_failed)
+		struct dlbn_run_opts ro = io.run;
+		struct dlbn_run *w = subject_run(c, &in, s, &extra, &ro);
+		export_failed |= write_outputs(c, out, &in, aside, naside, &job, s, w, points);
+		print_timings(c, &in, &sw);
+		dlbn_run_free(&extra);
+		if (export_failed)
 			rc = EXIT_INPUT;
-		else if (c->fail_on && job.verdict >= c->fail_on)
+		else if (rc == EXIT_DONE && c->fail_on && job.verdict >= c->fail_on)
 			rc = EXIT_FAIL_ON;
 	}
-	for (size_t i = 0; i < n; i++)
-		run_free(&runs[i]);
+	if (in.nrows)
+		dlbn_job_free(&job);
+	free(aside);
+	dlbn_inputs_free(&in);
 	dlbn_sweep_free(&sweep);
-	free(runs);
-	free(rows);
-	free(order);
 	return rc;
 }
 
 int main(int argc, char **argv)
 {
-	struct cli c = {0};
+	struct cli c = {.rank = -1};
 	char err[512];
 	dlbn_model_default_opts(&c.mo);
 	dlbn_verdict_default_opts(&c.vo);
@@ -679,6 +571,12 @@ int main(int argc, char **argv)
 		return rc;
 
 	FILE *out = stdout;
+	const char *clobber = output_over_input(&c);
+	if (clobber) {
+		fprintf(stderr, "dlbn-analyze: %s: is one of the inputs; not overwriting it\n",
+			clobber);
+		return EXIT_USAGE;
+	}
 	if (c.dump) {
 		struct dlbn_reader *r = dlbn_reader_open(c.traces[0], err, sizeof(err));
 		if (!r) {
@@ -691,7 +589,12 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 		dump(r, out);
-		rc = damaged(c.traces[0], dlbn_reader_stats(r)) ? EXIT_INPUT : EXIT_DONE;
+		char note[600];
+		rc = EXIT_DONE;
+		if (dlbn_run_damage_note(c.traces[0], dlbn_reader_stats(r), note, sizeof(note))) {
+			fprintf(stderr, "dlbn-analyze: %s\n", note);
+			rc = EXIT_INPUT;
+		}
 		dlbn_reader_close(r);
 	} else {
 		if (c.output && !(out = fopen(c.output, "w"))) {

@@ -128,7 +128,7 @@ static int setup_procs(struct dlbn_model *m, struct dlbn_reader *r)
 			p->proc_id = si->proc_id;
 			p->pid = (int)si->pid;
 			p->parent_proc_id = -1;
-			p->rank = p->world_size = -1;
+			p->rank = p->local_rank = p->world_size = -1;
 			p->t_first = INT64_MAX;
 			p->t_last = INT64_MIN;
 		}

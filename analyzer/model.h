@@ -58,8 +58,8 @@ struct dlbn_proc {
 	int start;		/* DLBN_START_* */
 	char argv0[64];
 	char host[64];
-	int rank, world_size;	 /* PROCESS record; -1 unknown */
-	int64_t t_first, t_last; /* first record, end of the last record */
+	int rank, local_rank, world_size; /* PROCESS record; -1 unknown */
+	int64_t t_first, t_last;	  /* first record, end of the last record */
 	int has_process_rec;
 	int has_exit;
 	int exit_status, exit_how;

@@ -101,6 +101,9 @@ int model_pass1_record(struct dlbn_model *m, const struct dlbn_record *r)
 		p->rank = r->kind[4] == DLBN_V_INT && r->f[4] >= 0 && r->f[4] < INT32_MAX
 				  ? (int)r->f[4]
 				  : -1;
+		p->local_rank = r->kind[5] == DLBN_V_INT && r->f[5] >= 0 && r->f[5] < INT32_MAX
+					? (int)r->f[5]
+					: -1;
 		p->world_size = r->kind[6] == DLBN_V_INT && r->f[6] > 0 && r->f[6] < INT32_MAX
 					? (int)r->f[6]
 					: -1;

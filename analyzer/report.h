@@ -18,15 +18,26 @@
 
 struct dlbn_report_input {
 	const char *path;
+	/* The rank's analysis.  All NULL when the rank reported on is known
+	 * only from its summary: the reports then give the summary's lines. */
 	const struct dlbn_reader_stats *rs;
 	const struct dlbn_model *m;
 	const struct dlbn_analysis *a;
 	const struct dlbn_gpu *gpu; /* NULL or !present: CPU-only ("gpu": null) */
-	/* All ranks (nranks >= 1; the report above is rows[job->worst]'s).
-	 * NULL/0: a single trace without a table. */
+	/* All ranks, in rank order (nranks >= 1).  NULL/0: a single trace
+	 * without a table.  subject: the row the rank report is about (the
+	 * job's worst, or --rank N's); subject_requested: --rank N chose it. */
 	const struct dlbn_rank_row *ranks;
 	size_t nranks;
 	const struct dlbn_job *job;
+	const struct dlbn_rank_row *subject;
+	int subject_requested;
+	/* Inputs that gave no row (unreadable, neither trace nor summary). */
+	const struct dlbn_rank_failure *failures;
+	size_t nfailures;
+	/* Inputs that are not ranks (dlbn_rank_rows_set_aside). */
+	const struct dlbn_rank_failure *aside;
+	size_t naside;
 	const struct dlbn_baseline *baseline; /* NULL: no --baseline ("baseline": null) */
 	/* --what-if (whatif.h): NULL when not asked ("what_if": null). */
 	const struct dlbn_whatif *whatif;
@@ -34,6 +45,7 @@ struct dlbn_report_input {
 	 * sites; NULL: none.  native_stacks: --native-stacks. */
 	const struct dlbn_hotspots *hot;
 	int native_stacks;
+	const char *version; /* dlbn's, as summaries carry it */
 };
 
 /* report_hotspots.c: the table per loader, the loop's next() call sites,
@@ -46,9 +58,14 @@ void dlbn_callsites_text(FILE *out, const struct dlbn_report_input *in);
 void dlbn_waits_text(FILE *out, const struct dlbn_report_input *in);
 void dlbn_waits_markdown(FILE *out, const struct dlbn_report_input *in);
 
-/* report_ranks.c: the job section (text / Markdown) and the "ranks" / "job" JSON values. */
+/* report_ranks.c: the job section (text / Markdown), printed when
+ * several ranks or inputs were given; the rank report of a rank known
+ * from its summary alone (in->subject; md: Markdown); the job verdict's
+ * reason.  report_ranks_json.c: the "ranks", "job" and "subject" values. */
 void dlbn_ranks_text(FILE *out, const struct dlbn_report_input *in);
 void dlbn_ranks_markdown(FILE *out, const struct dlbn_report_input *in);
+void dlbn_subject_text(FILE *out, const struct dlbn_report_input *in, int md);
+const char *dlbn_ranks_why(const struct dlbn_job *job);
 void dlbn_ranks_json(FILE *out, const struct dlbn_report_input *in);
 
 /* report_gpu.c: the "gpu" JSON value (stable keys) and the text GPU section. */

@@ -11,9 +11,10 @@
 #include <unistd.h>
 
 #include "export.h"
+#include "outfile.h"
 #include "report_html.h"
 
-static const char css[] =
+const char html_css[] =
 	":root{--ink:#1d2330;--muted:#5d6676;--line:#e3e6eb;--bg:#f4f5f7;--card:#fff;"
 	"--stall:#d94b3d;--hidden:#f2b544;--loop:#5b8def;--fetch:#c9ced6;--gpu:#3b4a8f;"
 	"--batch:#2a9d8f;--accent:#3056d3}\n"
@@ -375,7 +376,7 @@ static void page(FILE *out, const struct html_data *d, const struct dlbn_report_
 	html_esc(out, dlbn_verdict_name(in->a->verdict));
 	fputs(" - ", out);
 	html_esc(out, in->path);
-	fprintf(out, "</title>\n<style>\n%s%s</style></head>\n<body>\n", css, svg_grid_css);
+	fprintf(out, "</title>\n<style>\n%s%s</style></head>\n<body>\n", html_css, svg_grid_css);
 	fputs("<header><h1>dlbn &mdash; data-loading bottleneck report</h1><div class=\"sub\">",
 	      out);
 	html_esc(out, in->path);
@@ -387,33 +388,6 @@ static void page(FILE *out, const struct html_data *d, const struct dlbn_report_
 	whatif_card(out, in->whatif, sweep);
 	footer(out, in);
 	fputs("</main>\n</body></html>\n", out);
-}
-
-/* Write path atomically: begin, fill through write(out, ctx), commit.  0,
- * or -1 with err set and nothing left at path. */
-static int write_file(const char *path, const char *trace_path,
-		      void (*write)(FILE *out, const void *ctx), const void *ctx, char *err,
-		      size_t errlen)
-{
-	struct dlbn_out_file o;
-	if (dlbn_out_begin(&o, path, trace_path, 1, err, errlen) != 0)
-		return -1;
-	FILE *out = fdopen(o.fd, "w");
-	if (!out) {
-		snprintf(err, errlen, "out of memory");
-		dlbn_out_abort(&o);
-		return -1;
-	}
-	write(out, ctx);
-	int bad = fflush(out) != 0 || ferror(out);
-	bad |= fclose(out) != 0;
-	o.fd = -1;
-	if (bad) {
-		snprintf(err, errlen, "writing %s failed", path);
-		dlbn_out_abort(&o);
-		return -1;
-	}
-	return dlbn_out_commit(&o, err, errlen);
 }
 
 static void write_plot(FILE *out, const void *ctx)
@@ -430,7 +404,7 @@ int dlbn_plot_svg(const char *path, const char *trace_path, const struct dlbn_wh
 			 !w->valid ? w->why_not : "the batch size is not in the trace");
 		return -1;
 	}
-	return write_file(path, trace_path, write_plot, w, err, errlen);
+	return dlbn_out_write(path, trace_path, write_plot, w, err, errlen);
 }
 
 struct page_ctx {
@@ -454,7 +428,7 @@ int dlbn_report_html(const char *path, struct dlbn_reader *r, const struct dlbn_
 		return -1;
 	}
 	struct page_ctx ctx = {&d, in, sweep};
-	int rc = write_file(path, in->path, write_page, &ctx, err, errlen);
+	int rc = dlbn_out_write(path, in->path, write_page, &ctx, err, errlen);
 	html_data_free(&d);
 	return rc;
 }

@@ -40,6 +40,14 @@ int dlbn_report_html(const char *path, struct dlbn_reader *r, const struct dlbn_
 int dlbn_plot_svg(const char *path, const char *trace_path, const struct dlbn_whatif *w, char *err,
 		  size_t errlen);
 
+/* --html with several ranks (report_html_job.c): the job's page from the
+ * rows alone (in->ranks, in->job, in->failures; in->m may be NULL): the
+ * job verdict and what it rests on, the spread across ranks, a rank-by-
+ * host grid coloured by stall, the slow hosts, the straggler and the
+ * ranks that stand out, and the worst ranks.  Same contract as above. */
+int dlbn_report_html_job(const char *path, const struct dlbn_report_input *in, char *err,
+			 size_t errlen);
+
 /* ---- shared by the report_html*.c files -------------------------------- */
 
 #define HTML_MAX_STEPS	 120  /* timeline: steps drawn */
@@ -78,7 +86,11 @@ void html_data_free(struct html_data *d);
 /* Lower edge of histogram bin i, ms. */
 double html_hist_lo_ms(int i);
 
-/* Text with &, <, >, " escaped (bytes < 0x20 but tab/newline dropped). */
+/* The page's style sheet (report_html.c): cards, tiles, tables, pills. */
+extern const char html_css[];
+
+/* Text with &, <, >, " escaped (bytes < 0x20 but tab/newline dropped);
+ * report_html_data.c. */
 void html_esc(FILE *out, const char *s);
 
 /* Charts (report_html_svg.c).  Each writes one <svg> element. */

@@ -98,6 +98,10 @@ void dlbn_report_markdown(FILE *out, const struct dlbn_report_input *in)
 
 	fputs("# dlbn: data-loading bottleneck report\n\n", out);
 	dlbn_ranks_markdown(out, in);
+	if (!a) { /* the rank is known from its summary alone */
+		dlbn_subject_text(out, in, 1);
+		return;
+	}
 	fputs("## Decision\n\n", out);
 	md_decision(out, a);
 

@@ -1,11 +1,16 @@
 /*
- * report_ranks.c - the job section of the reports when several traces
- * (one per rank) are analysed together: the per-rank table, the skew and
- * the job verdict, in text, Markdown and JSON ("ranks", "job").
+ * report_ranks.c - the job section of the text and Markdown reports when
+ * several ranks are analysed together (ranks.h): the job verdict and what
+ * it rests on, the spread across ranks, slow hosts and ranks that stand
+ * out from their host, the straggler, the worst ranks, and one line per
+ * rank up to DLBN_RANK_TABLE_MAX ranks (past that the table is in the
+ * JSON, report_ranks_json.c).  And the rank report from a summary alone.
+ *
+ * Lines shared by the two formats take a prefix: "  " in text, "- " in
+ * Markdown.
  */
 #include <string.h>
 
-#include "json.h"
 #include "report.h"
 
 static const char *job_why(const struct dlbn_job *job)
@@ -15,6 +20,134 @@ static const char *job_why(const struct dlbn_job *job)
 		       "slow one";
 	return "synchronous data-parallel training runs at the slowest rank's pace (the others "
 	       "wait for it at every collective), so the job verdict is the worst rank's";
+}
+
+const char *dlbn_ranks_why(const struct dlbn_job *job)
+{
+	return job_why(job);
+}
+
+static const char *host_name(const char *host)
+{
+	return host[0] ? host : "(unknown host)";
+}
+
+/* Whether the job section is printed: several ranks, or inputs that
+ * failed beside the one that did not. */
+static int has_job(const struct dlbn_report_input *in)
+{
+	return in->job && in->nranks + in->nfailures + in->naside > 1;
+}
+
+/* What the job verdict rests on, when it is not every rank of the job. */
+static void rests_on(FILE *out, const struct dlbn_report_input *in, const char *prefix)
+{
+	const struct dlbn_job *job = in->job;
+	size_t have = in->nranks;
+	if (job->world_size > 0 && (size_t)job->world_size > have)
+		fprintf(out, "%sthe job verdict rests on %zu of the job's %d ranks", prefix, have,
+			job->world_size);
+	else if (job->nmissing || in->nfailures)
+		fprintf(out, "%sthe job verdict rests on %zu ranks", prefix, have);
+	else
+		return;
+	if (job->nmissing) {
+		fprintf(out, "; %zu missing (rank", job->nmissing);
+		size_t shown = job->nmissing < DLBN_JOB_MISSING ? job->nmissing : DLBN_JOB_MISSING;
+		for (size_t i = 0; i < shown; i++)
+			fprintf(out, "%s %d", i ? "," : (shown > 1 ? "s" : ""), job->missing[i]);
+		fputs(job->nmissing > shown ? ", ...)" : ")", out);
+	}
+	fputc('\n', out);
+	for (size_t i = 0; i < in->nfailures; i++)
+		fprintf(out, "%s  not read: %s\n", prefix, in->failures[i].why);
+}
+
+static void set_aside(FILE *out, const struct dlbn_report_input *in, const char *prefix)
+{
+	for (size_t i = 0; i < in->naside; i++)
+		fprintf(out, "%snot counted: %s\n", prefix, in->aside[i].why);
+}
+
+/* Ranks whose trace is not whole: their figures cover what was recorded. */
+static void partial_ranks(FILE *out, const struct dlbn_report_input *in, const char *prefix)
+{
+	const struct dlbn_job *job = in->job;
+	if (!job->ndamaged && !job->ncut)
+		return;
+	fprintf(out,
+		"%s%zu rank(s) damaged, %zu cut short (their figures cover what was "
+		"recorded):",
+		prefix, job->ndamaged, job->ncut);
+	for (size_t i = 0, k = 0; i < in->nranks && k < DLBN_JOB_MISSING; i++) {
+		const struct dlbn_rank_row *r = &in->ranks[i];
+		if (r->state == DLBN_RANK_WHOLE)
+			continue;
+		fprintf(out, "%s rank %d (%s)", k++ ? "," : "", r->rank, r->state_note);
+	}
+	fputc('\n', out);
+}
+
+static void spread_row(FILE *out, const char *what, const struct dlbn_spread *s, double scale,
+		       const char *unit, int md)
+{
+	if (!s->n)
+		return;
+	if (md)
+		fprintf(out, "| %s | %.2f%s | %.2f%s | %.2f%s | %.2f%s |\n", what, s->min * scale,
+			unit, s->p50 * scale, unit, s->p90 * scale, unit, s->max * scale, unit);
+	else
+		fprintf(out, "    %-20s %9.2f%-2s %9.2f%-2s %9.2f%-2s %9.2f%-2s\n", what,
+			s->min * scale, unit, s->p50 * scale, unit, s->p90 * scale, unit,
+			s->max * scale, unit);
+}
+
+static void spreads(FILE *out, const struct dlbn_job *job, int md)
+{
+	if (!job->stall_ms.n)
+		return;
+	if (md)
+		fputs("| across ranks | min | p50 | p90 | max |\n|---|---|---|---|---|\n", out);
+	else
+		fprintf(out, "  %-22s %11s %11s %11s %11s\n", "across ranks", "min", "p50", "p90",
+			"max");
+	spread_row(out, "stall, % of wall", &job->stall_fraction, 100, "%", md);
+	spread_row(out, "stall, ms per step", &job->stall_ms, 1, "", md);
+	spread_row(out, "predicted speedup", &job->speedup, 1, "x", md);
+	fputc('\n', out);
+}
+
+/* Slow hosts and the ranks that stand out from their own host. */
+static void host_lines(FILE *out, const struct dlbn_report_input *in, const char *prefix)
+{
+	const struct dlbn_job *job = in->job;
+	if (job->nhosts > 1 && !job->nslow_hosts)
+		fprintf(out,
+			"%sno slow host: the %zu hosts' ranks stall alike (median %.2f ms per "
+			"step)\n",
+			prefix, job->nhosts, job->stall_ms.p50);
+	for (size_t h = 0; h < job->nhosts; h++) {
+		const struct dlbn_host *host = &job->hosts[h];
+		if (!host->slow)
+			continue;
+		const struct dlbn_rank_row *w = &in->ranks[host->worst];
+		fprintf(out,
+			"%sslow host: %s, %zu of its %zu ranks cannot be fed fast enough (stall "
+			"per step: median %.2f ms, worst %.2f ms on rank %d; the job's median "
+			"%.2f ms); cause: %s\n",
+			prefix, host_name(host->name), host->ninput_bound, host->nranks,
+			host->stall_ms_p50, w->stall_ms_per_step, w->rank, job->stall_ms.p50,
+			host->cause);
+	}
+	for (size_t k = 0; k < job->nlone_rows; k++) {
+		const struct dlbn_rank_row *r = &in->ranks[job->lone_rows[k]];
+		const struct dlbn_host *host = &job->hosts[job->host_of[job->lone_rows[k]]];
+		fprintf(out,
+			"%srank %d stands out on %s: stalled %.2f ms per step, its host's other "
+			"ranks %.2f ms at their median; cause: %s\n",
+			prefix, r->rank, host_name(r->host), r->stall_ms_per_step,
+			host->stall_ms_p50, r->cause);
+	}
 }
 
 /* "ranks 0, 2" (or "rank 0"): the rows that wait for the straggler. */
@@ -34,16 +167,59 @@ static void waiting_ranks(char *buf, size_t len, const struct dlbn_report_input 
 	}
 }
 
-static const char *marker(const struct dlbn_job *job, size_t i)
+/* The ranks' host-side time in GPU syncs, one by one (a short table only). */
+static void sync_list(FILE *out, const struct dlbn_report_input *in)
 {
-	int w = i == job->worst, s = job->has_straggler && i == job->straggler;
-	return w && s ? "  <- worst, straggler" : w ? "  <- worst" : s ? "  <- straggler" : "";
+	const struct dlbn_job *job = in->job;
+	const struct dlbn_rank_row *rows = in->ranks;
+	int syncs = 0;
+	for (size_t i = 0; i < in->nranks; i++)
+		syncs += i != job->straggler && rows[i].step_ms > 0 && rows[i].sync_s >= 0;
+	if (!syncs) {
+		fputs("no CUDA recorded: the wait inside the collective itself is not seen", out);
+		return;
+	}
+	if (in->nranks > DLBN_RANK_TABLE_MAX) {
+		fputs("host blocked in GPU syncs: see each rank's gpu_sync_s in -f json", out);
+		return;
+	}
+	fputs("host blocked in GPU syncs:", out);
+	for (size_t i = 0, k = 0; i < in->nranks; i++)
+		if (i != job->straggler && rows[i].step_ms > 0 && rows[i].sync_s >= 0)
+			fprintf(out, "%s rank %d %.3f s", k++ ? "," : "", rows[i].rank,
+				rows[i].sync_s);
 }
 
-static const char *marker_md(const struct dlbn_job *job, size_t i)
+static void waiting_line(FILE *out, const struct dlbn_report_input *in, const char *prefix)
 {
-	int w = i == job->worst, s = job->has_straggler && i == job->straggler;
-	return w && s ? " (worst, straggler)" : w ? " (worst)" : s ? " (straggler)" : "";
+	const struct dlbn_job *job = in->job;
+	const struct dlbn_rank_row *rows = in->ranks, *s = &rows[job->straggler];
+	double lo = -1, hi = 0;
+	for (size_t i = 0; i < in->nranks; i++) {
+		if (i == job->straggler || rows[i].step_ms <= 0)
+			continue;
+		double w = dlbn_job_wait_ms(job, rows, i);
+		lo = lo < 0 || w < lo ? w : lo;
+		hi = w > hi ? w : hi;
+	}
+	char who[256], range[64];
+	size_t nw;
+	waiting_ranks(who, sizeof(who), in, &nw);
+	if (!nw)
+		return;
+	if (hi - lo < 0.005)
+		snprintf(range, sizeof(range), "%.2f", hi);
+	else
+		snprintf(range, sizeof(range), "%.2f .. %.2f", lo, hi);
+	if (nw > 16)
+		fprintf(out, "%sthe other %zu ranks wait", prefix, nw);
+	else
+		fprintf(out, "%s%s %s wait%s", prefix, nw > 1 ? "ranks" : "rank", who,
+			nw > 1 ? "" : "s");
+	fprintf(out, " for it at collectives: %s ms more per step outside %s stall than rank %d (",
+		range, nw > 1 ? "their" : "its", s->rank);
+	sync_list(out, in);
+	fputs(")\n", out);
 }
 
 /* The straggler lines, shared by text (prefix "  ") and Markdown ("- "). */
@@ -61,51 +237,15 @@ static void straggler_lines(FILE *out, const struct dlbn_report_input *in, const
 			rows[job->straggler].stall_ms_per_step);
 	} else {
 		const struct dlbn_rank_row *s = &rows[job->straggler];
-		char who[256];
-		size_t nw;
-		waiting_ranks(who, sizeof(who), in, &nw);
 		fprintf(out,
 			"%sstraggler: rank %d, stalled %.2f ms per step on its input (least: rank "
-			"%d, "
-			"%.2f ms)\n",
+			"%d, %.2f ms)",
 			prefix, s->rank, s->stall_ms_per_step, rows[job->least_stalled].rank,
 			rows[job->least_stalled].stall_ms_per_step);
-		double lo = -1, hi = 0;
-		int syncs = 0;
-		for (size_t i = 0; i < in->nranks; i++) {
-			if (i == job->straggler || rows[i].step_ms <= 0)
-				continue;
-			double w = dlbn_job_wait_ms(job, rows, i);
-			lo = lo < 0 || w < lo ? w : lo;
-			hi = w > hi ? w : hi;
-			syncs += rows[i].sync_s >= 0;
-		}
-		if (nw) {
-			char range[64];
-			if (hi - lo < 0.005)
-				snprintf(range, sizeof(range), "%.2f", hi);
-			else
-				snprintf(range, sizeof(range), "%.2f .. %.2f", lo, hi);
-			fprintf(out,
-				"%s%s %s wait%s for it at collectives: %s ms more per step outside "
-				"%s stall than rank %d (",
-				prefix, nw > 1 ? "ranks" : "rank", who, nw > 1 ? "" : "s", range,
-				nw > 1 ? "their" : "its", s->rank);
-			if (syncs) {
-				fputs("host blocked in GPU syncs:", out);
-				for (size_t i = 0, k = 0; i < in->nranks; i++)
-					if (i != job->straggler && rows[i].step_ms > 0 &&
-					    rows[i].sync_s >= 0)
-						fprintf(out, "%s rank %d %.3f s", k++ ? "," : "",
-							rows[i].rank, rows[i].sync_s);
-			} else {
-				fputs("no CUDA recorded: the wait inside the collective itself is "
-				      "not "
-				      "seen",
-				      out);
-			}
-			fputs(")\n", out);
-		}
+		if (job->nhosts > 1)
+			fprintf(out, "; on host %s", host_name(s->host));
+		fputc('\n', out);
+		waiting_line(out, in, prefix);
 	}
 	fprintf(out,
 		"%sstep time %.2f .. %.2f ms over the ranks: synchronous ranks run in lockstep, so "
@@ -113,10 +253,63 @@ static void straggler_lines(FILE *out, const struct dlbn_report_input *in, const
 		prefix, job->step_ms_min, job->step_ms_max, job->stall_min_s, job->stall_max_s);
 }
 
+static const char *marker(const struct dlbn_job *job, size_t i, int md)
+{
+	int w = i == job->worst, s = job->has_straggler && i == job->straggler;
+	if (md)
+		return w && s ? " (worst, straggler)" : w ? " (worst)" : s ? " (straggler)" : "";
+	return w && s ? "  <- worst, straggler" : w ? "  <- worst" : s ? "  <- straggler" : "";
+}
+
+static void row_text(FILE *out, const struct dlbn_report_input *in, size_t i)
+{
+	const struct dlbn_rank_row *r = &in->ranks[i];
+	char sync[32] = "-";
+	if (r->sync_s >= 0)
+		snprintf(sync, sizeof(sync), "%.3f", r->sync_s);
+	fprintf(out, "  %6d %-13s %8.2fx %9.3f %7.1f%% %10.2f %9.2f %9.2f %8s %7zu  %s (%s)%s\n",
+		r->rank, dlbn_verdict_name(r->verdict), r->speedup, r->stall_s,
+		r->stall_fraction * 100, r->stall_ms_per_step, r->step_ms, r->loop_ms, sync,
+		r->steps_window, r->cause, r->input, marker(in->job, i, 0));
+}
+
+static void worst_rows_text(FILE *out, const struct dlbn_report_input *in)
+{
+	const struct dlbn_job *job = in->job;
+	fprintf(out, "  the %zu ranks that stall most per step:\n", job->nworst_rows);
+	fprintf(out, "  %6s %-20s %-13s %9s %10s %8s  %s\n", "rank", "host", "verdict", "speedup",
+		"stall/step", "stall %", "cause / trace");
+	for (size_t k = 0; k < job->nworst_rows; k++) {
+		const struct dlbn_rank_row *r = &in->ranks[job->worst_rows[k]];
+		fprintf(out, "  %6d %-20.20s %-13s %8.2fx %10.2f %7.1f%%  %s (%s)\n", r->rank,
+			host_name(r->host), dlbn_verdict_name(r->verdict), r->speedup,
+			r->stall_ms_per_step, r->stall_fraction * 100, r->cause, r->trace);
+	}
+}
+
+static void rank_table_text(FILE *out, const struct dlbn_report_input *in)
+{
+	if (in->nranks > DLBN_RANK_TABLE_MAX) {
+		worst_rows_text(out, in);
+		fprintf(out,
+			"  (%zu ranks: every rank is in -f json; one rank's report: --rank N)\n",
+			in->nranks);
+		return;
+	}
+	fprintf(out, "  %6s %-13s %9s %9s %8s %10s %9s %9s %8s %7s  %s\n", "rank", "verdict",
+		"speedup", "stall s", "stall %", "stall/step", "step ms", "rest/step", "sync s",
+		"steps", "cause / trace");
+	for (size_t i = 0; i < in->nranks; i++)
+		row_text(out, in, i);
+	fputs("  (ms per window step; rest/step: the step outside the input stall - compute and "
+	      "collectives; sync s: host blocked in GPU syncs, - without CUDA)\n",
+	      out);
+}
+
 void dlbn_ranks_text(FILE *out, const struct dlbn_report_input *in)
 {
 	const struct dlbn_job *job = in->job;
-	if (!job || in->nranks < 2)
+	if (!has_job(in) || !in->nranks)
 		return;
 	const struct dlbn_rank_row *w = &in->ranks[job->worst];
 	fprintf(out, "JOB VERDICT: %s over %zu ranks (worst: rank %d",
@@ -125,141 +318,130 @@ void dlbn_ranks_text(FILE *out, const struct dlbn_report_input *in)
 		fprintf(out, ", predicted speedup %.2fx", w->speedup);
 	if (job->has_straggler && job->straggler != job->worst)
 		fprintf(out, "; straggler: rank %d", in->ranks[job->straggler].rank);
-	fprintf(out, ")\n  %s\n\n", job_why(job));
-	fprintf(out, "  %6s %-13s %9s %9s %8s %10s %9s %9s %8s %7s  %s\n", "rank", "verdict",
-		"speedup", "stall s", "stall %", "stall/step", "step ms", "rest/step", "sync s",
-		"steps", "cause / trace");
-	for (size_t i = 0; i < in->nranks; i++) {
-		const struct dlbn_rank_row *r = &in->ranks[i];
-		char sync[32] = "-";
-		if (r->sync_s >= 0)
-			snprintf(sync, sizeof(sync), "%.3f", r->sync_s);
-		fprintf(out,
-			"  %6d %-13s %8.2fx %9.3f %7.1f%% %10.2f %9.2f %9.2f %8s %7zu  %s (%s)%s\n",
-			r->rank, dlbn_verdict_name(r->verdict), r->speedup, r->stall_s,
-			r->stall_fraction * 100, r->stall_ms_per_step, r->step_ms, r->loop_ms, sync,
-			r->steps_window, r->cause, r->path, marker(job, i));
-	}
-	fputs("  (ms per window step; rest/step: the step outside the input stall - compute and "
-	      "collectives; sync s: host blocked in GPU syncs, - without CUDA)\n",
-	      out);
+	fprintf(out, ")\n  %s\n", job_why(job));
+	rests_on(out, in, "  ");
+	partial_ranks(out, in, "  ");
+	set_aside(out, in, "  ");
+	if (job->nhosts > 1)
+		fprintf(out, "  %zu hosts\n", job->nhosts);
+	fputc('\n', out);
+	if (in->nranks > DLBN_RANK_TABLE_MAX)
+		spreads(out, job, 0);
+	rank_table_text(out, in);
+	host_lines(out, in, "  ");
 	straggler_lines(out, in, "  ");
-	fprintf(out, "\nThe report below is the worst rank's (rank %d, %s).\n\n", w->rank, w->path);
+	const struct dlbn_rank_row *s = in->subject ? in->subject : w;
+	fprintf(out, "\nThe report below is %s (rank %d, %s).\n\n",
+		in->subject_requested ? "the one asked for" : "the worst rank's", s->rank,
+		s->input);
 }
 
-void dlbn_ranks_markdown(FILE *out, const struct dlbn_report_input *in)
+static void rank_table_markdown(FILE *out, const struct dlbn_report_input *in)
 {
 	const struct dlbn_job *job = in->job;
-	if (!job || in->nranks < 2)
-		return;
-	fprintf(out, "## Job (%zu ranks)\n\n**%s** - worst rank %d. %s.\n\n", in->nranks,
-		dlbn_verdict_name(job->verdict), in->ranks[job->worst].rank, job_why(job));
-	fputs("| rank | verdict | predicted speedup | stall | stall per step | step time | rest "
-	      "per step | GPU syncs | window steps | cause |\n",
+	int all = in->nranks <= DLBN_RANK_TABLE_MAX;
+	size_t n = all ? in->nranks : job->nworst_rows;
+	if (!all)
+		fprintf(out,
+			"The %zu ranks that stall most per step (all %zu ranks: `-f json`):\n\n", n,
+			in->nranks);
+	fputs("| rank | host | verdict | predicted speedup | stall | stall per step | step time | "
+	      "rest per step | GPU syncs | window steps | cause |\n",
 	      out);
-	fputs("|---|---|---|---|---|---|---|---|---|---|\n", out);
-	for (size_t i = 0; i < in->nranks; i++) {
+	fputs("|---|---|---|---|---|---|---|---|---|---|---|\n", out);
+	for (size_t k = 0; k < n; k++) {
+		size_t i = all ? k : job->worst_rows[k];
 		const struct dlbn_rank_row *r = &in->ranks[i];
 		char sync[32] = "-";
 		if (r->sync_s >= 0)
 			snprintf(sync, sizeof(sync), "%.3f s", r->sync_s);
 		fprintf(out,
-			"| %d%s | %s | %.2fx | %.3f s (%.1f%%) | %.2f ms | %.2f ms | %.2f ms | %s "
+			"| %d%s | %s | %s | %.2fx | %.3f s (%.1f%%) | %.2f ms | %.2f ms | %.2f ms "
 			"| "
-			"%zu | %s |\n",
-			r->rank, marker_md(job, i), dlbn_verdict_name(r->verdict), r->speedup,
-			r->stall_s, r->stall_fraction * 100, r->stall_ms_per_step, r->step_ms,
-			r->loop_ms, sync, r->steps_window, r->cause);
+			"%s | %zu | %s |\n",
+			r->rank, marker(job, i, 1), host_name(r->host),
+			dlbn_verdict_name(r->verdict), r->speedup, r->stall_s,
+			r->stall_fraction * 100, r->stall_ms_per_step, r->step_ms, r->loop_ms, sync,
+			r->steps_window, r->cause);
 	}
 	fputc('\n', out);
-	straggler_lines(out, in, "- ");
-	fprintf(out, "\nThe sections below are the worst rank's (rank %d).\n\n",
-		in->ranks[job->worst].rank);
 }
 
-/* ,"ranks":[...],"job":{...} (always: one row for a single trace). */
-void dlbn_ranks_json(FILE *out, const struct dlbn_report_input *in)
+void dlbn_ranks_markdown(FILE *out, const struct dlbn_report_input *in)
 {
-	fputs(",\"ranks\":[", out);
-	for (size_t i = 0; in->ranks && i < in->nranks; i++) {
-		const struct dlbn_rank_row *r = &in->ranks[i];
-		fprintf(out, "%s{\"rank\":%d,\"rank_source\":\"%s\",\"world_size\":", i ? "," : "",
-			r->rank, r->rank_known ? "trace" : "argument_order");
-		if (r->world_size > 0)
-			fprintf(out, "%d", r->world_size);
-		else
-			fputs("null", out);
-		fputs(",\"path\":", out);
-		dlbn_json_string(out, r->path, strlen(r->path));
-		fputs(",\"verdict\":", out);
-		fprintf(out, "\"%s\",\"predicted_speedup\":", dlbn_verdict_name(r->verdict));
-		if (r->speedup > 0)
-			dlbn_json_number(out, r->speedup);
-		else
-			fputs("null", out);
-		fputs(",\"stall_s\":", out);
-		dlbn_json_number(out, r->stall_s);
-		fputs(",\"stall_fraction\":", out);
-		dlbn_json_number(out, r->stall_fraction);
-		fputs(",\"step_ms\":", out);
-		dlbn_json_number(out, r->step_ms);
-		fputs(",\"stall_ms_per_step\":", out);
-		dlbn_json_number(out, r->stall_ms_per_step);
-		fputs(",\"rest_ms_per_step\":", out);
-		dlbn_json_number(out, r->loop_ms);
-		fputs(",\"gpu_sync_s\":", out);
-		if (r->sync_s >= 0)
-			dlbn_json_number(out, r->sync_s);
-		else
-			fputs("null", out);
-		fputs(",\"waits_for_straggler_ms_per_step\":", out);
-		if (in->job && in->job->has_straggler && i != in->job->straggler && r->step_ms > 0)
-			dlbn_json_number(out, dlbn_job_wait_ms(in->job, in->ranks, i));
-		else
-			fputs("null", out);
-		fprintf(out, ",\"steps_window\":%zu,\"cause\":", r->steps_window);
-		dlbn_json_string(out, r->cause, strlen(r->cause));
-		fputc('}', out);
-	}
-	fputc(']', out);
 	const struct dlbn_job *job = in->job;
-	if (!job || !in->ranks) {
-		fputs(",\"job\":null", out);
+	if (!has_job(in) || !in->nranks)
 		return;
+	fprintf(out, "## Job (%zu ranks", in->nranks);
+	if (job->nhosts > 1)
+		fprintf(out, ", %zu hosts", job->nhosts);
+	fprintf(out, ")\n\n**%s** - worst rank %d. %s.\n\n", dlbn_verdict_name(job->verdict),
+		in->ranks[job->worst].rank, job_why(job));
+	rests_on(out, in, "- ");
+	partial_ranks(out, in, "- ");
+	set_aside(out, in, "- ");
+	if (job->nmissing || in->nfailures || in->naside || job->ndamaged || job->ncut)
+		fputc('\n', out);
+	if (in->nranks > DLBN_RANK_TABLE_MAX)
+		spreads(out, job, 1);
+	rank_table_markdown(out, in);
+	host_lines(out, in, "- ");
+	straggler_lines(out, in, "- ");
+	const struct dlbn_rank_row *s = in->subject ? in->subject : &in->ranks[job->worst];
+	fprintf(out, "\nThe sections below are %s (rank %d).\n\n",
+		in->subject_requested ? "the rank asked for" : "the worst rank's", s->rank);
+}
+
+/* ---- a rank known from its summary alone -------------------------------- */
+
+static void lines(FILE *out, const char *title, const char (*v)[DLBN_LINE], size_t n,
+		  const char *prefix)
+{
+	if (!n)
+		return;
+	fprintf(out, "\n%s\n", title);
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "%s%s\n", prefix, v[i]);
+}
+
+static void subject_loaders(FILE *out, const struct dlbn_rank_row *r, const char *prefix)
+{
+	for (size_t i = 0; i < r->nloaders && i < DLBN_ROW_LOADERS; i++) {
+		const struct dlbn_rank_loader *l = &r->loaders[i];
+		fprintf(out, "%sloader %zu%s: %s; wait %.3f s, stall %.3f s\n", prefix, i + 1,
+			l->training ? " (training)" : "", l->desc, l->wait_s, l->stall_s);
 	}
+	for (size_t i = 0; i < r->nhot; i++)
+		fprintf(out, "%shot spot: %s%s%s, %.0f%% of the loader's busy time\n", prefix,
+			r->hot[i].name, r->hot[i].where[0] ? " at " : "", r->hot[i].where,
+			r->hot[i].share * 100);
+}
+
+/* The rank report when the rank is known from its summary alone: its
+ * verdict and the lines its own analysis wrote. */
+void dlbn_subject_text(FILE *out, const struct dlbn_report_input *in, int md)
+{
+	const struct dlbn_rank_row *r = in->subject;
+	const char *item = md ? "- " : "  ";
+	if (md)
+		fprintf(out, "## Rank %d (from its summary)\n\n", r->rank);
+	fprintf(out, "%sRANK %d VERDICT: %s", md ? "**" : "", r->rank,
+		dlbn_verdict_name(r->verdict));
+	if (r->speedup > 0)
+		fprintf(out, "; predicted speedup %.2fx", r->speedup);
 	fprintf(out,
-		",\"job\":{\"verdict\":\"%s\",\"ranks\":%zu,\"worst_rank\":%d,\"worst_index\":%zu,"
-		"\"inconclusive_ranks\":%zu,\"step_skew\":",
-		dlbn_verdict_name(job->verdict), in->nranks, in->ranks[job->worst].rank, job->worst,
-		job->ninconclusive);
-	if (job->step_skew > 0)
-		dlbn_json_number(out, job->step_skew);
-	else
-		fputs("null", out);
-	fputs(",\"step_ms_min\":", out);
-	dlbn_json_number(out, job->step_ms_min);
-	fputs(",\"step_ms_max\":", out);
-	dlbn_json_number(out, job->step_ms_max);
-	fputs(",\"straggler_rank\":", out);
-	if (job->has_straggler)
-		fprintf(out, "%d,\"straggler_index\":%zu,\"straggler_stall_ms_per_step\":",
-			in->ranks[job->straggler].rank, job->straggler);
-	else
-		fputs("null,\"straggler_index\":null,\"straggler_stall_ms_per_step\":", out);
-	if (job->has_straggler)
-		dlbn_json_number(out, in->ranks[job->straggler].stall_ms_per_step);
-	else
-		fputs("null", out);
-	fputs(",\"waiting_ranks\":[", out);
-	for (size_t i = 0, k = 0; job->has_straggler && i < in->nranks; i++)
-		if (i != job->straggler && in->ranks[i].step_ms > 0)
-			fprintf(out, "%s%d", k++ ? "," : "", in->ranks[i].rank);
-	fputc(']', out);
-	fputs(",\"stall_min_s\":", out);
-	dlbn_json_number(out, job->stall_min_s);
-	fputs(",\"stall_max_s\":", out);
-	dlbn_json_number(out, job->stall_max_s);
-	fputs(",\"reason\":", out);
-	dlbn_json_string(out, job_why(job), strlen(job_why(job)));
-	fputc('}', out);
+		"%s\n%sfrom its summary %s; its full report: the same command with --rank "
+		"%d (reads its trace, %s)\n",
+		md ? "**\n" : "", md ? "\n" : "  ", r->input, r->rank, r->trace);
+	fprintf(out,
+		"%scause %s; stall %.3f s (%.1f%% of the window), %.2f ms per step; step "
+		"%.2f ms; %zu window steps\n",
+		md ? "\n" : "  ", r->cause, r->stall_s, r->stall_fraction * 100,
+		r->stall_ms_per_step, r->step_ms, r->steps_window);
+	subject_loaders(out, r, item);
+	lines(out, md ? "### Why" : "Why", (const char(*)[DLBN_LINE])r->reasons, r->nreasons, item);
+	lines(out, md ? "### Recommendations" : "Recommendations",
+	      (const char(*)[DLBN_LINE])r->recs, r->nrecs, item);
+	lines(out, md ? "### Warnings" : "Warnings", (const char(*)[DLBN_LINE])r->warnings,
+	      r->nwarnings, item);
 }

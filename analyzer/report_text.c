@@ -139,10 +139,14 @@ void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
 	const struct dlbn_model *m = in->m;
 
 	if (in->nranks > 1)
-		fprintf(out, "dlbn-analyze: %zu traces (one per rank)\n\n", in->nranks);
+		fprintf(out, "dlbn-analyze: %zu ranks\n\n", in->nranks);
 	else
 		fprintf(out, "dlbn-analyze: %s\n\n", in->path);
 	dlbn_ranks_text(out, in);
+	if (!a) { /* the rank is known from its summary alone */
+		dlbn_subject_text(out, in, 0);
+		return;
+	}
 	fprintf(out, "VERDICT: %s - %s", dlbn_verdict_name(a->verdict), verdict_line(a->verdict));
 	if (a->predicted_speedup > 0)
 		fprintf(out, "; predicted speedup %.2fx", a->predicted_speedup);

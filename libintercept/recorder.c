@@ -148,8 +148,7 @@ static void gather_process_info(void)
 		copy_str(proc_info.argv0, sizeof(proc_info.argv0), program_invocation_name);
 	ssize_t n = readlink("/proc/self/exe", proc_info.exe, sizeof(proc_info.exe) - 1);
 	proc_info.exe[n > 0 ? n : 0] = '\0';
-	if (gethostname(proc_info.host, sizeof(proc_info.host) - 1) != 0)
-		copy_str(proc_info.host, sizeof(proc_info.host), "unknown");
+	session_host(proc_info.host, sizeof(proc_info.host));
 	copy_str(proc_info.job_id, sizeof(proc_info.job_id), session_job_id());
 	read_small_file_at(AT_FDCWD,
 			   "/sys/devices/system/clocksource/clocksource0/current_clocksource",

@@ -57,6 +57,20 @@ const char *session_job_id(void)
 	return "nojob";
 }
 
+void session_host(char *buf, size_t len)
+{
+	const char *v = getenv("DLBN_HOST");
+	if (v && *v)
+		snprintf(buf, len, "%s", v);
+	else if (gethostname(buf, len - 1) != 0)
+		snprintf(buf, len, "unknown");
+	buf[len - 1] = '\0';
+	/* The host becomes part of a file name (%h): keep it one. */
+	for (char *c = buf; *c; c++)
+		if (*c == '/')
+			*c = '_';
+}
+
 static int sys_open(const char *path, int flags, mode_t mode)
 {
 	return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
@@ -107,9 +121,7 @@ int session_expand_template(const char *tmpl, char *out, size_t size)
 			snprintf(tmp, sizeof(tmp), "%ld", (long)getpid());
 			break;
 		case 'h':
-			if (gethostname(tmp, sizeof(tmp) - 1) != 0)
-				strcpy(tmp, "unknown");
-			tmp[sizeof(tmp) - 1] = '\0';
+			session_host(tmp, sizeof(tmp));
 			break;
 		case 'r':
 			snprintf(tmp, sizeof(tmp), "%ld", session_rank());
@@ -310,7 +322,7 @@ static int create_session(long rank)
 	h->extent_size = the_session.extent_size;
 	h->created_realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
 	h->created_monotonic_ns = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
-	gethostname(h->host, sizeof(h->host) - 1);
+	session_host(h->host, sizeof(h->host));
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	memcpy(h->magic, DLBN_FILE_MAGIC, 8);
 
@@ -356,7 +368,7 @@ static int join_session(long rank)
 		return JOIN_NONE;
 	struct dlbn_file_header *h = the_session.hdr;
 	char host[sizeof(h->host)] = {0};
-	gethostname(host, sizeof(host) - 1);
+	session_host(host, sizeof(host));
 	if (memcmp(h->magic, DLBN_FILE_MAGIC, 8) != 0 || h->version_major != DLBN_VERSION_MAJOR ||
 	    h->header_size != DLBN_FILE_HEADER_SIZE || h->extent_size < 4096 ||
 	    strncmp(h->host, host, sizeof(host)) != 0) {

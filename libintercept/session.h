@@ -51,6 +51,10 @@ extern struct session the_session DLBN_HIDDEN;
 long session_rank(void) DLBN_HIDDEN;
 long env_long(const char *name, long dflt) DLBN_HIDDEN;
 const char *session_job_id(void) DLBN_HIDDEN;
+/* The host's name for %h, the file header and PROCESS records: DLBN_HOST
+ * when set (a container's hostname is not the node's; tests simulate
+ * hosts), else gethostname(); '/' becomes '_'. */
+void session_host(char *buf, size_t len) DLBN_HIDDEN;
 
 /*
  * Constructor: join DLBN_SESSION when it names a trace of our rank on this

@@ -68,12 +68,20 @@ def test_rows_come_in_rank_order_whatever_the_arguments(ranks):
 
 
 @pytest.mark.parametrize("jobs", ["1", "3"])
-def test_an_unreadable_trace_fails_the_job_whatever_the_jobs(ranks, tmp_path, jobs):
+def test_an_unreadable_trace_is_named_and_the_rest_reported(ranks, tmp_path, jobs):
+    """A rank that cannot be read does not cost the job its report: the
+    report says what the verdict rests on, and the exit status says an
+    input was lost."""
     missing = str(tmp_path / "gone.bin")
-    proc = analyze(ranks[0], missing, *ranks[1:], "-j", jobs)
+    proc = analyze(ranks[0], missing, *ranks[1:], "-j", jobs, "--format", "json")
     assert proc.returncode == 1, (proc.returncode, proc.stderr)
     assert "gone.bin" in proc.stderr and "cannot open" in proc.stderr, proc.stderr
-    assert proc.stdout == "", "a report without every rank"
+    job = json.loads(proc.stdout)
+    assert [r["rank"] for r in job["ranks"]] == list(range(RANKS))
+    assert [u["path"] for u in job["job"]["unreadable"]] == [missing], job["job"]
+    assert "cannot open" in job["job"]["unreadable"][0]["why"]
+    alone = analyze(missing)
+    assert alone.returncode == 1 and alone.stdout == "", "nothing to report on"
 
 
 @pytest.mark.parametrize("bad", ["0", "-2", "x", "5000"])

@@ -97,7 +97,7 @@ def test_dlbn_run_analyze_prints_the_job_table_over_all_ranks(tmp_path):
     ranks = sorted(p.name.split("-")[1] for p in tmp_path.glob("t-r*.bin"))
     assert ranks.count("r0") == 1 and ranks.count("r1") == 1, ranks
     # one report: the per-rank table of the job, not one report per trace
-    assert "2 traces (one per rank)" in r.stdout, r.stdout
+    assert "dlbn-analyze: 2 ranks" in r.stdout, r.stdout
     assert r.stdout.count("JOB VERDICT:") == 1, r.stdout
     assert r.stdout.count("Trace: format") == 1, r.stdout  # the worst rank's sections
     assert r.stdout.count("<- worst") == 1, r.stdout

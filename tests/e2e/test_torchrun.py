@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shlex
+import socket
 import subprocess
 from pathlib import Path
 
@@ -81,3 +82,73 @@ def test_readme_torchrun_command(tmp_path):
     # Lockstep: equal step times; the slow loader is named by its stall.
     assert job["step_skew"] < 1.3, job
     assert job["straggler_rank"] == 1 and job["waiting_ranks"] == [0], job
+
+
+TRAIN_HOSTS = """
+import os, time, torch, torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset
+SLOW = os.environ["DLBN_HOST"] == "node1"
+class D(Dataset):
+    def __len__(self): return 160
+    def __getitem__(self, i):
+        time.sleep(0.010 if SLOW else 0.001)
+        return torch.zeros(16)
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    w = torch.zeros(16)
+    for x in DataLoader(D(), batch_size=4, num_workers=1):
+        time.sleep(0.003)
+        dist.all_reduce(w)
+    dist.destroy_process_group()
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_hosts_summarised_where_they_ran(tmp_path):
+    """Two nodes of two ranks each, one torchrun per node under dlbn-run as
+    on a cluster, the node's name set per process (DLBN_HOST, which %h
+    and the trace take): each node writes its ranks' summaries when its
+    ranks end, and the job report from the summaries alone names the node
+    whose ranks load slowly."""
+    require_binaries(lib=True, analyzer=True)
+    (tmp_path / "train.py").write_text(TRAIN_HOSTS)
+    port = str(free_port())
+    procs = []
+    for node in (0, 1):
+        env = clean_env()
+        env.pop("LD_PRELOAD", None)
+        env.pop("DLBN_OUTPUT", None)
+        env["DLBN_HOST"] = "node%d" % node
+        cmd = ([str(ROOT / "scripts" / "dlbn-run"), "-o", "trace-%h-r%r.bin", "--"] +
+               torchrun() + ["--nnodes", "2", "--node_rank", str(node), "--nproc_per_node",
+                             "2", "--master_addr", "127.0.0.1", "--master_port", port,
+                             "--redirects", "2", "--tee", "2", "train.py"])
+        procs.append(subprocess.Popen(cmd, cwd=str(tmp_path), env=env, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-4000:]
+    names = sorted(s.name for s in tmp_path.glob("trace-node*-r*.summary.json"))
+    # torchrun's agent of node 1 (no RANK of its own) has a trace of its own
+    # (node 0's shares rank 0's): set aside in the job view.
+    assert names == ["trace-node%d-r%d.summary.json" % nr
+                     for nr in ((0, 0), (0, 1), (1, 0), (1, 2), (1, 3))], names
+    summaries = [tmp_path / n for n in names]
+    out = subprocess.run([str(ANALYZE), "--format", "json"] + [str(s) for s in summaries],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert [(r["rank"], r["host"], r["local_rank"]) for r in report["ranks"]] == [
+        (0, "node0", 0), (1, "node0", 1), (2, "node1", 0), (3, "node1", 1)], report["ranks"]
+    job = report["job"]
+    assert job["from_summaries"] == 4 and job["world_size"] == 4, job
+    assert [n["path"] for n in job["not_ranks"]] == [str(summaries[2])], job["not_ranks"]
+    # Lockstep: of node 1's two slow ranks one shows the stall, the other
+    # loads while it waits for it at the all-reduce; both are input-bound.
+    assert job["slow_hosts"] == ["node1"], job["hosts"]
+    assert job["straggler_rank"] in (2, 3) and job["straggler_host"] == "node1", job

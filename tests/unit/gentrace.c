@@ -9,7 +9,8 @@
  *   dlbn-gentrace -o trace.bin [--records N | --steps N] [--workers W]
  *       [--prefetch F] [--batch-ms X] [--loop-ms Y] [--file-ms Z]
  *       [--epochs E] [--persistent] [--pin] [--no-marks] [--kill-at STEP]
- *       [--extent-size BYTES] [--seed S] [--gpu-ms X] (and see usage())
+ *       [--extent-size BYTES] [--seed S] [--gpu-ms X] [--rank R --host NAME]
+ *       (and see usage())
  */
 #include <getopt.h>
 #include <stdint.h>
@@ -26,8 +27,8 @@ static int usage(void)
 		"  [--prefetch F] [--batch-ms X] [--loop-ms Y] [--file-ms Z] [--handoff-ms H]\n"
 		"  [--tensors T] [--epochs E] [--persistent] [--pin] [--no-marks]\n"
 		"  [--kill-at STEP] [--extent-size BYTES] [--seed S]\n"
-		"  [--rank R] [--world-size N] [--sched] [--worker-runq SHARE] [--main-runq "
-		"SHARE]\n"
+		"  [--rank R] [--world-size N] [--local-rank L] [--host NAME]\n"
+		"  [--sched] [--worker-runq SHARE] [--main-runq SHARE]\n"
 		"  [--gpu-ms X]   (CUDA: an X ms kernel per step, probes at each fetch)\n"
 		"  [--cpus N]     (the loader CONFIG's cpus=N: the job's CPU affinity count)\n");
 	return 2;
@@ -55,6 +56,8 @@ int main(int argc, char **argv)
 		{"seed", required_argument, NULL, 'S'},
 		{"rank", required_argument, NULL, 'R'},
 		{"world-size", required_argument, NULL, 'W'},
+		{"local-rank", required_argument, NULL, 'L'},
+		{"host", required_argument, NULL, 'h'},
 		{"sched", no_argument, NULL, 'c'},
 		{"worker-runq", required_argument, NULL, 'q'},
 		{"main-runq", required_argument, NULL, 'Q'},
@@ -126,6 +129,12 @@ int main(int argc, char **argv)
 			break;
 		case 'W':
 			p.world_size = atoi(optarg);
+			break;
+		case 'L':
+			p.local_rank = atoi(optarg);
+			break;
+		case 'h':
+			p.host = optarg;
 			break;
 		case 'c':
 			p.sched = 1;

@@ -80,10 +80,17 @@ static int cli(const char *args, char *buf, size_t len)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* The job over 3 rows, the previous one freed. */
+static void summarize3(struct dlbn_job *job, const struct dlbn_rank_row *rows)
+{
+	dlbn_job_free(job);
+	dlbn_job_summarize(job, rows, 3, 0);
+}
+
 static void test_summary_rules(void)
 {
 	struct dlbn_rank_row rows[3];
-	struct dlbn_job job;
+	struct dlbn_job job = {0};
 	memset(rows, 0, sizeof(rows));
 	for (int i = 0; i < 3; i++) {
 		rows[i].rank = i;
@@ -94,7 +101,7 @@ static void test_summary_rules(void)
 	}
 	rows[1].verdict = DLBN_VERDICT_POTENTIAL;
 	rows[1].speedup = 1.3;
-	dlbn_job_summarize(&job, rows, 3);
+	summarize3(&job, rows);
 	CHECK(job.verdict == DLBN_VERDICT_POTENTIAL && job.worst == 1,
 	      "summary: POTENTIAL rank 1 is the worst and sets the job verdict");
 	CHECK(job.step_ms_min == 10 && job.step_ms_max == 12 && job.step_skew > 1.199 &&
@@ -111,7 +118,7 @@ static void test_summary_rules(void)
 	}
 	rows[0].step_ms = 20.2; /* a fast rank has the longest step */
 	rows[0].loop_ms = 19.7;
-	dlbn_job_summarize(&job, rows, 3);
+	summarize3(&job, rows);
 	CHECK(job.has_straggler && job.straggler == 1 && job.least_stalled == 0,
 	      "summary: lockstep: the straggler is the most stalled rank, not the longest step");
 	CHECK(dlbn_job_wait_ms(&job, rows, 2) > 7.49 && dlbn_job_wait_ms(&job, rows, 2) < 7.51 &&
@@ -119,16 +126,17 @@ static void test_summary_rules(void)
 	      "summary: rank 2 waits 7.5 ms per step for it (got %.3f)",
 	      dlbn_job_wait_ms(&job, rows, 2));
 	rows[1].stall_ms_per_step = 1.2; /* 0.7 ms more than the others: < 5% of 20 ms */
-	dlbn_job_summarize(&job, rows, 3);
+	summarize3(&job, rows);
 	CHECK(!job.has_straggler, "summary: ranks that stall alike have no straggler");
 	rows[1].verdict = DLBN_VERDICT_INCONCLUSIVE;
-	dlbn_job_summarize(&job, rows, 3);
+	summarize3(&job, rows);
 	CHECK(job.verdict == DLBN_VERDICT_INCONCLUSIVE && job.ninconclusive == 1 && job.worst == 1,
 	      "summary: other ranks fine, one unjudged: INCONCLUSIVE, its report shown");
 	rows[2].verdict = DLBN_VERDICT_DETECTED;
-	dlbn_job_summarize(&job, rows, 3);
+	summarize3(&job, rows);
 	CHECK(job.verdict == DLBN_VERDICT_DETECTED && job.worst == 2,
 	      "summary: a DETECTED rank holds the job back even with an unjudged one");
+	dlbn_job_free(&job);
 }
 
 static void test_cli(void)
@@ -139,11 +147,11 @@ static void test_cli(void)
 	int rc = cli(args, buf, sizeof(buf));
 	CHECK(rc == 0, "cli: 3 traces analysed (rc %d)", rc);
 	CHECK(!strncmp(buf, "{\"verdict\":\"DETECTED\"", 21), "cli: JSON job verdict DETECTED");
-	CHECK(strstr(buf, "\"ranks\":[{\"rank\":0,\"rank_source\":\"trace\",\"world_size\":3") !=
-		      NULL,
+	CHECK(strstr(buf, "\"ranks\":[{\"rank\":0,\"rank_source\":\"trace\",\"local_rank\":0,"
+			  "\"world_size\":3") != NULL,
 	      "cli: first row is rank 0 (rank order, not the arguments'), rank from the trace");
-	CHECK(strstr(buf, "\"job\":{\"verdict\":\"DETECTED\",\"ranks\":3,\"worst_rank\":1,"
-			  "\"worst_index\":1") != NULL,
+	CHECK(strstr(buf, "\"job\":{\"verdict\":\"DETECTED\",\"ranks\":3,\"hosts_count\":1,"
+			  "\"worst_rank\":1,\"worst_index\":1") != NULL,
 	      "cli: job object names rank 1 as the worst, row 1");
 	CHECK(strstr(buf, "\"step_skew\":1.9") != NULL, "cli: step skew ~1.97 (20 ms vs 10 ms)");
 	CHECK(strstr(buf, "\"straggler_rank\":1,\"straggler_index\":1") != NULL,

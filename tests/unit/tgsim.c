@@ -358,8 +358,9 @@ static void run(struct sim *s)
 
 	s->main = tg_stream(s->g, 0, 0, 1000, 1000);
 	s->feeder = tg_stream(s->g, 0, 1, 1000, 1001);
-	tg_process_rank(s->main, t, 1000, 999, -1, DLBN_START_ROOT, "python3", p->rank,
-			p->world_size);
+	tg_process_host(s->main, t, 1000, 999, -1, DLBN_START_ROOT, "python3", p->rank,
+			p->local_rank >= 0 ? p->local_rank : p->rank, p->world_size,
+			p->host ? p->host : "tracegen");
 	tg_thread(s->main, t, 1000, 1);
 	tg_thread(s->feeder, t, 1001, 0);
 	if (p->pin) {
@@ -531,7 +532,7 @@ void tgsim_default(struct tgsim_params *p)
 	p->handoff_ms = 1;
 	p->shm_kib = 128;
 	p->seed = 1;
-	p->rank = p->world_size = -1;
+	p->rank = p->local_rank = p->world_size = -1;
 }
 
 int tgsim_write(const char *path, const struct tgsim_params *p, uint64_t *records)

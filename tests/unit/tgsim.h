@@ -28,6 +28,8 @@ struct tgsim_params {
 	double feeder_lag_ms; /* a worker's feeder thread writes each result this late,
 				 while the worker already works on its next index */
 	int rank, world_size; /* PROCESS rank variables of the training process (-1 unset) */
+	int local_rank;	      /* -1: the rank */
+	const char *host;     /* the PROCESS record's host; NULL "tracegen" */
 	int sched;	      /* SCHED (schedstat) samples of the workers and main thread */
 	double worker_runq;   /* share of a worker's busy time spent waiting for a CPU */
 	double main_runq;     /* share of the loop's compute time spent waiting for a CPU */

@@ -269,13 +269,21 @@ uint64_t tg_records(const struct tg *g)
 
 /* ---- shorthands ------------------------------------------------------- */
 
+void tg_process_host(struct tg_stream *s, int64_t t, int pid, int ppid, int64_t parent_proc_id,
+		     int start, const char *argv0, int rank, int local_rank, int world_size,
+		     const char *host)
+{
+	tg_rec(s, DLBN_REC_PROCESS, t, "iiiiiiiiisssss", (int64_t)pid, (int64_t)ppid,
+	       parent_proc_id, (int64_t)start, (int64_t)rank, (int64_t)local_rank,
+	       (int64_t)world_size, (int64_t)1700000000000000000 + t, t, argv0, "/usr/bin/python3",
+	       host, "", "monotonic");
+}
+
 void tg_process_rank(struct tg_stream *s, int64_t t, int pid, int ppid, int64_t parent_proc_id,
 		     int start, const char *argv0, int rank, int world_size)
 {
-	tg_rec(s, DLBN_REC_PROCESS, t, "iiiiiiiiisssss", (int64_t)pid, (int64_t)ppid,
-	       parent_proc_id, (int64_t)start, (int64_t)rank, (int64_t)rank, (int64_t)world_size,
-	       (int64_t)1700000000000000000 + t, t, argv0, "/usr/bin/python3", "tracegen", "",
-	       "monotonic");
+	tg_process_host(s, t, pid, ppid, parent_proc_id, start, argv0, rank, rank, world_size,
+			"tracegen");
 }
 
 void tg_process(struct tg_stream *s, int64_t t, int pid, int ppid, int64_t parent_proc_id,

@@ -58,6 +58,10 @@ void tg_process(struct tg_stream *s, int64_t t, int pid, int ppid, int64_t paren
 /* The same with the rank variables (RANK/LOCAL_RANK as rank, WORLD_SIZE). */
 void tg_process_rank(struct tg_stream *s, int64_t t, int pid, int ppid, int64_t parent_proc_id,
 		     int start, const char *argv0, int rank, int world_size);
+/* The same with the local rank and the host named. */
+void tg_process_host(struct tg_stream *s, int64_t t, int pid, int ppid, int64_t parent_proc_id,
+		     int start, const char *argv0, int rank, int local_rank, int world_size,
+		     const char *host);
 void tg_thread(struct tg_stream *s, int64_t t, int tid, int is_main);
 void tg_exit(struct tg_stream *s, int64_t t, int status, int how);
 void tg_read(struct tg_stream *s, int64_t t, int64_t dur, int fd, int kind, int64_t ino,

@@ -1,0 +1,248 @@
+/*
+ * inputs.c - a job's inputs to rows (inputs.h): summaries read, traces
+ * analysed -j at a time and reduced to rows as they finish, one run kept.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "inputs.h"
+#include "rank_summary.h"
+
+enum { SLOT_TRACE, SLOT_SUMMARY, SLOT_COVERED };
+enum { SLOT_PENDING, SLOT_ROW, SLOT_FAILED };
+
+struct slot {
+	int kind, state;
+	char why[240];
+};
+
+struct pool {
+	const struct dlbn_inputs_opts *o;
+	char *const *paths;
+	struct dlbn_inputs *in;
+	struct slot *slots;
+	struct dlbn_rank_row *rows; /* one per input */
+	size_t n, next;
+	pthread_mutex_t lock; /* kept, kept_input, damaged, summaries_failed */
+	size_t kept_input;
+};
+
+static void note(struct dlbn_inputs *in, size_t i, const char *line)
+{
+	size_t len = strlen(in->notes[i]);
+	snprintf(in->notes[i] + len, sizeof(in->notes[i]) - len, "%sdlbn-analyze: %s",
+		 len ? "\n" : "", line);
+}
+
+static void fail(struct pool *p, size_t i, const char *why)
+{
+	p->slots[i].state = SLOT_FAILED;
+	snprintf(p->slots[i].why, sizeof(p->slots[i].why), "%s", why);
+	note(p->in, i, why);
+}
+
+/* Whether the run's row should replace the kept one (under the lock). */
+static int better_kept(const struct pool *p, const struct dlbn_rank_row *row)
+{
+	const struct dlbn_rank_row *kept = p->in->kept ? &p->rows[p->kept_input] : NULL;
+	if (p->o->want_rank >= 0)
+		return row->rank == p->o->want_rank &&
+		       (!kept || row->input_index < kept->input_index);
+	if (!kept)
+		return 1;
+	/* A launcher's trace is set aside when ranks are named: never keep
+	 * one over a rank. */
+	int l = dlbn_rank_row_maybe_launcher(row), kl = dlbn_rank_row_maybe_launcher(kept);
+	return l != kl ? kl : dlbn_rank_row_worse(row, kept);
+}
+
+static void summarize(struct pool *p, size_t i, const struct dlbn_rank_row *row)
+{
+	char path[4096], err[512], line[600];
+	dlbn_summary_path(p->paths[i], path, sizeof(path));
+	if (dlbn_summary_write(path, row, p->o->version, err, sizeof(err)) == 0) {
+		snprintf(line, sizeof(line), "summary written to %.500s", path);
+	} else {
+		snprintf(line, sizeof(line), "%.200s: summary not written: %.300s", p->paths[i],
+			 err);
+		pthread_mutex_lock(&p->lock);
+		p->in->summaries_failed = 1;
+		pthread_mutex_unlock(&p->lock);
+	}
+	note(p->in, i, line);
+}
+
+/* Analyse trace i into its row; keep the run or free it. */
+static void analyze_one(struct pool *p, size_t i)
+{
+	char err[512];
+	struct dlbn_run *x = calloc(1, sizeof(*x));
+	if (!x) {
+		fail(p, i, "out of memory");
+		return;
+	}
+	x->path = p->paths[i];
+	if (dlbn_run_analyze(x, &p->o->run, err, sizeof(err)) != 0) {
+		fail(p, i, err);
+		dlbn_run_free(x);
+		free(x);
+		return;
+	}
+	const struct dlbn_reader_stats *rs = dlbn_reader_stats(x->r);
+	struct dlbn_rank_row *row = &p->rows[i];
+	dlbn_rank_row_fill(row, p->paths[i], i, &x->m, &x->a, &x->hot, rs);
+	p->slots[i].state = SLOT_ROW;
+	int damaged = dlbn_run_damage_note(p->paths[i], rs, err, sizeof(err));
+	if (damaged)
+		note(p->in, i, err);
+	if (p->in->times)
+		p->in->times[i] = x->times;
+	if (p->o->summarize)
+		summarize(p, i, row);
+	pthread_mutex_lock(&p->lock);
+	p->in->damaged |= damaged;
+	if (better_kept(p, row)) {
+		struct dlbn_run *old = p->in->kept;
+		p->in->kept = x;
+		p->kept_input = i;
+		x = old;
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (x) {
+		dlbn_run_free(x);
+		free(x);
+	}
+}
+
+static void *worker(void *arg)
+{
+	struct pool *p = arg;
+	for (;;) {
+		size_t i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
+		if (i >= p->n)
+			break;
+		if (p->slots[i].kind == SLOT_TRACE)
+			analyze_one(p, i);
+	}
+	return NULL;
+}
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* Read the summaries; mark the traces they stand for as covered. */
+static void read_summaries(struct pool *p)
+{
+	char err[512];
+	size_t nsum = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		int s = dlbn_summary_sniff(p->paths[i]);
+		if (s != 1)
+			continue; /* a trace, or unreadable: the reader says why */
+		p->slots[i].kind = SLOT_SUMMARY;
+		if (dlbn_summary_read(p->paths[i], i, &p->rows[i], err, sizeof(err)) != 0) {
+			fail(p, i, err);
+			continue;
+		}
+		p->slots[i].state = SLOT_ROW;
+		nsum++;
+	}
+	if (!nsum || nsum == p->n)
+		return;
+	struct stat ts, ss;
+	for (size_t i = 0; i < p->n; i++) {
+		if (p->slots[i].kind != SLOT_TRACE || stat(p->paths[i], &ts) != 0)
+			continue;
+		for (size_t j = 0; j < p->n; j++) {
+			if (p->slots[j].kind == SLOT_SUMMARY && p->slots[j].state == SLOT_ROW &&
+			    stat(p->rows[j].trace, &ss) == 0 && same_file(&ts, &ss)) {
+				p->slots[i].kind = SLOT_COVERED;
+				break;
+			}
+		}
+	}
+}
+
+static void run_pool(struct pool *p)
+{
+	size_t ntraces = 0;
+	for (size_t i = 0; i < p->n; i++)
+		ntraces += p->slots[i].kind == SLOT_TRACE;
+	size_t nthreads = p->o->jobs < ntraces ? p->o->jobs : ntraces;
+	pthread_t *t = nthreads > 1 ? calloc(nthreads - 1, sizeof(*t)) : NULL;
+	size_t started = 0;
+	while (t && started < nthreads - 1 && pthread_create(&t[started], NULL, worker, p) == 0)
+		started++; /* a thread that cannot start leaves its share to the others */
+	worker(p);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+	free(t);
+}
+
+/* Rows and failures, in input order, from the slots. */
+static int collect(struct pool *p)
+{
+	struct dlbn_inputs *in = p->in;
+	in->rows = malloc((p->n ? p->n : 1) * sizeof(*in->rows));
+	in->failures = malloc((p->n ? p->n : 1) * sizeof(*in->failures));
+	if (!in->rows || !in->failures)
+		return -1;
+	for (size_t i = 0; i < p->n; i++) {
+		if (p->slots[i].state == SLOT_ROW) {
+			in->rows[in->nrows++] = p->rows[i];
+		} else if (p->slots[i].state == SLOT_FAILED) {
+			struct dlbn_rank_failure *f = &in->failures[in->nfailures++];
+			f->input = p->paths[i];
+			snprintf(f->why, sizeof(f->why), "%s", p->slots[i].why);
+		}
+	}
+	return 0;
+}
+
+int dlbn_inputs_analyze(struct dlbn_inputs *in, char *const *paths, size_t n,
+			const struct dlbn_inputs_opts *o)
+{
+	memset(in, 0, sizeof(*in));
+	in->n = n;
+	struct pool p = {.o = o, .paths = paths, .in = in, .n = n};
+	p.slots = calloc(n ? n : 1, sizeof(*p.slots));
+	p.rows = calloc(n ? n : 1, sizeof(*p.rows));
+	in->notes = calloc(n ? n : 1, sizeof(*in->notes));
+	in->times = o->run.timings ? calloc(n ? n : 1, sizeof(*in->times)) : NULL;
+	int rc = -1;
+	if (p.slots && p.rows && in->notes && (in->times || !o->run.timings) &&
+	    pthread_mutex_init(&p.lock, NULL) == 0) {
+		read_summaries(&p);
+		run_pool(&p);
+		pthread_mutex_destroy(&p.lock);
+		rc = collect(&p);
+	}
+	free(p.slots);
+	free(p.rows);
+	return rc;
+}
+
+void dlbn_inputs_print_notes(const struct dlbn_inputs *in)
+{
+	for (size_t i = 0; i < in->n; i++)
+		if (in->notes[i][0])
+			fprintf(stderr, "%s\n", in->notes[i]);
+}
+
+void dlbn_inputs_free(struct dlbn_inputs *in)
+{
+	if (in->kept) {
+		dlbn_run_free(in->kept);
+		free(in->kept);
+	}
+	free(in->rows);
+	free(in->failures);
+	free(in->times);
+	free(in->notes);
+	memset(in, 0, sizeof(*in));
+}
