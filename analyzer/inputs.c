@@ -40,7 +40,8 @@ static void note(struct dlbn_inputs *in, size_t i, const char *line)
 static void fail(struct pool *p, size_t i, const char *why)
 {
 	p->slots[i].state = SLOT_FAILED;
-	snprintf(p->slots[i].why, sizeof(p->slots[i].why), "%s", why);
+	snprintf(p->slots[i].why, sizeof(p->slots[i].why), "%.*s", (int)sizeof(p->slots[i].why) - 1,
+		 why);
 	note(p->in, i, why);
 }
 
@@ -135,12 +136,58 @@ static int same_file(const struct stat *a, const struct stat *b)
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
+struct file_key {
+	dev_t dev;
+	ino_t ino;
+	size_t at;
+};
+
+static int file_key_cmp(const void *a, const void *b)
+{
+	const struct file_key *x = a, *y = b;
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return x->at < y->at ? -1 : (x->at > y->at);
+}
+
+/* An input given twice (a glob and its own name) counts once: the later
+ * ones are covered by the first.  Inputs that cannot be stat'ed are left
+ * to the readers, which say why. */
+static int drop_repeats(struct pool *p)
+{
+	struct file_key *k = malloc((p->n ? p->n : 1) * sizeof(*k));
+	struct stat st;
+	size_t nk = 0;
+	if (!k)
+		return -1;
+	for (size_t i = 0; i < p->n; i++)
+		if (stat(p->paths[i], &st) == 0)
+			k[nk++] = (struct file_key){st.st_dev, st.st_ino, i};
+	qsort(k, nk, sizeof(*k), file_key_cmp);
+	for (size_t j = 1; j < nk; j++) {
+		if (k[j].dev != k[j - 1].dev || k[j].ino != k[j - 1].ino)
+			continue;
+		p->slots[k[j].at].kind = SLOT_COVERED;
+		char line[600];
+		snprintf(line, sizeof(line), "%.280s: the same file as %.280s; read once",
+			 p->paths[k[j].at], p->paths[k[j - 1].at]);
+		note(p->in, k[j].at, line);
+		k[j].at = k[j - 1].at; /* a third copy names the first too */
+	}
+	free(k);
+	return 0;
+}
+
 /* Read the summaries; mark the traces they stand for as covered. */
 static void read_summaries(struct pool *p)
 {
 	char err[512];
 	size_t nsum = 0;
 	for (size_t i = 0; i < p->n; i++) {
+		if (p->slots[i].kind == SLOT_COVERED)
+			continue;
 		int s = dlbn_summary_sniff(p->paths[i]);
 		if (s != 1)
 			continue; /* a trace, or unreadable: the reader says why */
@@ -184,17 +231,22 @@ static void run_pool(struct pool *p)
 	free(t);
 }
 
-/* Rows and failures, in input order, from the slots. */
+/* Rows and failures, in input order, from the slots.  The rows are
+ * compacted where they are (a row is a few KiB: a thousand ranks are
+ * not copied twice). */
 static int collect(struct pool *p)
 {
 	struct dlbn_inputs *in = p->in;
-	in->rows = malloc((p->n ? p->n : 1) * sizeof(*in->rows));
+	in->rows = p->rows;
+	p->rows = NULL;
 	in->failures = malloc((p->n ? p->n : 1) * sizeof(*in->failures));
-	if (!in->rows || !in->failures)
+	if (!in->failures)
 		return -1;
 	for (size_t i = 0; i < p->n; i++) {
 		if (p->slots[i].state == SLOT_ROW) {
-			in->rows[in->nrows++] = p->rows[i];
+			if (in->nrows != i)
+				in->rows[in->nrows] = in->rows[i];
+			in->nrows++;
 		} else if (p->slots[i].state == SLOT_FAILED) {
 			struct dlbn_rank_failure *f = &in->failures[in->nfailures++];
 			f->input = p->paths[i];
@@ -216,7 +268,7 @@ int dlbn_inputs_analyze(struct dlbn_inputs *in, char *const *paths, size_t n,
 	in->times = o->run.timings ? calloc(n ? n : 1, sizeof(*in->times)) : NULL;
 	int rc = -1;
 	if (p.slots && p.rows && in->notes && (in->times || !o->run.timings) &&
-	    pthread_mutex_init(&p.lock, NULL) == 0) {
+	    drop_repeats(&p) == 0 && pthread_mutex_init(&p.lock, NULL) == 0) {
 		read_summaries(&p);
 		run_pool(&p);
 		pthread_mutex_destroy(&p.lock);

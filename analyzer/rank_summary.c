@@ -316,22 +316,25 @@ static int read_name(struct dlbn_jr *p, const char *key, const char *const *name
 	return dlbn_jr_fail(p, "unknown %s \"%s\"", key, s);
 }
 
-/* The members other than the table's.  1 read, 0 unknown key, -1 error. */
-static int read_special(struct dlbn_jr *p, struct dlbn_rank_row *row, const char *key, int *have)
+/* format, version, rank, verdict: what makes the object a summary and
+ * whose rank.  1 read, 0 another key, -1 error; have[] marks the first
+ * three's presence. */
+static int read_identity(struct dlbn_jr *p, struct dlbn_rank_row *row, const char *key, int *have)
 {
 	const char *const verdicts[] = {dlbn_verdict_name(DLBN_VERDICT_INCONCLUSIVE),
 					dlbn_verdict_name(DLBN_VERDICT_NOT_DETECTED),
 					dlbn_verdict_name(DLBN_VERDICT_POTENTIAL),
 					dlbn_verdict_name(DLBN_VERDICT_DETECTED)};
+	char s[32];
 	double v;
 	if (!strcmp(key, "format")) {
-		char s[32];
 		if (dlbn_jr_string(p, s, sizeof(s)))
 			return -1;
 		if (strcmp(s, DLBN_SUMMARY_FORMAT) != 0)
 			return dlbn_jr_fail(p, "not a dlbn rank summary (format \"%s\")", s);
-		have[0] = 1;
-	} else if (!strcmp(key, "version")) {
+		return have[0] = 1;
+	}
+	if (!strcmp(key, "version")) {
 		if (dlbn_jr_number(p, &v))
 			return -1;
 		if ((int)v != DLBN_SUMMARY_VERSION)
@@ -339,43 +342,47 @@ static int read_special(struct dlbn_jr *p, struct dlbn_rank_row *row, const char
 					    "summary version %g; this dlbn-analyze reads version "
 					    "%d (analyse the trace instead)",
 					    v, DLBN_SUMMARY_VERSION);
-		have[1] = 1;
-	} else if (!strcmp(key, "rank")) {
-		if (dlbn_jr_peek(p) == 'n')
-			return dlbn_jr_literal(p, "null") ? -1 : 1;
-		if (dlbn_jr_number(p, &v))
-			return -1;
-		if (!(v >= 0 && v <= INT32_MAX))
-			return dlbn_jr_fail(p, "bad rank");
-		row->rank = (int)v;
-		row->rank_known = 1;
-	} else if (!strcmp(key, "verdict")) {
-		if (read_name(p, key, verdicts, 4, &row->verdict))
-			return -1;
-		have[2] = 1;
-	} else if (!strcmp(key, "state")) {
-		return read_name(p, key, state_names, NFIELDS(state_names), &row->state) ? -1 : 1;
-	} else if (!strcmp(key, "loaders")) {
-		size_t k;
-		return read_objects(p, row->loaders, sizeof(row->loaders[0]), DLBN_ROW_LOADERS,
-				    loader_fields, NFIELDS(loader_fields), &k)
-			       ? -1
-			       : 1;
-	} else if (!strcmp(key, "hot_spots")) {
-		return read_objects(p, row->hot, sizeof(row->hot[0]), DLBN_ROW_HOT, hot_fields,
-				    NFIELDS(hot_fields), &row->nhot)
-			       ? -1
-			       : 1;
-	} else if (!strcmp(key, "reasons")) {
-		return read_lines(p, row->reasons, &row->nreasons) ? -1 : 1;
-	} else if (!strcmp(key, "recommendations")) {
-		return read_lines(p, row->recs, &row->nrecs) ? -1 : 1;
-	} else if (!strcmp(key, "warnings")) {
-		return read_lines(p, row->warnings, &row->nwarnings) ? -1 : 1;
-	} else {
-		return 0;
+		return have[1] = 1;
 	}
+	if (!strcmp(key, "verdict"))
+		return read_name(p, key, verdicts, 4, &row->verdict) ? -1 : (have[2] = 1);
+	if (strcmp(key, "rank") != 0)
+		return 0;
+	if (dlbn_jr_peek(p) == 'n')
+		return dlbn_jr_literal(p, "null") ? -1 : 1;
+	if (dlbn_jr_number(p, &v))
+		return -1;
+	if (!(v >= 0 && v <= INT32_MAX))
+		return dlbn_jr_fail(p, "bad rank");
+	row->rank = (int)v;
+	row->rank_known = 1;
 	return 1;
+}
+
+/* The members other than the table's.  1 read, 0 unknown key, -1 error. */
+static int read_special(struct dlbn_jr *p, struct dlbn_rank_row *row, const char *key, int *have)
+{
+	size_t k;
+	int rc = read_identity(p, row, key, have);
+	if (rc != 0)
+		return rc;
+	if (!strcmp(key, "state"))
+		rc = read_name(p, key, state_names, NFIELDS(state_names), &row->state);
+	else if (!strcmp(key, "loaders"))
+		rc = read_objects(p, row->loaders, sizeof(row->loaders[0]), DLBN_ROW_LOADERS,
+				  loader_fields, NFIELDS(loader_fields), &k);
+	else if (!strcmp(key, "hot_spots"))
+		rc = read_objects(p, row->hot, sizeof(row->hot[0]), DLBN_ROW_HOT, hot_fields,
+				  NFIELDS(hot_fields), &row->nhot);
+	else if (!strcmp(key, "reasons"))
+		rc = read_lines(p, row->reasons, &row->nreasons);
+	else if (!strcmp(key, "recommendations"))
+		rc = read_lines(p, row->recs, &row->nrecs);
+	else if (!strcmp(key, "warnings"))
+		rc = read_lines(p, row->warnings, &row->nwarnings);
+	else
+		return 0;
+	return rc ? -1 : 1;
 }
 
 int dlbn_summary_parse(const char *text, size_t len, struct dlbn_rank_row *row, char *err,

@@ -53,21 +53,26 @@ static void fill_hot(struct dlbn_rank_row *row, const struct dlbn_hotspots *hot)
 	}
 }
 
+/* Cut: the trace ends early; damaged: records lost inside it.  A bit
+ * flip the reader repaired lost nothing: the rank is whole. */
 static void fill_state(struct dlbn_rank_row *row, const struct dlbn_model *m,
 		       const struct dlbn_reader_stats *rs)
 {
 	int killed = m->training >= 0 && !m->procs[m->training].has_exit;
+	uint64_t lost = rs ? rs->extents_corrupt + rs->extents_bad_header + rs->extents_missing +
+					rs->seq_gaps
+			   : 0;
 	if (rs && (rs->truncated || rs->extents_cut || dlbn_reader_cut_short(rs))) {
 		row->state = DLBN_RANK_CUT;
 		snprintf(row->state_note, sizeof(row->state_note), "%s",
 			 rs->truncated || rs->extents_cut ? "the trace file is cut short"
 							  : "recording stopped early");
-	} else if (rs && dlbn_reader_damaged(rs)) {
+	} else if (lost) {
 		row->state = DLBN_RANK_DAMAGED;
 		snprintf(row->state_note, sizeof(row->state_note),
-			 "records lost: %llu corrupt extent(s), %llu missing",
+			 "records lost: %llu corrupt extent(s), %llu missing, %llu gap(s)",
 			 (unsigned long long)(rs->extents_corrupt + rs->extents_bad_header),
-			 (unsigned long long)rs->extents_missing);
+			 (unsigned long long)rs->extents_missing, (unsigned long long)rs->seq_gaps);
 	} else if (killed) {
 		row->state = DLBN_RANK_CUT;
 		snprintf(row->state_note, sizeof(row->state_note),
@@ -361,15 +366,15 @@ static int cmp_int(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The ranks below the job's world size that no row has. */
+/* The ranks below the job's world size that no row has, and the ranks
+ * that more than one row has (a rank's trace given twice, or two runs'
+ * traces mixed). */
 static int job_missing(struct dlbn_job *job, const struct dlbn_rank_row *rows, size_t n)
 {
 	job->world_size = -1;
 	for (size_t i = 0; i < n; i++)
 		if (rows[i].world_size > job->world_size)
 			job->world_size = rows[i].world_size;
-	if (job->world_size <= 0)
-		return 0;
 	int *have = malloc((n ? n : 1) * sizeof(*have));
 	if (!have)
 		return -1;
@@ -378,8 +383,17 @@ static int job_missing(struct dlbn_job *job, const struct dlbn_rank_row *rows, s
 		if (rows[i].rank_known)
 			have[k++] = rows[i].rank;
 	qsort(have, k, sizeof(*have), cmp_int);
+	job->ndistinct = n;
+	for (size_t i = 1; i < k; i++) {
+		job->ndistinct -= have[i] == have[i - 1];
+		if (have[i] != have[i - 1] || (i > 1 && have[i - 1] == have[i - 2]))
+			continue;
+		if (job->nduplicate < DLBN_JOB_MISSING)
+			job->duplicate[job->nduplicate] = have[i];
+		job->nduplicate++;
+	}
 	size_t j = 0;
-	for (int r = 0; r < job->world_size; r++) {
+	for (int r = 0; job->world_size > 0 && r < job->world_size; r++) {
 		while (j < k && have[j] < r)
 			j++;
 		if (j < k && have[j] == r)
@@ -514,19 +528,32 @@ static int rank_key_cmp(const void *a, const void *b)
 int dlbn_rank_rows_sort(struct dlbn_rank_row *rows, size_t n)
 {
 	struct rank_key *k = malloc((n ? n : 1) * sizeof(*k));
-	struct dlbn_rank_row *copy = malloc((n ? n : 1) * sizeof(*copy));
-	if (!k || !copy) {
+	struct dlbn_rank_row *spare = malloc(sizeof(*spare));
+	if (!k || !spare) {
 		free(k);
-		free(copy);
+		free(spare);
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++)
 		k[i] = (struct rank_key){rows[i].rank, rows[i].input_index, i};
 	qsort(k, n, sizeof(*k), rank_key_cmp);
-	memcpy(copy, rows, n * sizeof(*rows));
-	for (size_t i = 0; i < n; i++)
-		rows[i] = copy[k[i].at];
+	/* Row k[i].at goes to i: follow each cycle of the permutation with one
+	 * spare row (rows are a few KiB; a thousand are not copied whole). */
+	for (size_t i = 0; i < n; i++) {
+		if (k[i].at == i || k[i].at == (size_t)-1)
+			continue;
+		*spare = rows[i];
+		size_t to = i;
+		while (k[to].at != i) {
+			size_t from = k[to].at;
+			rows[to] = rows[from];
+			k[to].at = (size_t)-1;
+			to = from;
+		}
+		rows[to] = *spare;
+		k[to].at = (size_t)-1;
+	}
 	free(k);
-	free(copy);
+	free(spare);
 	return 0;
 }

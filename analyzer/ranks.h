@@ -164,6 +164,10 @@ struct dlbn_job {
 	size_t nmissing;
 #define DLBN_JOB_MISSING 16
 	int missing[DLBN_JOB_MISSING];
+	/* Ranks that several rows have (the first DLBN_JOB_MISSING named);
+	 * ndistinct: the rows less the repeats. */
+	size_t nduplicate, ndistinct;
+	int duplicate[DLBN_JOB_MISSING];
 	size_t nfailed, ndamaged, ncut, nfrom_summary;
 };
 

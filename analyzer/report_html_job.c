@@ -141,10 +141,10 @@ static void rests_on(FILE *out, const struct dlbn_report_input *in)
 {
 	const struct dlbn_job *job = in->job;
 	fputs("<ul class=\"ev\">\n<li>", out);
-	if (job->world_size > 0 && in->nranks < (size_t)job->world_size)
-		fprintf(out, "%zu of %d ranks", in->nranks, job->world_size);
+	if (job->world_size > 0 && job->ndistinct < (size_t)job->world_size)
+		fprintf(out, "%zu of %d ranks", job->ndistinct, job->world_size);
 	else
-		fprintf(out, "%zu ranks", in->nranks);
+		fprintf(out, "%zu ranks", job->ndistinct);
 	fputs(": synchronous data-parallel training runs at the slowest rank's pace, so the job "
 	      "verdict is the worst rank's</li>\n",
 	      out);
@@ -153,6 +153,13 @@ static void rests_on(FILE *out, const struct dlbn_report_input *in)
 		for (size_t i = 0; i < job->nmissing && i < DLBN_JOB_MISSING; i++)
 			fprintf(out, "%s %d", i ? "," : "", job->missing[i]);
 		fprintf(out, "%s</li>\n", job->nmissing > DLBN_JOB_MISSING ? ", ..." : "");
+	}
+	if (job->nduplicate) {
+		fprintf(out,
+			"<li>%zu rank(s) given more than once, each counted:", job->nduplicate);
+		for (size_t i = 0; i < job->nduplicate && i < DLBN_JOB_MISSING; i++)
+			fprintf(out, "%s %d", i ? "," : "", job->duplicate[i]);
+		fprintf(out, "%s</li>\n", job->nduplicate > DLBN_JOB_MISSING ? ", ..." : "");
 	}
 	if (job->ninconclusive)
 		fprintf(out, "<li>%zu rank(s) INCONCLUSIVE: one may be the slow one</li>\n",

@@ -43,7 +43,7 @@ static int has_job(const struct dlbn_report_input *in)
 static void rests_on(FILE *out, const struct dlbn_report_input *in, const char *prefix)
 {
 	const struct dlbn_job *job = in->job;
-	size_t have = in->nranks;
+	size_t have = job->ndistinct;
 	if (job->world_size > 0 && (size_t)job->world_size > have)
 		fprintf(out, "%sthe job verdict rests on %zu of the job's %d ranks", prefix, have,
 			job->world_size);
@@ -61,6 +61,21 @@ static void rests_on(FILE *out, const struct dlbn_report_input *in, const char *
 	fputc('\n', out);
 	for (size_t i = 0; i < in->nfailures; i++)
 		fprintf(out, "%s  not read: %s\n", prefix, in->failures[i].why);
+}
+
+/* Ranks given more than once: each row counts, which the reader should
+ * know (two runs' traces mixed, a rank's trace and its copy). */
+static void duplicates(FILE *out, const struct dlbn_report_input *in, const char *prefix)
+{
+	const struct dlbn_job *job = in->job;
+	if (!job->nduplicate)
+		return;
+	size_t shown = job->nduplicate < DLBN_JOB_MISSING ? job->nduplicate : DLBN_JOB_MISSING;
+	fprintf(out, "%s%zu rank(s) given more than once, each counted (rank", prefix,
+		job->nduplicate);
+	for (size_t i = 0; i < shown; i++)
+		fprintf(out, "%s %d", i ? "," : (shown > 1 ? "s" : ""), job->duplicate[i]);
+	fputs(job->nduplicate > shown ? ", ...)\n" : ")\n", out);
 }
 
 static void set_aside(FILE *out, const struct dlbn_report_input *in, const char *prefix)
@@ -320,6 +335,7 @@ void dlbn_ranks_text(FILE *out, const struct dlbn_report_input *in)
 		fprintf(out, "; straggler: rank %d", in->ranks[job->straggler].rank);
 	fprintf(out, ")\n  %s\n", job_why(job));
 	rests_on(out, in, "  ");
+	duplicates(out, in, "  ");
 	partial_ranks(out, in, "  ");
 	set_aside(out, in, "  ");
 	if (job->nhosts > 1)
@@ -378,9 +394,11 @@ void dlbn_ranks_markdown(FILE *out, const struct dlbn_report_input *in)
 	fprintf(out, ")\n\n**%s** - worst rank %d. %s.\n\n", dlbn_verdict_name(job->verdict),
 		in->ranks[job->worst].rank, job_why(job));
 	rests_on(out, in, "- ");
+	duplicates(out, in, "- ");
 	partial_ranks(out, in, "- ");
 	set_aside(out, in, "- ");
-	if (job->nmissing || in->nfailures || in->naside || job->ndamaged || job->ncut)
+	if (job->nmissing || job->nduplicate || in->nfailures || in->naside || job->ndamaged ||
+	    job->ncut)
 		fputc('\n', out);
 	if (in->nranks > DLBN_RANK_TABLE_MAX)
 		spreads(out, job, 1);

@@ -148,7 +148,11 @@ static void coverage_json(FILE *out, const struct dlbn_report_input *in, int *fi
 	size_t shown = job->nmissing < DLBN_JOB_MISSING ? job->nmissing : DLBN_JOB_MISSING;
 	for (size_t i = 0; i < shown; i++)
 		fprintf(out, "%s%d", i ? "," : "", job->missing[i]);
-	fprintf(out, "],\"missing_count\":%zu,\"unreadable\":[", job->nmissing);
+	fprintf(out, "],\"missing_count\":%zu,\"duplicate_ranks\":[", job->nmissing);
+	shown = job->nduplicate < DLBN_JOB_MISSING ? job->nduplicate : DLBN_JOB_MISSING;
+	for (size_t i = 0; i < shown; i++)
+		fprintf(out, "%s%d", i ? "," : "", job->duplicate[i]);
+	fputs("],\"unreadable\":[", out);
 	for (size_t i = 0; i < in->nfailures; i++) {
 		fputs(i ? ",{\"path\":" : "{\"path\":", out);
 		dlbn_json_str(out, in->failures[i].input);

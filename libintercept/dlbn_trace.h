@@ -103,7 +103,7 @@ struct dlbn_file_header {
 	uint64_t next_proc_id;	      /* atomic: process instances that joined */
 	uint64_t created_realtime_ns; /* a CLOCK_REALTIME/CLOCK_MONOTONIC pair */
 	uint64_t created_monotonic_ns;
-	char host[64]; /* gethostname() of the creator, NUL padded */
+	char host[64]; /* the creator's host (DLBN_HOST, else gethostname()), NUL padded */
 	/* Version 1.1: */
 	uint32_t passive_count; /* atomic: processes that went passive */
 	uint32_t reserved0;

@@ -76,6 +76,8 @@ BUDGET_RECORD_BYTES = 16.0
 BUDGET_SAMPLER_SHARE = 0.01   # worker sampling: < 1% of worker CPU
 # "Independent of length": a 20x longer trace may cost at most this much more.
 BUDGET_RSS_GROWTH = 1.25
+BUDGET_JOB_S = 2.0            # a job report from the summaries of 1024 ranks
+BUDGET_JOB_RSS_MIB = 64.0     # and its peak memory
 
 HOOK_CASES = [
     # name, what, kind of budget ("ignored" / "recorded")
@@ -597,6 +599,95 @@ def bench_analyzer(opts, tmp):
     return {"rss_bytes_per_step": rss_per_step, "repetitions": opts.analyzer_reps, "cpu": opts.analyzer_cpu, "traces": results}
 
 
+# ---- a job of many ranks ---------------------------------------------------------
+
+JOB_PER_HOST = 8
+
+
+def job_traces(opts, tmp, ranks, steps):
+    """One generated trace per rank, JOB_PER_HOST ranks per host, one host's
+    ranks on slow storage and one rank elsewhere with a slow loader."""
+    paths = []
+    slow_host, straggler = min(17, ranks // JOB_PER_HOST - 1), ranks // 2 + 5
+    for r in range(ranks):
+        batch_ms, file_ms = 8, 0
+        if r // JOB_PER_HOST == slow_host:
+            batch_ms, file_ms = 30, 24
+        if r == straggler:
+            batch_ms = 60
+        path = os.path.join(tmp, "job-r%d.bin" % r)
+        gentrace(opts, path, ["--steps", str(steps), "--rank", str(r), "--world-size",
+                              str(ranks), "--local-rank", str(r % JOB_PER_HOST), "--host",
+                              "h%03d" % (r // JOB_PER_HOST), "--batch-ms", str(batch_ms),
+                              "--file-ms", str(file_ms), "--workers", "2", "--seed", str(r)])
+        paths.append(path)
+    return paths, "h%03d" % slow_host, straggler
+
+
+def measured(opts, argv, reps, stdout_path=os.devnull):
+    """Median wall and CPU seconds and the largest peak RSS of reps runs."""
+    walls, cpus, rsss = [], [], []
+    for _ in range(reps):
+        rc, wall, cpu, rss, err = run_measured(argv, stdout_path=stdout_path)
+        if rc not in (0, 3):
+            raise SystemExit("bench: %s failed (%d): %s" % (" ".join(argv[:3]), rc,
+                                                             err.strip()[-500:]))
+        walls.append(wall)
+        cpus.append(cpu)
+        rsss.append(rss)
+    return {"wall_s": median(walls), "cpu_s": median(cpus), "peak_rss_kib": max(rsss)}
+
+
+def bench_job(opts, tmp):
+    """A job of opts.job_ranks ranks: its summaries written where the
+    ranks ran (here: --summarize over every trace, one thread and -j the
+    CPUs), then the job report from the summaries, and from the traces at
+    -j 1 and -j the CPUs, whose peak memory must be that of a few traces,
+    not of all."""
+    d = os.path.join(tmp, "job")
+    os.makedirs(d)
+    paths, slow_host, straggler = job_traces(opts, d, opts.job_ranks, opts.job_steps)
+    cpus = len(os.sched_getaffinity(0))
+    res = {"ranks": opts.job_ranks, "steps_per_rank": opts.job_steps, "cpus": cpus}
+    res["one_trace"] = measured(opts, [opts.analyzer, "--format", "json", paths[0]], 3)
+    res["summarize_j1"] = measured(opts, [opts.analyzer, "--summarize", "-j", "1", "-o",
+                                          os.devnull] + paths, 1)
+    res["summarize_jn"] = measured(opts, [opts.analyzer, "--summarize", "-o",
+                                          os.devnull] + paths, 1)
+    summaries = [os.path.splitext(p)[0] + ".summary.json" for p in paths]
+    out_json = os.path.join(d, "job.json")
+    res["from_summaries"] = measured(opts, [opts.analyzer, "--format", "json"] + summaries, 5,
+                                     stdout_path=out_json)
+    with open(out_json) as f:
+        job = json.load(f)["job"]
+    res["named"] = (job.get("slow_hosts") == [slow_host]
+                    and job.get("straggler_rank") == straggler)
+    for jobs in ("1", str(cpus)):
+        res["from_traces_j" + jobs] = measured(opts, [opts.analyzer, "--format", "json",
+                                                      "-j", jobs] + paths, 1)
+    res["summary_bytes_max"] = max(os.path.getsize(s) for s in summaries)
+    return res
+
+
+def print_job(j):
+    log("\nA job of %d ranks (%d steps each; %d per host; %d CPUs)"
+        % (j["ranks"], j["steps_per_rank"], JOB_PER_HOST, j["cpus"]))
+    log("  %-44s %8s %8s %10s" % ("", "wall s", "cpu s", "peak RSS"))
+    rows = (("one rank's trace", "one_trace"),
+            ("--summarize every trace, -j 1", "summarize_j1"),
+            ("--summarize every trace, -j %d" % j["cpus"], "summarize_jn"),
+            ("job report from the summaries", "from_summaries"),
+            ("job report from the traces, -j 1", "from_traces_j1"),
+            ("job report from the traces, -j %d" % j["cpus"], "from_traces_j%d" % j["cpus"]))
+    for label, key in rows:
+        r = j.get(key)
+        if r:
+            log("  %-44s %8.2f %8.2f %9.1fM" % (label, r["wall_s"], r["cpu_s"],
+                                                r["peak_rss_kib"] / 1024.0))
+    log("  largest summary %d bytes; slow host and straggler named: %s"
+        % (j["summary_bytes_max"], "yes" if j["named"] else "NO"))
+
+
 def print_analyzer(a):
     log("\nAnalyzer (dlbn-analyze --format json, %s, median of %d runs; peak RSS the max)"
         % ("not pinned" if a["cpu"] is None else "CPU %d" % a["cpu"], a["repetitions"]))
@@ -700,6 +791,24 @@ def budgets(res):
         add("8", "worker sampling: < 1% of worker CPU", p["sampler_cost_share"], "share",
             p["sampler_cost_share"] < BUDGET_SAMPLER_SHARE,
             cpu_cross_check=p.get("sampling_overhead"), noise=p.get("off_spread"))
+    j = res.get("job")
+    if j:
+        r = j["from_summaries"]
+        add("8", "job report from %d summaries: < %g s" % (j["ranks"], BUDGET_JOB_S),
+            r["wall_s"], "s", r["wall_s"] < BUDGET_JOB_S)
+        add("8", "job report from %d summaries: peak RSS < %g MiB" % (j["ranks"],
+                                                                      BUDGET_JOB_RSS_MIB),
+            r["peak_rss_kib"] / 1024.0, "MiB", r["peak_rss_kib"] / 1024.0 < BUDGET_JOB_RSS_MIB)
+        one = j["one_trace"]["peak_rss_kib"]
+        for key in sorted(k for k in j if k.startswith("from_traces_j")):
+            n = int(key[len("from_traces_j"):])
+            bound = (n + 1) * one + j["ranks"] * 16
+            add("8", "job report from %d traces, -j %d: peak RSS <= (%d + 1) x one trace's"
+                " + 16 KiB per rank" % (j["ranks"], n, n),
+                j[key]["peak_rss_kib"] / 1024.0, "MiB", j[key]["peak_rss_kib"] <= bound,
+                bound_mib=bound / 1024.0)
+        add("8", "summary: < 64 KiB", j["summary_bytes_max"], "B",
+            j["summary_bytes_max"] < 64 * 1024)
     a = res.get("analyzer")
     if a:
         for r in a["traces"]:
@@ -844,6 +953,30 @@ def markdown(res):
         for r in a["traces"]:
             md.append("| %s | %s | %s | %s | %s | %s | %s |" % phase_row(r))
         md.append("")
+    j = res.get("job")
+    if j:
+        md.append("### A job of %d ranks\n" % j["ranks"])
+        md.append("Generated rank traces (%d steps each, %d ranks per host, one host's ranks "
+                  "on slow storage, one rank elsewhere with a slow loader); %d CPUs. The "
+                  "summaries are what `dlbn-run` writes where each rank ran; the job report "
+                  "reads them instead of the traces. Slow host and straggler named: %s; "
+                  "largest summary %d bytes.\n" % (
+                      j["steps_per_rank"], JOB_PER_HOST, j["cpus"],
+                      "yes" if j["named"] else "**no**", j["summary_bytes_max"]))
+        md.append("| run | wall s | cpu s | peak RSS MiB |")
+        md.append("|---|---:|---:|---:|")
+        for label, key in (("one rank's trace", "one_trace"),
+                           ("`--summarize` every trace, -j 1", "summarize_j1"),
+                           ("`--summarize` every trace, -j %d" % j["cpus"], "summarize_jn"),
+                           ("job report from the summaries", "from_summaries"),
+                           ("job report from the traces, -j 1", "from_traces_j1"),
+                           ("job report from the traces, -j %d" % j["cpus"],
+                            "from_traces_j%d" % j["cpus"])):
+            r = j.get(key)
+            if r:
+                md.append("| %s | %.2f | %.2f | %.1f |" % (label, r["wall_s"], r["cpu_s"],
+                                                          r["peak_rss_kib"] / 1024.0))
+        md.append("")
     md.append("### Budgets\n")
     md.append("| check | measured | |")
     md.append("|---|---:|---|")
@@ -876,8 +1009,10 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n", 2)[2])
-    ap.add_argument("--only", default="hooks,e2e,profile,analyzer",
-                    help="comma-separated parts to run (hooks, e2e, profile, analyzer)")
+    ap.add_argument("--only", default="hooks,e2e,profile,analyzer,job",
+                    help="comma-separated parts to run (hooks, e2e, profile, analyzer, job)")
+    ap.add_argument("--job-ranks", type=int, default=1024, help="ranks of the job part")
+    ap.add_argument("--job-steps", type=int, default=300, help="steps of each rank")
     ap.add_argument("--quick", action="store_true",
                     help="small figures for a smoke test (not for the docs)")
     ap.add_argument("--reps", type=int, default=5, help="e2e repeats per mode")
@@ -910,12 +1045,13 @@ def parse_args(argv):
         opts.reps, opts.steps, opts.hook_reps, opts.max_reps = 1, 30, 1, 1
         opts.hook_calls, opts.hook_rounds = 2000, 11
         opts.small_records, opts.big_records, opts.analyzer_reps = 100000, 1000000, 1
+        opts.job_ranks, opts.job_steps = 64, 100
     if min(opts.reps, opts.steps, opts.hook_reps, opts.hook_calls, opts.hook_rounds,
            opts.small_records, opts.analyzer_reps) < 1 or opts.big_records <= opts.small_records \
             or opts.hook_rounds > 256:
         ap.error("counts must be >= 1, --hook-rounds <= 256, --big-records > --small-records")
     opts.parts = set(p.strip() for p in opts.only.split(",") if p.strip())
-    unknown = opts.parts - {"hooks", "e2e", "profile", "analyzer"}
+    unknown = opts.parts - {"hooks", "e2e", "profile", "analyzer", "job"}
     if unknown:
         ap.error("unknown part(s): %s" % ", ".join(sorted(unknown)))
     if opts.cpu is None:
@@ -932,7 +1068,8 @@ def check_inputs(opts):
                       os.path.join(BUILD, "tests", "simcuda", "libcuda.so.1")],
             "e2e": [opts.lib, opts.analyzer],
             "profile": [opts.lib, opts.analyzer],
-            "analyzer": [opts.analyzer, opts.gentrace, PEAKRSS]}
+            "analyzer": [opts.analyzer, opts.gentrace, PEAKRSS],
+            "job": [opts.analyzer, opts.gentrace, PEAKRSS]}
     missing = sorted({p for part in opts.parts for p in need[part] if not os.path.exists(p)})
     if missing:
         raise SystemExit("bench: missing %s; run `make all` first" % ", ".join(missing))
@@ -978,6 +1115,12 @@ def main(argv):
             t0 = time.monotonic()
             res["profile"] = bench_profile(opts, tmp)
             res["profile"]["duration_s"] = time.monotonic() - t0
+        if "job" in opts.parts:
+            log("\njob of %d ranks ..." % opts.job_ranks)
+            t0 = time.monotonic()
+            res["job"] = bench_job(opts, tmp)
+            res["job"]["duration_s"] = time.monotonic() - t0
+            print_job(res["job"])
         if "analyzer" in opts.parts:
             log("\nanalyzer ...")
             t0 = time.monotonic()

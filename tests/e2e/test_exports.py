@@ -158,7 +158,7 @@ def test_trace_never_overwritten(runs):
     run = runs("exports", ARGS)
     size = run.trace.stat().st_size
     proc = analyze(run.trace, "--sqlite", str(run.trace))
-    assert proc.returncode == 1 and "trace" in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and "is one of the inputs" in proc.stderr, proc.stderr
     assert run.trace.stat().st_size == size
 
 

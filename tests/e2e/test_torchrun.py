@@ -17,14 +17,17 @@ from pathlib import Path
 
 from e2e_common import ANALYZE, PYTHON, ROOT, clean_env, require_binaries
 
-TRAIN = """
+def train_script(slow_when, samples, slow_s):
+    """A tiny DDP loop (gloo, CPU): the ranks for which slow_when (a
+    Python expression) holds load each sample in slow_s seconds."""
+    return """
 import os, time, torch, torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset
-SLOW = int(os.environ["RANK"]) == 1
+SLOW = %s
 class D(Dataset):
-    def __len__(self): return 96
+    def __len__(self): return %d
     def __getitem__(self, i):
-        time.sleep(0.008 if SLOW else 0.001)
+        time.sleep(%g if SLOW else 0.001)
         return torch.zeros(16)
 if __name__ == "__main__":
     dist.init_process_group("gloo")
@@ -33,7 +36,7 @@ if __name__ == "__main__":
         time.sleep(0.003)
         dist.all_reduce(w)
     dist.destroy_process_group()
-"""
+""" % (slow_when, samples, slow_s)
 
 
 def readme_command():
@@ -59,7 +62,7 @@ def test_readme_torchrun_command(tmp_path):
     run_opts, tr_opts = readme_command()
     assert "--nproc_per_node" in tr_opts, tr_opts
     tr_opts[tr_opts.index("--nproc_per_node") + 1] = "2"
-    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "train.py").write_text(train_script('int(os.environ["RANK"]) == 1', 96, 0.008))
     cmd = ([str(ROOT / "scripts" / "dlbn-run")] + run_opts + ["--"] + torchrun() +
            tr_opts + ["train.py"])
     env = clean_env()
@@ -84,25 +87,6 @@ def test_readme_torchrun_command(tmp_path):
     assert job["straggler_rank"] == 1 and job["waiting_ranks"] == [0], job
 
 
-TRAIN_HOSTS = """
-import os, time, torch, torch.distributed as dist
-from torch.utils.data import DataLoader, Dataset
-SLOW = os.environ["DLBN_HOST"] == "node1"
-class D(Dataset):
-    def __len__(self): return 160
-    def __getitem__(self, i):
-        time.sleep(0.010 if SLOW else 0.001)
-        return torch.zeros(16)
-if __name__ == "__main__":
-    dist.init_process_group("gloo")
-    w = torch.zeros(16)
-    for x in DataLoader(D(), batch_size=4, num_workers=1):
-        time.sleep(0.003)
-        dist.all_reduce(w)
-    dist.destroy_process_group()
-"""
-
-
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -116,7 +100,7 @@ def test_two_hosts_summarised_where_they_ran(tmp_path):
     ranks end, and the job report from the summaries alone names the node
     whose ranks load slowly."""
     require_binaries(lib=True, analyzer=True)
-    (tmp_path / "train.py").write_text(TRAIN_HOSTS)
+    (tmp_path / "train.py").write_text(train_script('os.environ["DLBN_HOST"] == "node1"', 160, 0.010))
     port = str(free_port())
     procs = []
     for node in (0, 1):

@@ -65,8 +65,12 @@ def test_usage_errors(trace, rundir):
     proc = analyze(trace, "--sweep-results", str(rundir / "none.json"))
     assert proc.returncode == 2
     assert "--sweep-results goes with --what-if, --html or --plot" in proc.stderr
-    proc = analyze(trace, trace, "--html", str(rundir / "two.html"))
+    proc = analyze(trace, trace, "--plot", str(rundir / "two.svg"))
     assert proc.returncode == 2 and "take one trace" in proc.stderr
+    # The same trace twice is read once: its own page.
+    proc = analyze(trace, trace, "--html", str(rundir / "two.html"))
+    assert proc.returncode == 0 and "read once" in proc.stderr, proc.stderr
+    assert "dlbn job report" not in (rundir / "two.html").read_text()
     assert "--what-if" in subprocess.run([str(ANALYZE), "--help"], capture_output=True,
                                          text=True).stdout
 

@@ -185,6 +185,16 @@ static void test_job_hosts(void)
 	      "rank 45 is the straggler and the worst");
 	CHECK(job.world_size == 64 && job.nmissing == 1 && job.missing[0] == 60 && job.nfailed == 1,
 	      "rank 60 is missing, one input failed");
+	CHECK(job.nduplicate == 0 && job.ndistinct == 63, "no rank twice");
+	dlbn_job_free(&job);
+	rows[62] = rows[3]; /* rank 3 given twice, rank 63 gone */
+	CHECK(dlbn_job_summarize(&job, rows, n, 0) == 0, "summarize again");
+	CHECK(job.nduplicate == 1 && job.duplicate[0] == 3 && job.ndistinct == 62 &&
+		      job.nmissing == 2 && job.missing[1] == 63,
+	      "rank 3 twice, 62 distinct ranks, 60 and 63 missing");
+	dlbn_job_free(&job);
+	rows[62].rank = 63;
+	CHECK(dlbn_job_summarize(&job, rows, n, 1) == 0, "summarize");
 	CHECK(job.stall_ms.n == 63 && job.stall_ms.max == 9 && job.stall_ms.p50 < 1.1 &&
 		      job.stall_ms.p90 > 6,
 	      "spread: p50 %.3f, p90 %.3f, max %.3f", job.stall_ms.p50, job.stall_ms.p90,
