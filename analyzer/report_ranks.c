@@ -282,10 +282,13 @@ static void row_text(FILE *out, const struct dlbn_report_input *in, size_t i)
 	char sync[32] = "-";
 	if (r->sync_s >= 0)
 		snprintf(sync, sizeof(sync), "%.3f", r->sync_s);
-	fprintf(out, "  %6d %-13s %8.2fx %9.3f %7.1f%% %10.2f %9.2f %9.2f %8s %7zu  %s (%s)%s\n",
-		r->rank, dlbn_verdict_name(r->verdict), r->speedup, r->stall_s,
-		r->stall_fraction * 100, r->stall_ms_per_step, r->step_ms, r->loop_ms, sync,
-		r->steps_window, r->cause, r->input, marker(in->job, i, 0));
+	fprintf(out, "  %6d ", r->rank);
+	if (in->job->nhosts > 1)
+		fprintf(out, "%-16.16s ", host_name(r->host));
+	fprintf(out, "%-13s %8.2fx %9.3f %7.1f%% %10.2f %9.2f %9.2f %8s %7zu  %s (%s)%s\n",
+		dlbn_verdict_name(r->verdict), r->speedup, r->stall_s, r->stall_fraction * 100,
+		r->stall_ms_per_step, r->step_ms, r->loop_ms, sync, r->steps_window, r->cause,
+		r->input, marker(in->job, i, 0));
 }
 
 static void worst_rows_text(FILE *out, const struct dlbn_report_input *in)
@@ -302,18 +305,69 @@ static void worst_rows_text(FILE *out, const struct dlbn_report_input *in)
 	}
 }
 
+/* The hosts whose ranks stall most at their median, most first (up to
+ * DLBN_JOB_WORST): for a job too large for a line per rank. */
+static size_t top_hosts(const struct dlbn_job *job, size_t *top)
+{
+	size_t n = 0;
+	for (size_t h = 0; h < job->nhosts; h++) {
+		size_t k = n < DLBN_JOB_WORST ? n++ : DLBN_JOB_WORST;
+		while (k > 0 && job->hosts[top[k - 1]].stall_ms_p50 < job->hosts[h].stall_ms_p50) {
+			if (k < DLBN_JOB_WORST)
+				top[k] = top[k - 1];
+			k--;
+		}
+		if (k < DLBN_JOB_WORST)
+			top[k] = h;
+	}
+	return n;
+}
+
+static void hosts_text(FILE *out, const struct dlbn_report_input *in, int md)
+{
+	const struct dlbn_job *job = in->job;
+	size_t top[DLBN_JOB_WORST], n = top_hosts(job, top);
+	if (job->nhosts < 2)
+		return;
+	if (md)
+		fputs("| host | ranks | input-bound | median stall per step | worst rank | cause "
+		      "|\n"
+		      "|---|---:|---:|---:|---|---|\n",
+		      out);
+	else
+		fprintf(out,
+			"  the %zu hosts whose ranks stall most (median per step):\n  %-21s%6s "
+			"%12s %10s %11s  %s\n",
+			n, "host", "ranks", "input-bound", "stall/step", "worst rank", "cause");
+	for (size_t k = 0; k < n; k++) {
+		const struct dlbn_host *h = &job->hosts[top[k]];
+		const struct dlbn_rank_row *w = &in->ranks[h->worst];
+		fprintf(out,
+			md ? "| %s%s | %zu | %zu | %.2f ms | %d (%.2f ms) | %s |\n"
+			   : "  %-20.20s%s %6zu %12zu %10.2f %5d %5.2f  %s\n",
+			host_name(h->name), h->slow ? (md ? " (slow)" : "*") : (md ? "" : " "),
+			h->nranks, h->ninput_bound, h->stall_ms_p50, w->rank, w->stall_ms_per_step,
+			h->cause);
+	}
+	fputs(md ? "\n" : "  (* slow host)\n", out);
+}
+
 static void rank_table_text(FILE *out, const struct dlbn_report_input *in)
 {
 	if (in->nranks > DLBN_RANK_TABLE_MAX) {
 		worst_rows_text(out, in);
+		hosts_text(out, in, 0);
 		fprintf(out,
 			"  (%zu ranks: every rank is in -f json; one rank's report: --rank N)\n",
 			in->nranks);
 		return;
 	}
-	fprintf(out, "  %6s %-13s %9s %9s %8s %10s %9s %9s %8s %7s  %s\n", "rank", "verdict",
-		"speedup", "stall s", "stall %", "stall/step", "step ms", "rest/step", "sync s",
-		"steps", "cause / trace");
+	fprintf(out, "  %6s ", "rank");
+	if (in->job->nhosts > 1) /* one host: its name says nothing */
+		fprintf(out, "%-16s ", "host");
+	fprintf(out, "%-13s %9s %9s %8s %10s %9s %9s %8s %7s  %s\n", "verdict", "speedup",
+		"stall s", "stall %", "stall/step", "step ms", "rest/step", "sync s", "steps",
+		"cause / trace");
 	for (size_t i = 0; i < in->nranks; i++)
 		row_text(out, in, i);
 	fputs("  (ms per window step; rest/step: the step outside the input stall - compute and "
@@ -403,6 +457,8 @@ void dlbn_ranks_markdown(FILE *out, const struct dlbn_report_input *in)
 	if (in->nranks > DLBN_RANK_TABLE_MAX)
 		spreads(out, job, 1);
 	rank_table_markdown(out, in);
+	if (in->nranks > DLBN_RANK_TABLE_MAX)
+		hosts_text(out, in, 1);
 	host_lines(out, in, "- ");
 	straggler_lines(out, in, "- ");
 	const struct dlbn_rank_row *s = in->subject ? in->subject : &in->ranks[job->worst];

@@ -89,10 +89,13 @@ def test_job_report_from_summaries_names_the_slow_host_and_the_straggler(job):
     assert "JOB VERDICT: DETECTED over 1024 ranks (worst: rank 517" in text, text[:800]
     assert "slow host: h017, 8 of its 8 ranks" in text and "rank 517 stands out on h064" in text
     assert "across ranks" in text and "every rank is in -f json" in text
+    hosts = text.split("the 5 hosts whose ranks stall most")[1].splitlines()
+    assert hosts[2].split()[:2] == ["h017", "*"], hosts[:4]
     # No line per rank past a few dozen.
     assert len(text.splitlines()) < 80, len(text.splitlines())
     md = run("-f", "markdown", *summaries).stdout
     assert "slow host: h017" in md and "| 517 (worst, straggler) | h064 |" in md, md[:3000]
+    assert "| h017 (slow) | 8 | 8 |" in md, md[:3000]
 
 
 def test_traces_summaries_and_both_mixed_agree(job):
