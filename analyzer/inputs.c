@@ -49,9 +49,13 @@ static void fail(struct pool *p, size_t i, const char *why)
 static int better_kept(const struct pool *p, const struct dlbn_rank_row *row)
 {
 	const struct dlbn_rank_row *kept = p->in->kept ? &p->rows[p->kept_input] : NULL;
-	if (p->o->want_rank >= 0)
-		return row->rank == p->o->want_rank &&
-		       (!kept || row->input_index < kept->input_index);
+	if (p->o->want_rank >= 0) { /* as main.c picks the row: a rank named first */
+		if (row->rank != p->o->want_rank)
+			return 0;
+		if (!kept || row->rank_known != kept->rank_known)
+			return !kept || row->rank_known;
+		return row->input_index < kept->input_index;
+	}
 	if (!kept)
 		return 1;
 	/* A launcher's trace is set aside when ranks are named: never keep

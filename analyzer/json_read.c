@@ -2,6 +2,7 @@
  * json_read.c - the strict JSON reader of json_read.h.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,25 @@ int dlbn_jr_peek(struct dlbn_jr *p)
 	return p->i < p->n ? (unsigned char)p->s[p->i] : -1;
 }
 
+/* The four hex digits after "\\u": their value, or -1 (error set). */
+static int unicode_escape(struct dlbn_jr *p)
+{
+	int u = 0;
+	if (p->i + 4 > p->n)
+		return dlbn_jr_fail(p, "short \\u escape");
+	for (int k = 0; k < 4; k++) {
+		char h = p->s[p->i++];
+		int d = h >= '0' && h <= '9'   ? h - '0'
+			: h >= 'a' && h <= 'f' ? h - 'a' + 10
+			: h >= 'A' && h <= 'F' ? h - 'A' + 10
+					       : -1;
+		if (d < 0)
+			return dlbn_jr_fail(p, "bad \\u escape");
+		u = u * 16 + d;
+	}
+	return u;
+}
+
 int dlbn_jr_string(struct dlbn_jr *p, char *out, size_t outlen)
 {
 	size_t k = 0;
@@ -58,10 +78,11 @@ int dlbn_jr_string(struct dlbn_jr *p, char *out, size_t outlen)
 			const char *from = "\"\\/bfnrt", *to = "\"\\/\b\f\n\r\t";
 			const char *f = e ? strchr(from, e) : NULL;
 			if (e == 'u') {
-				if (p->i + 4 > p->n)
-					return dlbn_jr_fail(p, "short \\u escape");
-				p->i += 4;
-				c = '?';
+				int u = unicode_escape(p);
+				if (u < 0)
+					return -1;
+				/* \u0000..\u00ff: the byte json.h wrote it for. */
+				c = u < 0x100 && u > 0 ? (char)u : '?';
 			} else if (f) {
 				c = to[f - from];
 			} else {
@@ -95,6 +116,25 @@ int dlbn_jr_number(struct dlbn_jr *p, double *v)
 	*v = strtod(buf, &end);
 	if (!k || *end || errno)
 		return dlbn_jr_fail(p, "bad number");
+	return 0;
+}
+
+int dlbn_jr_uint(struct dlbn_jr *p, uint64_t *v)
+{
+	char buf[32];
+	size_t k = 0;
+	if (p->failed)
+		return -1;
+	dlbn_jr_peek(p);
+	while (p->i < p->n && k + 1 < sizeof(buf) && p->s[p->i] >= '0' && p->s[p->i] <= '9')
+		buf[k++] = p->s[p->i++];
+	buf[k] = 0;
+	char *end;
+	errno = 0;
+	unsigned long long u = strtoull(buf, &end, 10);
+	if (!k || *end || errno || (p->i < p->n && p->s[p->i] && strchr(".eE", p->s[p->i])))
+		return dlbn_jr_fail(p, "expected a whole number");
+	*v = u;
 	return 0;
 }
 

@@ -2,8 +2,9 @@
  * json_read.h - a strict little JSON reader for the analyzer's inputs
  * (sweep results, rank summaries): a cursor over the text that reads one
  * value per call, so that each caller keeps what it knows and skips the
- * rest.  Nesting is bounded, numbers are doubles, \u escapes become '?'
- * (the inputs are dlbn's own files: names and paths, not prose).  Errors
+ * rest.  Nesting is bounded, numbers are doubles; \u0001..\u00ff become
+ * that byte (json.h escapes so each byte of a name that is not UTF-8),
+ * other \u escapes '?' (the inputs are dlbn's own files: names, paths).  Errors
  * carry the byte offset, so a broken file is easy to fix; after the first
  * error every call fails and err keeps that first message.
  *
@@ -13,6 +14,7 @@
 #define DLBN_JSON_READ_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct dlbn_jr {
 	const char *s;
@@ -31,6 +33,8 @@ int dlbn_jr_peek(struct dlbn_jr *p);
 /* A string into out (cut to outlen - 1 bytes; out may be NULL to skip). */
 int dlbn_jr_string(struct dlbn_jr *p, char *out, size_t outlen);
 int dlbn_jr_number(struct dlbn_jr *p, double *v);
+/* A whole number >= 0, exactly (a double holds 53 bits). */
+int dlbn_jr_uint(struct dlbn_jr *p, uint64_t *v);
 /* true / false / null, as the next value. */
 int dlbn_jr_literal(struct dlbn_jr *p, const char *word);
 /* Skip any value. */

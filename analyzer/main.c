@@ -399,33 +399,38 @@ static const char *output_over_input(const struct cli *c)
 static const struct dlbn_rank_row *subject_row(const struct cli *c, const struct dlbn_inputs *in,
 					       const struct dlbn_job *job)
 {
+	const struct dlbn_rank_row *found = NULL;
 	if (c->rank < 0)
 		return &in->rows[job->worst];
+	/* A rank the trace names before a position that stands for one. */
 	for (size_t i = 0; i < in->nrows; i++)
-		if (in->rows[i].rank == c->rank)
-			return &in->rows[i];
-	return NULL;
+		if (in->rows[i].rank == c->rank &&
+		    (!found || in->rows[i].rank_known > found->rank_known))
+			found = &in->rows[i];
+	return found;
 }
 
-/* The run behind the subject row: the kept one, or (a rank asked for by
- * --rank known from its summary) its trace analysed now.  NULL: the
- * report is the summary's. */
+/* The run behind the subject row: the kept one, else its trace analysed
+ * now (a rank given by its trace, or one asked for by --rank; the worst
+ * rank known from its summary alone is reported from the summary, which
+ * keeps a job report from summaries fast).  NULL: the report is the
+ * summary's. */
 static struct dlbn_run *subject_run(const struct cli *c, struct dlbn_inputs *in,
 				    const struct dlbn_rank_row *s, struct dlbn_run *extra,
 				    const struct dlbn_run_opts *ro)
 {
 	if (in->kept && in->kept->path == s->input)
 		return in->kept;
-	if (s->source != DLBN_RANK_FROM_SUMMARY || c->rank < 0)
+	if (s->source == DLBN_RANK_FROM_SUMMARY && c->rank < 0)
 		return NULL;
 	char err[512];
 	extra->path = s->trace;
 	if (dlbn_run_analyze(extra, ro, err, sizeof(err)) == 0)
 		return extra;
 	fprintf(stderr,
-		"dlbn-analyze: --rank %d: its trace cannot be analysed here (%s); the "
-		"report is its summary's\n",
-		c->rank, err);
+		"dlbn-analyze: rank %d: its trace cannot be analysed here (%s); the report is "
+		"its summary's\n",
+		s->rank, err);
 	return NULL;
 }
 
@@ -460,7 +465,14 @@ static int write_outputs(const struct cli *c, FILE *out, struct dlbn_inputs *in,
 		.version = DLBN_VERSION_STRING,
 	};
 	report(c, out, &ri);
-	if (c->html && several) {
+	if (!w && (c->plot || c->sqlite || c->perfetto)) {
+		fprintf(stderr,
+			"dlbn-analyze: --plot, --sqlite and --perfetto need the rank's "
+			"trace; %s is a summary\n",
+			s->input);
+		failed = 1;
+	}
+	if (c->html && (several || !w)) {
 		if (dlbn_report_html_job(c->html, &ri, err, sizeof(err)) != 0) {
 			fprintf(stderr, "dlbn-analyze: --html %s: %s\n", c->html, err);
 			failed = 1;
@@ -533,6 +545,7 @@ static int analyze(const struct cli *c, FILE *out)
 			 dlbn_job_summarize(&job, in.rows, in.nrows, in.nfailures) != 0)) {
 		fprintf(stderr, "dlbn-analyze: out of memory\n");
 		in.nrows = 0;
+		rc = EXIT_INPUT;
 	}
 	const struct dlbn_rank_row *s = in.nrows ? subject_row(c, &in, &job) : NULL;
 	if (in.nrows && !s) {

@@ -4,6 +4,7 @@
  * what is written is exactly what is read.
  */
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -110,6 +111,11 @@ static double field_get(const void *base, const struct field *f)
 	}
 }
 
+static uint64_t field_u64(const void *base, const struct field *f)
+{
+	return *(const uint64_t *)(const void *)((const char *)base + f->off);
+}
+
 static void write_fields(FILE *out, const void *base, const struct field *t, size_t n, int *first)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -122,12 +128,14 @@ static void write_fields(FILE *out, const void *base, const struct field *t, siz
 		double v = field_get(base, f);
 		if (f->has_unknown && v == f->unknown)
 			fputs("null", out);
-		else if (f->type == F_DBL)
-			dlbn_json_number(out, v);
 		else if (f->type == F_U64)
-			fprintf(out, "%llu", (unsigned long long)field_get(base, f));
-		else
+			fprintf(out, "%llu", (unsigned long long)field_u64(base, f));
+		else if (f->type != F_DBL)
 			fprintf(out, "%.0f", v);
+		else if (isfinite(v)) /* all the digits: a row read back is the same row */
+			fprintf(out, "%.17g", v);
+		else /* never from an analysis; null only where it reads as unknown */
+			fputs(f->has_unknown ? "null" : "0", out);
 	}
 }
 
@@ -221,6 +229,8 @@ static int read_number_into(struct dlbn_jr *p, void *base, const struct field *f
 		v = f->unknown;
 		if (dlbn_jr_literal(p, "null"))
 			return -1;
+	} else if (f->type == F_U64) { /* past 2^53: not through a double */
+		return dlbn_jr_uint(p, (uint64_t *)(void *)at);
 	} else if (dlbn_jr_number(p, &v)) {
 		return -1;
 	}
@@ -234,13 +244,11 @@ static int read_number_into(struct dlbn_jr *p, void *base, const struct field *f
 		*(int *)(void *)at = (int)v;
 		break;
 	case F_SIZE:
-		if (v < 0)
-			return dlbn_jr_fail(p, "\"%s\" must be >= 0", f->key);
+		if (!(v >= 0 && v < 0x1p53))
+			return dlbn_jr_fail(p, "\"%s\" out of range", f->key);
 		*(size_t *)(void *)at = (size_t)v;
 		break;
-	default:
-		if (v < 0)
-			return dlbn_jr_fail(p, "\"%s\" must be >= 0", f->key);
+	default: /* F_U64's null */
 		*(uint64_t *)(void *)at = (uint64_t)v;
 	}
 	return 0;
@@ -337,7 +345,7 @@ static int read_identity(struct dlbn_jr *p, struct dlbn_rank_row *row, const cha
 	if (!strcmp(key, "version")) {
 		if (dlbn_jr_number(p, &v))
 			return -1;
-		if ((int)v != DLBN_SUMMARY_VERSION)
+		if (v != DLBN_SUMMARY_VERSION)
 			return dlbn_jr_fail(p,
 					    "summary version %g; this dlbn-analyze reads version "
 					    "%d (analyse the trace instead)",
@@ -362,16 +370,17 @@ static int read_identity(struct dlbn_jr *p, struct dlbn_rank_row *row, const cha
 /* The members other than the table's.  1 read, 0 unknown key, -1 error. */
 static int read_special(struct dlbn_jr *p, struct dlbn_rank_row *row, const char *key, int *have)
 {
-	size_t k;
+	size_t k = 0;
 	int rc = read_identity(p, row, key, have);
 	if (rc != 0)
 		return rc;
 	if (!strcmp(key, "state"))
 		rc = read_name(p, key, state_names, NFIELDS(state_names), &row->state);
-	else if (!strcmp(key, "loaders"))
+	else if (!strcmp(key, "loaders")) {
 		rc = read_objects(p, row->loaders, sizeof(row->loaders[0]), DLBN_ROW_LOADERS,
 				  loader_fields, NFIELDS(loader_fields), &k);
-	else if (!strcmp(key, "hot_spots"))
+		have[3] = (int)k;
+	} else if (!strcmp(key, "hot_spots"))
 		rc = read_objects(p, row->hot, sizeof(row->hot[0]), DLBN_ROW_HOT, hot_fields,
 				  NFIELDS(hot_fields), &row->nhot);
 	else if (!strcmp(key, "reasons"))
@@ -390,7 +399,7 @@ int dlbn_summary_parse(const char *text, size_t len, struct dlbn_rank_row *row, 
 {
 	struct dlbn_jr p;
 	char key[64];
-	int first = 1, rc, have[3] = {0, 0, 0};
+	int first = 1, rc, have[4] = {0, 0, 0, -1}; /* format, version, verdict, loaders read */
 	const char *input = row->input;
 	size_t input_index = row->input_index;
 	memset(row, 0, sizeof(*row));
@@ -415,6 +424,9 @@ int dlbn_summary_parse(const char *text, size_t len, struct dlbn_rank_row *row, 
 	if (!have[0] || !have[1] || !have[2] || !row->trace[0])
 		return dlbn_jr_fail(&p, "not a dlbn rank summary (format, version, verdict or "
 					"trace missing)");
+	/* loaders_total counts them all; the list has the first few. */
+	if (have[3] >= 0 && have[3] < DLBN_ROW_LOADERS && row->nloaders > (size_t)have[3])
+		row->nloaders = (size_t)have[3];
 	return 0;
 }
 

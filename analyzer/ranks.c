@@ -392,16 +392,21 @@ static int job_missing(struct dlbn_job *job, const struct dlbn_rank_row *rows, s
 			job->duplicate[job->nduplicate] = have[i];
 		job->nduplicate++;
 	}
-	size_t j = 0;
+	/* Name the first few gaps below the world size; count the rest from
+	 * the distinct ranks inside it (a bad world size costs no time). */
+	size_t j = 0, inside = 0;
+	for (size_t i = 0; i < k; i++)
+		inside += have[i] < job->world_size && (i == 0 || have[i] != have[i - 1]);
 	for (int r = 0; job->world_size > 0 && r < job->world_size; r++) {
+		if (job->nmissing == DLBN_JOB_MISSING)
+			break;
 		while (j < k && have[j] < r)
 			j++;
-		if (j < k && have[j] == r)
-			continue;
-		if (job->nmissing < DLBN_JOB_MISSING)
-			job->missing[job->nmissing] = r;
-		job->nmissing++;
+		if (j >= k || have[j] != r)
+			job->missing[job->nmissing++] = r;
 	}
+	if (job->world_size > 0)
+		job->nmissing = (size_t)job->world_size - inside;
 	free(have);
 	return 0;
 }
@@ -480,8 +485,9 @@ double dlbn_job_wait_ms(const struct dlbn_job *job, const struct dlbn_rank_row *
 
 int dlbn_rank_row_maybe_launcher(const struct dlbn_rank_row *r)
 {
-	return !r->rank_known &&
-	       (!strcmp(r->cause, "no_loader") || !strcmp(r->cause, "no_training_process"));
+	/* A damaged or cut trace may have lost the record that names its rank. */
+	return !r->rank_known && r->state == DLBN_RANK_WHOLE &&
+	       r->verdict == DLBN_VERDICT_INCONCLUSIVE && !r->steps_window;
 }
 
 size_t dlbn_rank_rows_set_aside(struct dlbn_rank_row *rows, size_t *n,

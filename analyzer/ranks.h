@@ -58,7 +58,7 @@ struct dlbn_rank_row {
 	const char *input;  /* the file given on the command line */
 	size_t input_index; /* its position there */
 	int source;	    /* enum dlbn_rank_source */
-	char trace[400];    /* the trace's path (a summary's: as written there) */
+	char trace[4096];   /* the trace's path (a summary's: as written there) */
 	int rank;	    /* PROCESS rank of the training process, else input_index */
 	int rank_known;	    /* rank came from the trace (RANK/SLURM_PROCID ...) */
 	int local_rank;	    /* -1 unknown */
@@ -197,11 +197,12 @@ int dlbn_rank_row_worse(const struct dlbn_rank_row *x, const struct dlbn_rank_ro
 int dlbn_job_summarize(struct dlbn_job *job, const struct dlbn_rank_row *rows, size_t n,
 		       size_t nfailed);
 void dlbn_job_free(struct dlbn_job *job);
-/* Set aside the rows that are not ranks when others are: no rank known
- * and no loop fed by a loader (no_loader, no_training_process): a
- * launcher's own process (torchrun's agent, a shell) that the preload
- * traced too.  They move to aside[] (input and why); the rest stay in
- * order.  Returns how many were set aside. */
+/* Set aside the rows that are not ranks when others are: a whole trace
+ * with no rank known and no training steps (INCONCLUSIVE: no loader, no
+ * training process, no hand-off): a launcher's own process (torchrun's
+ * agent, a shell) that the preload traced too.  They move to aside[]
+ * (input and why); the rest stay in order.  Returns how many were set
+ * aside. */
 int dlbn_rank_row_maybe_launcher(const struct dlbn_rank_row *r);
 size_t dlbn_rank_rows_set_aside(struct dlbn_rank_row *rows, size_t *n,
 				struct dlbn_rank_failure *aside);

@@ -201,10 +201,10 @@ static void slow_hosts(FILE *out, const struct dlbn_job *job)
 {
 	size_t k = 0;
 	if (!job->nslow_hosts) {
-		fprintf(out,
-			"<li>no slow host: no host's median stall is above the job's by "
-			"%.0f%% of a step</li>\n",
-			DLBN_STRAGGLER_SHARE * 100);
+		fputs("<li>no slow host: no host has most of its ranks input-bound (stalling "
+		      "more than the job's median rank, or with workers that have no slack) "
+		      "while others do not</li>\n",
+		      out);
 		return;
 	}
 	fprintf(out, "<li>%zu slow host(s) of %zu (the job's median stall: %.2f ms/step)<ul>\n",

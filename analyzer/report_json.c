@@ -314,14 +314,14 @@ void dlbn_report_json(FILE *out, const struct dlbn_report_input *in)
 	const struct dlbn_analysis *a = in->a;
 	/* Several ranks: the top-level verdict is the job's; the rest is the
 	 * worst rank's analysis ("ranks" and "job" say which). */
-	int verdict = in->job && in->nranks > 1 ? in->job->verdict : a ? a->verdict : 0;
 	if (!a) { /* the rank is known from its summary alone: "subject" */
 		fputs("{\"verdict\":", out);
-		jstr(out, dlbn_verdict_name(verdict));
+		jstr(out, dlbn_verdict_name(in->job ? in->job->verdict : in->subject->verdict));
 		dlbn_ranks_json(out, in);
 		fputs("}\n", out);
 		return;
 	}
+	int verdict = in->job && in->nranks > 1 ? in->job->verdict : a->verdict;
 	fputs("{\"verdict\":", out);
 	jstr(out, dlbn_verdict_name(verdict));
 	fputs(",\"predicted_speedup\":", out);

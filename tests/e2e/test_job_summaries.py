@@ -180,3 +180,18 @@ def test_html_job_page(job, tmp_path):
     # Never over one of the inputs.
     proc = run("--html", summaries[3], *summaries[:8], expect=2)
     assert "is one of the inputs" in proc.stderr, proc.stderr
+
+
+def test_one_summary_alone(job, tmp_path):
+    """A single rank known from its summary: the verdict is the rank's, an
+    HTML page is the job page, and what needs the trace says so."""
+    d, traces, summaries = job
+    rank = STRAGGLER
+    report = json.loads(run("-f", "json", summaries[rank]).stdout)
+    assert report["verdict"] == "DETECTED" and report["subject"]["rank"] == rank, report
+    proc = run("--fail-on", "detected", summaries[rank], expect=3)
+    page = tmp_path / "one.html"
+    run("--html", page, "-o", "/dev/null", summaries[rank])
+    assert "dlbn job report" in page.read_text()
+    proc = run("--sqlite", tmp_path / "x.db", summaries[rank], expect=1)
+    assert "need the rank's trace" in proc.stderr and not (tmp_path / "x.db").exists()

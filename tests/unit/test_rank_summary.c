@@ -103,6 +103,28 @@ static void test_round_trip(void)
 	CHECK(size > 0 && size < DLBN_SUMMARY_MAX_BYTES, "size: %ld bytes", size);
 }
 
+/* A trace name that is not UTF-8, every digit of a double, counts past
+ * 2^53: written and read back the same. */
+static void test_exact_round_trip(void)
+{
+	struct dlbn_rank_row w, r;
+	char path[400], err[300];
+	row_init(&w, 2, "h\xe9te", 1);
+	snprintf(w.trace, sizeof(w.trace), "/data/caf\xe9-r2.bin");
+	w.speedup = 1.0 / 3.0;
+	w.records = (1ULL << 60) + 7;
+	snprintf(path, sizeof(path), "%s/exact.summary.json", dir);
+	CHECK(dlbn_summary_write(path, &w, "1", err, sizeof(err)) == 0, "write: %s", err);
+	CHECK(dlbn_summary_read(path, 0, &r, err, sizeof(err)) == 0, "read: %s", err);
+	CHECK(!strcmp(r.trace, w.trace) && !strcmp(r.host, w.host),
+	      "bytes that are not UTF-8 come back as they were");
+	CHECK(r.speedup == w.speedup && r.records == w.records,
+	      "a double and a 64-bit count come back exactly");
+	r.input_index = w.input_index;
+	CHECK(!dlbn_rank_row_worse(&r, &w) && !dlbn_rank_row_worse(&w, &r),
+	      "a row read back ties with itself");
+}
+
 static void refused(const char *text, const char *why)
 {
 	struct dlbn_rank_row r;
@@ -125,6 +147,16 @@ static void test_refusals(void)
 		"may not be null");
 	refused("{\"format\":\"dlbn-rank-summary\",\"version\":1,", "expected a string");
 	refused("[1,2]", "no JSON object");
+	refused("{\"format\":\"dlbn-rank-summary\",\"version\":1e300}", "summary version");
+	refused("{\"format\":\"dlbn-rank-summary\",\"version\":1,\"workers\":1e30}",
+		"\"workers\" out of range");
+	refused("{\"format\":\"dlbn-rank-summary\",\"version\":1,\"records\":1e30}",
+		"expected a whole number");
+	refused("{\"format\":\"dlbn-rank-summary\",\"version\":1,\"records\":"
+		"99999999999999999999999}",
+		"expected a whole number");
+	refused("{\"format\":\"dlbn-rank-summary\",\"version\":1,\"host\":\"a\\u12x4\"}",
+		"bad \\u escape");
 	refused("{\"format\":\"dlbn-rank-summary\",\"version\":1,\"verdict\":\"DETECTED\","
 		"\"trace\":\"t\"} {}",
 		"trailing data");
@@ -138,6 +170,11 @@ static void test_refusals(void)
 	CHECK(dlbn_summary_parse(ok, strlen(ok), &r, err, sizeof(err)) == 0 && r.rank == 5 &&
 		      !r.rank_known && r.world_size == -1,
 	      "unknown members skipped; no rank: the input's position");
+	const char *few = "{\"format\":\"dlbn-rank-summary\",\"version\":1,\"verdict\":"
+			  "\"POTENTIAL\",\"trace\":\"t.bin\",\"loaders_total\":3,\"loaders\":[{}]}";
+	memset(&r, 0, sizeof(r));
+	CHECK(dlbn_summary_parse(few, strlen(few), &r, err, sizeof(err)) == 0 && r.nloaders == 1,
+	      "three loaders said, one listed: one shown (%zu)", r.nloaders);
 }
 
 static void test_trace_beside(void)
@@ -187,6 +224,12 @@ static void test_job_hosts(void)
 	      "rank 60 is missing, one input failed");
 	CHECK(job.nduplicate == 0 && job.ndistinct == 63, "no rank twice");
 	dlbn_job_free(&job);
+	rows[0].world_size = 2147483647; /* a broken summary's: no time spent on it */
+	CHECK(dlbn_job_summarize(&job, rows, n, 0) == 0 && job.nmissing == 2147483647u - 63 &&
+		      job.missing[0] == 60 && job.missing[1] == 64,
+	      "a huge world size: gaps counted, the first named (%zu)", job.nmissing);
+	rows[0].world_size = 64;
+	dlbn_job_free(&job);
 	rows[62] = rows[3]; /* rank 3 given twice, rank 63 gone */
 	CHECK(dlbn_job_summarize(&job, rows, n, 0) == 0, "summarize again");
 	CHECK(job.nduplicate == 1 && job.duplicate[0] == 3 && job.ndistinct == 62 &&
@@ -224,6 +267,18 @@ static void test_worst_is_total(void)
 	c.input_index = 0;
 	CHECK(dlbn_rank_row_worse(&c, &b) && !dlbn_rank_row_worse(&b, &c),
 	      "same rank and figures: the earlier input");
+	struct dlbn_rank_row l;
+	row_init(&l, 0, "h", 0);
+	l.rank_known = 0;
+	l.verdict = DLBN_VERDICT_INCONCLUSIVE;
+	l.steps_window = 0;
+	snprintf(l.cause, sizeof(l.cause), "no_handoff");
+	struct dlbn_rank_row set[2] = {l, c};
+	struct dlbn_rank_failure aside[2];
+	size_t n = 2;
+	CHECK(dlbn_rank_row_maybe_launcher(&l) && dlbn_rank_rows_set_aside(set, &n, aside) == 1 &&
+		      n == 1 && set[0].rank == 9,
+	      "a trace with no rank and no steps beside ranks is set aside");
 }
 
 int main(void)
@@ -231,6 +286,7 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 2;
 	test_round_trip();
+	test_exact_round_trip();
 	test_refusals();
 	test_trace_beside();
 	test_job_hosts();
