@@ -100,18 +100,24 @@ int dlbn_jr_string(struct dlbn_jr *p, char *out, size_t outlen)
 	return 0;
 }
 
-int dlbn_jr_number(struct dlbn_jr *p, double *v)
+/* The run of bytes from chars at the cursor, into buf (cut to len - 1):
+ * its length. */
+static size_t token(struct dlbn_jr *p, char *buf, size_t len, const char *chars)
 {
-	char buf[64];
 	size_t k = 0;
-	if (p->failed)
-		return -1;
 	dlbn_jr_peek(p);
-	while (p->i < p->n && k + 1 < sizeof(buf) && p->s[p->i] &&
-	       strchr("+-0123456789.eE", p->s[p->i]))
+	while (p->i < p->n && k + 1 < len && p->s[p->i] && strchr(chars, p->s[p->i]))
 		buf[k++] = p->s[p->i++];
 	buf[k] = 0;
-	char *end;
+	return k;
+}
+
+int dlbn_jr_number(struct dlbn_jr *p, double *v)
+{
+	char buf[64], *end;
+	if (p->failed)
+		return -1;
+	size_t k = token(p, buf, sizeof(buf), "+-0123456789.eE");
 	errno = 0;
 	*v = strtod(buf, &end);
 	if (!k || *end || errno)
@@ -121,15 +127,10 @@ int dlbn_jr_number(struct dlbn_jr *p, double *v)
 
 int dlbn_jr_uint(struct dlbn_jr *p, uint64_t *v)
 {
-	char buf[32];
-	size_t k = 0;
+	char buf[32], *end;
 	if (p->failed)
 		return -1;
-	dlbn_jr_peek(p);
-	while (p->i < p->n && k + 1 < sizeof(buf) && p->s[p->i] >= '0' && p->s[p->i] <= '9')
-		buf[k++] = p->s[p->i++];
-	buf[k] = 0;
-	char *end;
+	size_t k = token(p, buf, sizeof(buf), "0123456789");
 	errno = 0;
 	unsigned long long u = strtoull(buf, &end, 10);
 	if (!k || *end || errno || (p->i < p->n && p->s[p->i] && strchr(".eE", p->s[p->i])))

@@ -604,7 +604,7 @@ def bench_analyzer(opts, tmp):
 JOB_PER_HOST = 8
 
 
-def job_traces(opts, tmp, ranks, steps):
+def job_traces(opts, tmp, ranks, steps, prefix="job"):
     """One generated trace per rank, JOB_PER_HOST ranks per host, one host's
     ranks on slow storage and one rank elsewhere with a slow loader."""
     paths = []
@@ -615,7 +615,7 @@ def job_traces(opts, tmp, ranks, steps):
             batch_ms, file_ms = 30, 24
         if r == straggler:
             batch_ms = 60
-        path = os.path.join(tmp, "job-r%d.bin" % r)
+        path = os.path.join(tmp, "%s-r%d.bin" % (prefix, r))
         gentrace(opts, path, ["--steps", str(steps), "--rank", str(r), "--world-size",
                               str(ranks), "--local-rank", str(r % JOB_PER_HOST), "--host",
                               "h%03d" % (r // JOB_PER_HOST), "--batch-ms", str(batch_ms),
@@ -666,6 +666,17 @@ def bench_job(opts, tmp):
         res["from_traces_j" + jobs] = measured(opts, [opts.analyzer, "--format", "json",
                                                       "-j", jobs] + paths, 1)
     res["summary_bytes_max"] = max(os.path.getsize(s) for s in summaries)
+    # Fewer ranks with long traces: the memory of the job report must be
+    # that of the traces analysed at a time, not of all of them.
+    for p in paths + summaries:
+        os.unlink(p)
+    paths = job_traces(opts, d, opts.job_long_ranks, opts.job_long_steps, "long")[0]
+    long_res = {"ranks": opts.job_long_ranks, "steps_per_rank": opts.job_long_steps}
+    long_res["one_trace"] = measured(opts, [opts.analyzer, "--format", "json", paths[0]], 1)
+    for jobs in ("1", str(cpus)):
+        long_res["from_traces_j" + jobs] = measured(opts, [opts.analyzer, "--format", "json",
+                                                           "-j", jobs] + paths, 1)
+    res["long"] = long_res
     return res
 
 
@@ -686,6 +697,16 @@ def print_job(j):
                                                 r["peak_rss_kib"] / 1024.0))
     log("  largest summary %d bytes; slow host and straggler named: %s"
         % (j["summary_bytes_max"], "yes" if j["named"] else "NO"))
+    lj = j.get("long")
+    if lj:
+        log("  %d ranks of %d steps each:" % (lj["ranks"], lj["steps_per_rank"]))
+        for label, key in (("one rank's trace", "one_trace"),
+                           ("job report from the traces, -j 1", "from_traces_j1"),
+                           ("job report from the traces, -j %d" % j["cpus"],
+                            "from_traces_j%d" % j["cpus"])):
+            r = lj[key]
+            log("  %-44s %8.2f %8.2f %9.1fM" % (label, r["wall_s"], r["cpu_s"],
+                                                r["peak_rss_kib"] / 1024.0))
 
 
 def print_analyzer(a):
@@ -799,14 +820,18 @@ def budgets(res):
         add("8", "job report from %d summaries: peak RSS < %g MiB" % (j["ranks"],
                                                                       BUDGET_JOB_RSS_MIB),
             r["peak_rss_kib"] / 1024.0, "MiB", r["peak_rss_kib"] / 1024.0 < BUDGET_JOB_RSS_MIB)
-        one = j["one_trace"]["peak_rss_kib"]
-        for key in sorted(k for k in j if k.startswith("from_traces_j")):
-            n = int(key[len("from_traces_j"):])
-            bound = (n + 1) * one + j["ranks"] * 16
-            add("8", "job report from %d traces, -j %d: peak RSS <= (%d + 1) x one trace's"
-                " + 16 KiB per rank" % (j["ranks"], n, n),
-                j[key]["peak_rss_kib"] / 1024.0, "MiB", j[key]["peak_rss_kib"] <= bound,
-                bound_mib=bound / 1024.0)
+        for part in (j, j.get("long")):
+            if not part:
+                continue
+            one = part["one_trace"]["peak_rss_kib"]
+            for key in sorted(k for k in part if k.startswith("from_traces_j")):
+                n = int(key[len("from_traces_j"):])
+                bound = (n + 1) * one + part["ranks"] * 16
+                add("8", "job report from %d traces of %d steps, -j %d: peak RSS <= (%d + 1)"
+                    " x one trace's + 16 KiB per rank"
+                    % (part["ranks"], part["steps_per_rank"], n, n),
+                    part[key]["peak_rss_kib"] / 1024.0, "MiB",
+                    part[key]["peak_rss_kib"] <= bound, bound_mib=bound / 1024.0)
         add("8", "summary: < 64 KiB", j["summary_bytes_max"], "B",
             j["summary_bytes_max"] < 64 * 1024)
     a = res.get("analyzer")
@@ -976,6 +1001,16 @@ def markdown(res):
             if r:
                 md.append("| %s | %.2f | %.2f | %.1f |" % (label, r["wall_s"], r["cpu_s"],
                                                           r["peak_rss_kib"] / 1024.0))
+        lj = j.get("long")
+        if lj:
+            for label, key in (("one rank's trace", "one_trace"),
+                               ("job report from the traces, -j 1", "from_traces_j1"),
+                               ("job report from the traces, -j %d" % j["cpus"],
+                                "from_traces_j%d" % j["cpus"])):
+                r = lj[key]
+                md.append("| %d ranks of %d steps: %s | %.2f | %.2f | %.1f |" % (
+                    lj["ranks"], lj["steps_per_rank"], label, r["wall_s"], r["cpu_s"],
+                    r["peak_rss_kib"] / 1024.0))
         md.append("")
     md.append("### Budgets\n")
     md.append("| check | measured | |")
@@ -1013,6 +1048,10 @@ def parse_args(argv):
                     help="comma-separated parts to run (hooks, e2e, profile, analyzer, job)")
     ap.add_argument("--job-ranks", type=int, default=1024, help="ranks of the job part")
     ap.add_argument("--job-steps", type=int, default=300, help="steps of each rank")
+    ap.add_argument("--job-long-ranks", type=int, default=32,
+                    help="ranks of the job part's long traces")
+    ap.add_argument("--job-long-steps", type=int, default=20000,
+                    help="steps of each of those")
     ap.add_argument("--quick", action="store_true",
                     help="small figures for a smoke test (not for the docs)")
     ap.add_argument("--reps", type=int, default=5, help="e2e repeats per mode")
@@ -1046,6 +1085,7 @@ def parse_args(argv):
         opts.hook_calls, opts.hook_rounds = 2000, 11
         opts.small_records, opts.big_records, opts.analyzer_reps = 100000, 1000000, 1
         opts.job_ranks, opts.job_steps = 64, 100
+        opts.job_long_ranks, opts.job_long_steps = 8, 1000
     if min(opts.reps, opts.steps, opts.hook_reps, opts.hook_calls, opts.hook_rounds,
            opts.small_records, opts.analyzer_reps) < 1 or opts.big_records <= opts.small_records \
             or opts.hook_rounds > 256:
