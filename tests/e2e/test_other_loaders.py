@@ -182,7 +182,10 @@ def test_nodes_thread_workers_holding_the_gil(tmp_path):
     # The loader's other threads (nodes' mapper and prefetcher) take turns on
     # the lock too, so the spin's share of their busy time is ~0.5-0.8 and
     # lower on a loaded machine (0.49 seen): the top entry, not a majority.
-    check_loader_threads(a, "python_spin", on="gil", top_share=0.35)
+    # Under an outside CPU load the samples may land in the map function
+    # itself, where the thread takes the lock back after the spin: either
+    # frame is the worker's own code.
+    check_loader_threads(a, ("python_spin", "sample_python"), on="gil", top_share=0.35)
     loader = [l for l in a["hotspot_loaders"] if l["loader"] == 1][0]
     assert loader["thread_gil_wait_share"] > 0.3, loader
     assert "worker processes" in a["hotspots_recommendation"], a["hotspots_recommendation"]
@@ -192,10 +195,10 @@ def check_loader_threads(a, function=None, busy_over=None, busy_under=None, on="
                          top_share=0.5):
     """The training loader's own threads, as dlbn's thread sampler saw
     them: the busiest one's busy share in bounds, and with function (an
-    input-bound run) the top entry of "where the time goes" is that
-    function, sampled in a thread off the CPU (on: "io", or "gil" waiting
-    for the interpreter's lock), and the recommendation names the
-    thread's cost."""
+    input-bound run; a name or a tuple of names) the top entry of "where
+    the time goes" is that function, sampled in a thread off the CPU (on:
+    "io", or "gil" waiting for the interpreter's lock), and the
+    recommendation names the thread's cost."""
     loader = [l for l in a["hotspot_loaders"] if l["loader"] == 1]
     assert loader and loader[0]["threads"] >= 1, a["hotspot_loaders"]
     share = loader[0]["busiest_thread_busy_share"]
@@ -206,7 +209,8 @@ def check_loader_threads(a, function=None, busy_over=None, busy_under=None, on="
     if function is not None:
         hot = [h for h in a["hotspots"] if h["loader"] == 1]
         assert hot and hot[0]["measure"] == "thread", hot
-        assert hot[0].get("function") == function and hot[0]["cpu_or_io"] == on, hot[0]
+        names = function if isinstance(function, tuple) else (function,)
+        assert hot[0].get("function") in names and hot[0]["cpu_or_io"] == on, hot[0]
         assert hot[0]["share"] > top_share, hot[0]
         rec = a["hotspots_recommendation"]
         assert "in the loader's threads" in rec, rec
