@@ -7,6 +7,7 @@
 #   make sanitize   the C unit tests and analyzer under ASan/UBSan
 #   make lint       clang-format --dry-run, cppcheck, clang-tidy
 #   make install PREFIX=/usr/local [DESTDIR=...]
+#   make wheel      dist/dlbn-VERSION-py3-none-manylinux_*.whl and the sdist
 #
 # Build outputs go to build/ only.
 
@@ -26,6 +27,8 @@ else
 Q := @
 endif
 
+# The release: VERSION is its only source (the analyzer, the wheel's metadata).
+DLBN_VERSION := $(shell cat VERSION)
 CSTD := -std=c11 -D_GNU_SOURCE
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 OPT ?= -O2 -g
@@ -45,7 +48,7 @@ LIB_LIBS := -ldl -lpthread
 ANA_SRCS := $(sort $(wildcard analyzer/*.c))
 ANA_OBJS := $(ANA_SRCS:%.c=$(BUILD)/%.o)
 ANA_LIB_OBJS := $(filter-out $(BUILD)/analyzer/main.o,$(ANA_OBJS))
-ANA_CFLAGS := $(CFLAGS_COMMON) -Ianalyzer
+ANA_CFLAGS := $(CFLAGS_COMMON) -Ianalyzer -DDLBN_VERSION_STRING='"$(DLBN_VERSION)"'
 ANA_LIBS := -lsqlite3 -lm -lpthread
 
 # ---- tests ----------------------------------------------------------------
@@ -57,13 +60,15 @@ PY_BOOT := $(BUILD)/dlbn-python/sitecustomize.py $(BUILD)/dlbn-python/_dlbn_boot
 	$(BUILD)/dlbn-python/_dlbn_loaders.py $(BUILD)/dlbn-python/_dlbn_threads.py \
 	$(BUILD)/dlbn-python/_dlbn_wrappers.py
 
-.PHONY: all tests-aux deps demo check unit e2e bench eval sanitize lint install clean
+.PHONY: all tests-aux deps demo check unit e2e bench eval sanitize lint install wheel wheel-tree clean
 all: $(BUILD)/libdlbn.so $(BUILD)/dlbn-analyze $(PY_BOOT) tests-aux
 
 $(BUILD)/%.o: %.c $(wildcard libintercept/*.h) $(wildcard analyzer/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(if $(filter libintercept/%,$<),$(LIB_CFLAGS),$(ANA_CFLAGS)) -MMD -c $< -o $@
+
+$(BUILD)/analyzer/main.o: VERSION
 
 $(BUILD)/libdlbn.so: $(LIB_OBJS) libintercept/exports.map
 	@$(if $(Q),echo "  LD      $@")
@@ -119,27 +124,75 @@ LINT_SRCS := libintercept/*.[ch] analyzer/*.[ch] tests/unit/*.[ch]
 lint:
 	clang-format --dry-run --Werror $(LINT_SRCS)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-		--suppress=missingIncludeSystem -D_GNU_SOURCE -Ilibintercept -Ianalyzer \
+		--suppress=missingIncludeSystem -D_GNU_SOURCE -DDLBN_VERSION_STRING='"$(DLBN_VERSION)"' \
+		-Ilibintercept -Ianalyzer \
 		libintercept analyzer
 	clang-tidy --quiet $(LIB_SRCS) $(ANA_SRCS) -- $(CSTD) -Ilibintercept -Ianalyzer \
+		-DDLBN_VERSION_STRING='"$(DLBN_VERSION)"' \
 		-I$(CUDA_HOME)/include
 	@echo "lint: clean"
 
-install: all
+# The installed layout; the wheel's native part is the same tree
+# (wheel-tree).  INSTALL_ANALYZER and INSTALL_STRIP are for the wheel.
+# dlbn(1) is the pip package's command, which this does not install.
+INSTALL_ANALYZER := $(BUILD)/dlbn-analyze
+INSTALL_STRIP :=
+install: $(BUILD)/libdlbn.so $(INSTALL_ANALYZER) $(PY_BOOT)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/dlbn/dlbn-python \
 		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7 \
 		$(DESTDIR)$(PREFIX)/include/dlbn
-	install -m 0755 $(BUILD)/dlbn-analyze scripts/dlbn-run scripts/dlbn-preflight \
-		$(DESTDIR)$(PREFIX)/bin/
-	install -m 0755 $(BUILD)/libdlbn.so $(DESTDIR)$(PREFIX)/lib/dlbn/
+	install -m 0755 $(INSTALL_STRIP) $(INSTALL_ANALYZER) $(DESTDIR)$(PREFIX)/bin/dlbn-analyze
+	install -m 0755 scripts/dlbn-run scripts/dlbn-preflight $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(INSTALL_STRIP) $(BUILD)/libdlbn.so $(DESTDIR)$(PREFIX)/lib/dlbn/
 	install -m 0644 $(PY_BOOT) $(DESTDIR)$(PREFIX)/lib/dlbn/dlbn-python/
-	$(PYTHON) -m compileall -q $(DESTDIR)$(PREFIX)/lib/dlbn/dlbn-python >/dev/null 2>&1 || true
+	$(if $(INSTALL_STRIP),,$(PYTHON) -m compileall -q $(DESTDIR)$(PREFIX)/lib/dlbn/dlbn-python >/dev/null 2>&1 || true)
 	install -m 0644 libintercept/dlbn_trace.h $(DESTDIR)$(PREFIX)/include/dlbn/
-	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 $(filter-out man/dlbn.1,$(wildcard man/*.1)) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 0644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
 
+# ---- the wheel ------------------------------------------------------------
+# `make wheel`: an sdist, a wheel built from it by setup.py (which calls
+# wheel-tree in the unpacked sdist), and auditwheel's manylinux tag on it:
+# dist/dlbn-VERSION.tar.gz and dist/dlbn-VERSION-py3-none-manylinux_*.whl.
+# The tools (build, setuptools, auditwheel) come from .venv (make deps).
+WHEEL_PYTHON ?= .venv/bin/python
+WHEEL_SRCS := VERSION pyproject.toml setup.py MANIFEST.in Makefile $(LIB_SRCS) \
+	$(wildcard libintercept/*.h libintercept/*.map analyzer/*.h) $(ANA_SRCS) \
+	$(wildcard python/*.py python/dlbn/*.py scripts/dlbn-* man/*.[157])
+
+# The analyzer with SQLite inside it: a wheel cannot ask for libsqlite3.
+$(BUILD)/static/dlbn-analyze: $(ANA_OBJS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(OPT) -o $@ $(ANA_OBJS) -Wl,-Bstatic -lsqlite3 -Wl,-Bdynamic -lm -lpthread -ldl
+
+# The installed layout under DEST, binaries stripped (setup.py).
+wheel-tree: $(BUILD)/static/dlbn-analyze
+	@test -n "$(DEST)" || { echo "wheel-tree: DEST=dir required" >&2; exit 2; }
+	$(Q)$(MAKE) --no-print-directory install PREFIX=$(DEST) DESTDIR= \
+		INSTALL_ANALYZER=$(BUILD)/static/dlbn-analyze INSTALL_STRIP=-s >/dev/null
+
+$(BUILD)/wheel.stamp: $(WHEEL_SRCS)
+	@test -x $(WHEEL_PYTHON) || { echo "make wheel: $(WHEEL_PYTHON) missing (make deps)" >&2; exit 1; }
+	$(Q)rm -rf $(BUILD)/wheel && mkdir -p $(BUILD)/wheel dist
+	$(Q)rm -f dist/dlbn-$(DLBN_VERSION)-*.whl dist/dlbn-$(DLBN_VERSION).tar.gz
+	$(Q)$(WHEEL_PYTHON) -m build --no-isolation --outdir $(BUILD)/wheel . >$(BUILD)/wheel/build.log 2>&1 || \
+		{ tail -n 40 $(BUILD)/wheel/build.log >&2; exit 1; }
+	$(Q)raw=$(BUILD)/wheel/dlbn-$(DLBN_VERSION)-py3-none-linux_x86_64.whl; \
+	plat=$$($(WHEEL_PYTHON) -m auditwheel show $$raw | tr '\n' ' ' | \
+		sed -n 's/.*consistent with the following *platform tag: *"\([^"]*\)".*/\1/p'); \
+	test -n "$$plat" || { $(WHEEL_PYTHON) -m auditwheel show $$raw >&2; exit 1; }; \
+	PATH=$(abspath $(dir $(WHEEL_PYTHON))):$$PATH \
+		$(WHEEL_PYTHON) -m auditwheel repair --plat $$plat --wheel-dir dist $$raw \
+		>>$(BUILD)/wheel/build.log 2>&1 || { tail -n 20 $(BUILD)/wheel/build.log >&2; exit 1; }
+	$(Q)cp $(BUILD)/wheel/dlbn-$(DLBN_VERSION).tar.gz dist/
+	$(Q)touch $@
+	@ls -1 dist/dlbn-$(DLBN_VERSION)*
+
+wheel: $(BUILD)/wheel.stamp
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) dist
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

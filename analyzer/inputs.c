@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "inputs.h"
+#include "progress.h"
 #include "rank_summary.h"
 
 enum { SLOT_TRACE, SLOT_SUMMARY, SLOT_COVERED };
@@ -26,7 +27,8 @@ struct pool {
 	struct slot *slots;
 	struct dlbn_rank_row *rows; /* one per input */
 	size_t n, next;
-	pthread_mutex_t lock; /* kept, kept_input, damaged, summaries_failed */
+	size_t ntraces, traces_done; /* the progress line's count */
+	pthread_mutex_t lock;	     /* kept, kept_input, damaged, summaries_failed */
 	size_t kept_input;
 };
 
@@ -129,8 +131,12 @@ static void *worker(void *arg)
 		size_t i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
 		if (i >= p->n)
 			break;
-		if (p->slots[i].kind == SLOT_TRACE)
-			analyze_one(p, i);
+		if (p->slots[i].kind != SLOT_TRACE)
+			continue;
+		analyze_one(p, i);
+		size_t done = __atomic_add_fetch(&p->traces_done, 1, __ATOMIC_RELAXED);
+		if (p->ntraces > 1)
+			dlbn_progress_count("traces analysed", done, p->ntraces);
 	}
 	return NULL;
 }
@@ -224,6 +230,9 @@ static void run_pool(struct pool *p)
 	size_t ntraces = 0;
 	for (size_t i = 0; i < p->n; i++)
 		ntraces += p->slots[i].kind == SLOT_TRACE;
+	p->ntraces = ntraces;
+	if (ntraces > 1) /* several traces at a time: a count, not one file's bytes */
+		dlbn_progress_count("traces analysed", 0, ntraces);
 	size_t nthreads = p->o->jobs < ntraces ? p->o->jobs : ntraces;
 	pthread_t *t = nthreads > 1 ? calloc(nthreads - 1, sizeof(*t)) : NULL;
 	size_t started = 0;

@@ -25,6 +25,7 @@
 #include "hotspots.h"
 #include "inputs.h"
 #include "model.h"
+#include "progress.h"
 #include "reader.h"
 #include "report.h"
 #include "report_html.h"
@@ -33,8 +34,9 @@
 #include "verdict.h"
 #include "whatif.h"
 
+/* The release, from the file VERSION at the top of the source tree (Makefile). */
 #ifndef DLBN_VERSION_STRING
-#define DLBN_VERSION_STRING "0.1.0"
+#error "DLBN_VERSION_STRING is not defined: build with make"
 #endif
 
 enum { EXIT_DONE = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_FAIL_ON = 3 };
@@ -536,6 +538,7 @@ static int analyze(const struct cli *c, FILE *out)
 		dlbn_sweep_free(&sweep);
 		return EXIT_INPUT;
 	}
+	dlbn_progress_stop(); /* the reports follow: none of their lines is shared */
 	dlbn_inputs_print_notes(&in);
 	int rc = in.nfailures || in.damaged || in.summaries_failed ? EXIT_INPUT : EXIT_DONE;
 	struct dlbn_rank_failure *aside = calloc(in.nrows ? in.nrows : 1, sizeof(*aside));
@@ -614,6 +617,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "dlbn-analyze: %s: %s\n", c.output, strerror(errno));
 			return EXIT_USAGE;
 		}
+		if (isatty(STDERR_FILENO))
+			dlbn_progress_enable();
 		rc = analyze(&c, out);
 	}
 	if (fflush(out) != 0 || (out != stdout && fclose(out) != 0)) {

@@ -17,6 +17,7 @@
 
 #include "crc32c.h"
 #include "extent_check.h"
+#include "progress.h"
 #include "reader.h"
 
 #define STREAM_BUF_INIT (32u * 1024u)
@@ -76,6 +77,8 @@ struct dlbn_reader {
 	ssize_t pending;    /* stream whose head was handed out, advanced lazily */
 	unsigned passes;    /* rewinds so far */
 	uint8_t *check_buf; /* DLBN_CHECK_BUF bytes while scanning */
+	uint64_t committed; /* record bytes of every extent: one pass reads them */
+	uint64_t pass_read; /* record bytes this pass has read (progress line) */
 };
 
 static void warn(struct dlbn_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -321,7 +324,7 @@ static int scan_extents(struct dlbn_reader *r)
 		return -1;
 	for (uint64_t s = 0; s < slots; s++)
 		if (scan_extent(r, s, &r->exts[r->n_exts]))
-			r->n_exts++;
+			r->committed += r->exts[r->n_exts++].avail;
 	free(r->check_buf);
 	r->check_buf = NULL;
 	if (r->st.extents_uninit)
@@ -492,6 +495,10 @@ static int stream_fill(struct dlbn_reader *r, struct stream *s)
 	s->len += (size_t)got;
 	s->ext_off += (uint64_t)got;
 	s->ext_left -= (uint64_t)got;
+	if (dlbn_progress_on) {
+		r->pass_read += (uint64_t)got;
+		dlbn_progress_bytes(r->path, r->passes + 1, r->pass_read, r->committed);
+	}
 	return 0;
 }
 
@@ -621,6 +628,7 @@ void dlbn_reader_rewind(struct dlbn_reader *r)
 	r->pending = -1;
 	r->st.records = 0;
 	r->passes++;
+	r->pass_read = 0;
 	for (size_t i = 0; i < r->n_streams; i++) {
 		struct stream *s = &r->streams[i];
 		s->next_ext = 0;
