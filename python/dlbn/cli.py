@@ -41,7 +41,9 @@ dlbn-analyze(1), dlbn-preflight(1), dlbn(7).
 # Environment that says this process is one rank of several (a launcher
 # started `dlbn run` per rank): each rank records and summarises its own
 # trace; the job's report is one `dlbn analyze` over the summaries.
-RANK_SIZES = ("WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
+# torchrun, srun's step (not SLURM_NTASKS: a batch script that itself runs
+# `dlbn run -- torchrun` has it too), Open MPI, MPICH/PMI.
+RANK_SIZES = ("WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
 
 
 def program(name):

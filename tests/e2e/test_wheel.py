@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from e2e_common import ANALYZE, LIB, ROOT, clean_env, require_binaries
+from test_torchrun import train_script
 
 VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
 VERSION = (ROOT / "VERSION").read_text().strip()
@@ -297,3 +298,49 @@ def test_usage_errors(fresh):
         assert proc.returncode == code, (args, proc.stdout, proc.stderr)
     proc = subprocess.run([dlbn, "run", "--help"], env=env, capture_output=True, text=True)
     assert proc.stdout.startswith("usage: dlbn run [options] -- command")
+
+
+def torchrun_args(script):
+    """torchrun of the environment's torch, 2 ranks, in the spelling both
+    generations take (1.13 wants the underscores and, on Python 3.11,
+    --redirects/--tee)."""
+    return ["python", "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+            "--redirects", "2", "--tee", "2"] + script
+
+
+def test_dlbn_run_around_torchrun_prints_the_job_view(fresh):
+    venv, env, base = fresh
+    work = base / "around"
+    work.mkdir()
+    (work / "train.py").write_text(train_script('int(os.environ["RANK"]) == 1', 96, 0.008))
+    proc = subprocess.run([str(venv / "bin" / "dlbn"), "run", "--"] + torchrun_args(["train.py"]),
+                          cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    traces = sorted(work.glob("dlbn-*-r[01]-*.bin"))
+    assert len(traces) == 2, sorted(os.listdir(work))
+    assert "JOB VERDICT: DETECTED over 2 ranks" in proc.stdout, proc.stdout[-3000:]
+    last = proc.stderr.rstrip().splitlines()[-1]
+    assert last.startswith("dlbn run: 2 traces written (") and \
+        last.endswith("; again: dlbn analyze %s %s" % (traces[0], traces[1])), last
+
+
+def test_torchrun_no_python_runs_dlbn_per_rank(fresh):
+    """torchrun starts `dlbn run` as each rank: each records and writes its
+    summary without a report of its own; one `dlbn analyze` over the
+    summaries is the job's."""
+    venv, env, base = fresh
+    work = base / "per-rank"
+    work.mkdir()
+    (work / "train.py").write_text(train_script('int(os.environ["RANK"]) == 1', 96, 0.008))
+    rank_cmd = ["--no_python", "dlbn", "run", "-o", "t-r%r-%p.bin", "--", "python", "train.py"]
+    proc = subprocess.run(torchrun_args(rank_cmd), cwd=work, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "VERDICT" not in proc.stdout  # one rank of several: no report per rank
+    summaries = sorted(work.glob("t-r*.summary.json"))
+    assert [s.name[:4] for s in summaries] == ["t-r0", "t-r1"], sorted(os.listdir(work))
+    job = subprocess.run([str(venv / "bin" / "dlbn"), "analyze", "--format", "json"] +
+                         [str(s) for s in summaries], env=env, capture_output=True, text=True)
+    assert job.returncode == 0, job.stderr
+    report = json.loads(job.stdout)
+    assert [r["rank"] for r in report["ranks"]] == [0, 1]
