@@ -17,6 +17,9 @@ enum { SLOT_PENDING, SLOT_ROW, SLOT_FAILED };
 
 struct slot {
 	int kind, state;
+	int found; /* dev, ino: the input's file, when stat found it */
+	dev_t dev;
+	ino_t ino;
 	char why[240];
 };
 
@@ -141,25 +144,27 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static int same_file(const struct stat *a, const struct stat *b)
-{
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
-}
-
 struct file_key {
 	dev_t dev;
 	ino_t ino;
 	size_t at;
 };
 
-static int file_key_cmp(const void *a, const void *b)
+/* The same file: dev and ino. */
+static int same_file_key(const void *a, const void *b)
 {
 	const struct file_key *x = a, *y = b;
 	if (x->dev != y->dev)
 		return x->dev < y->dev ? -1 : 1;
-	if (x->ino != y->ino)
-		return x->ino < y->ino ? -1 : 1;
-	return x->at < y->at ? -1 : (x->at > y->at);
+	return x->ino < y->ino ? -1 : (x->ino > y->ino);
+}
+
+/* By file, then by input order. */
+static int file_key_cmp(const void *a, const void *b)
+{
+	const struct file_key *x = a, *y = b;
+	int c = same_file_key(a, b);
+	return c ? c : (x->at < y->at ? -1 : (x->at > y->at));
 }
 
 /* An input given twice (a glob and its own name) counts once: the later
@@ -172,9 +177,13 @@ static int drop_repeats(struct pool *p)
 	size_t nk = 0;
 	if (!k)
 		return -1;
-	for (size_t i = 0; i < p->n; i++)
-		if (stat(p->paths[i], &st) == 0)
-			k[nk++] = (struct file_key){st.st_dev, st.st_ino, i};
+	for (size_t i = 0; i < p->n; i++) {
+		if (stat(p->paths[i], &st) != 0)
+			continue;
+		p->slots[i] = (struct slot){
+			.kind = p->slots[i].kind, .found = 1, .dev = st.st_dev, .ino = st.st_ino};
+		k[nk++] = (struct file_key){st.st_dev, st.st_ino, i};
+	}
 	qsort(k, nk, sizeof(*k), file_key_cmp);
 	for (size_t j = 1; j < nk; j++) {
 		if (k[j].dev != k[j - 1].dev || k[j].ino != k[j - 1].ino)
@@ -211,18 +220,26 @@ static void read_summaries(struct pool *p)
 	}
 	if (!nsum || nsum == p->n)
 		return;
-	struct stat ts, ss;
+	/* The files the summaries stand for, sorted: one stat each, and a
+	 * search per trace (a job gives thousands of both). */
+	struct file_key *k = malloc(nsum * sizeof(*k));
+	struct stat st;
+	size_t nk = 0;
+	if (!k)
+		return; /* the traces are then read: slower, not wrong */
+	for (size_t j = 0; j < p->n; j++)
+		if (p->slots[j].kind == SLOT_SUMMARY && p->slots[j].state == SLOT_ROW &&
+		    stat(p->rows[j].trace, &st) == 0)
+			k[nk++] = (struct file_key){st.st_dev, st.st_ino, 0};
+	qsort(k, nk, sizeof(*k), file_key_cmp);
 	for (size_t i = 0; i < p->n; i++) {
-		if (p->slots[i].kind != SLOT_TRACE || stat(p->paths[i], &ts) != 0)
-			continue;
-		for (size_t j = 0; j < p->n; j++) {
-			if (p->slots[j].kind == SLOT_SUMMARY && p->slots[j].state == SLOT_ROW &&
-			    stat(p->rows[j].trace, &ss) == 0 && same_file(&ts, &ss)) {
-				p->slots[i].kind = SLOT_COVERED;
-				break;
-			}
-		}
+		const struct slot *t = &p->slots[i];
+		struct file_key want = {t->dev, t->ino, 0};
+		if (t->kind == SLOT_TRACE && t->found &&
+		    bsearch(&want, k, nk, sizeof(*k), same_file_key))
+			p->slots[i].kind = SLOT_COVERED;
 	}
+	free(k);
 }
 
 static void run_pool(struct pool *p)

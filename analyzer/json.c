@@ -90,3 +90,21 @@ void dlbn_json_key(FILE *out, const char *k, int *first)
 	dlbn_json_str(out, k);
 	fputc(':', out);
 }
+
+void dlbn_json_key_number(FILE *out, const char *k, double v, int known, int *first)
+{
+	dlbn_json_key(out, k, first);
+	if (known)
+		dlbn_json_number(out, v);
+	else
+		fputs("null", out);
+}
+
+void dlbn_json_key_int(FILE *out, const char *k, int v, int *first)
+{
+	dlbn_json_key(out, k, first);
+	if (v >= 0)
+		fprintf(out, "%d", v);
+	else
+		fputs("null", out);
+}

@@ -25,5 +25,9 @@ void dlbn_json_str(FILE *out, const char *s);
 void dlbn_json_number(FILE *out, double v);
 /* Write `"k":`, preceded by a comma unless *first (which it clears). */
 void dlbn_json_key(FILE *out, const char *k, int *first);
+/* `"k":v`, or `"k":null` when !known. */
+void dlbn_json_key_number(FILE *out, const char *k, double v, int known, int *first);
+/* `"k":v`, or `"k":null` when v < 0 (a count or index that is not known). */
+void dlbn_json_key_int(FILE *out, const char *k, int v, int *first);
 
 #endif /* DLBN_JSON_H */

@@ -443,7 +443,7 @@ static int write_outputs(const struct cli *c, FILE *out, struct dlbn_inputs *in,
 			 const struct dlbn_job *job, const struct dlbn_rank_row *s,
 			 struct dlbn_run *w, const struct dlbn_sweep *points)
 {
-	int failed = 0, several = in->nrows + in->nfailures + naside > 1;
+	int failed = 0;
 	char err[512];
 	struct dlbn_report_input ri = {
 		.path = w ? w->path : s->input,
@@ -466,6 +466,7 @@ static int write_outputs(const struct cli *c, FILE *out, struct dlbn_inputs *in,
 		.native_stacks = c->native_stacks,
 		.version = DLBN_VERSION_STRING,
 	};
+	int several = dlbn_report_is_job(&ri);
 	report(c, out, &ri);
 	if (!w && (c->plot || c->sqlite || c->perfetto)) {
 		fprintf(stderr,

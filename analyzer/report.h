@@ -88,4 +88,9 @@ void dlbn_report_markdown(FILE *out, const struct dlbn_report_input *in);
 /* One line per record: time, proc, tid, type name, named fields. */
 void dlbn_dump_record(FILE *out, const struct dlbn_record *r, int64_t t0);
 
+/* Whether IN is a job's (several ranks, or inputs that failed or are not
+ * ranks beside the one that gave a row): the job section is printed and the
+ * single-trace outputs (exports, the rank page) are not. */
+int dlbn_report_is_job(const struct dlbn_report_input *in);
+
 #endif /* DLBN_REPORT_H */

@@ -32,9 +32,7 @@ static const char *host_name(const char *host)
 	return host[0] ? host : "(unknown host)";
 }
 
-/* Whether the job section is printed: several ranks, or inputs that
- * failed beside the one that did not. */
-static int has_job(const struct dlbn_report_input *in)
+int dlbn_report_is_job(const struct dlbn_report_input *in)
 {
 	return in->job && in->nranks + in->nfailures + in->naside > 1;
 }
@@ -378,7 +376,7 @@ static void rank_table_text(FILE *out, const struct dlbn_report_input *in)
 void dlbn_ranks_text(FILE *out, const struct dlbn_report_input *in)
 {
 	const struct dlbn_job *job = in->job;
-	if (!has_job(in) || !in->nranks)
+	if (!dlbn_report_is_job(in) || !in->nranks)
 		return;
 	const struct dlbn_rank_row *w = &in->ranks[job->worst];
 	fprintf(out, "JOB VERDICT: %s over %zu ranks (worst: rank %d",
@@ -440,7 +438,7 @@ static void rank_table_markdown(FILE *out, const struct dlbn_report_input *in)
 void dlbn_ranks_markdown(FILE *out, const struct dlbn_report_input *in)
 {
 	const struct dlbn_job *job = in->job;
-	if (!has_job(in) || !in->nranks)
+	if (!dlbn_report_is_job(in) || !in->nranks)
 		return;
 	fprintf(out, "## Job (%zu ranks", in->nranks);
 	if (job->nhosts > 1)

@@ -10,22 +10,18 @@
 #include "rank_summary.h"
 #include "report.h"
 
-static void num_or_null(FILE *out, const char *key, double v, int known, int *first)
+/* [{"path":...,"why":...},...] of inputs that gave no rank. */
+static void failures_json(FILE *out, const struct dlbn_rank_failure *f, size_t n)
 {
-	dlbn_json_key(out, key, first);
-	if (known)
-		dlbn_json_number(out, v);
-	else
-		fputs("null", out);
-}
-
-static void int_or_null(FILE *out, const char *key, int v, int *first)
-{
-	dlbn_json_key(out, key, first);
-	if (v >= 0)
-		fprintf(out, "%d", v);
-	else
-		fputs("null", out);
+	fputc('[', out);
+	for (size_t i = 0; i < n; i++) {
+		fputs(i ? ",{\"path\":" : "{\"path\":", out);
+		dlbn_json_str(out, f[i].input);
+		fputs(",\"why\":", out);
+		dlbn_json_str(out, f[i].why);
+		fputc('}', out);
+	}
+	fputc(']', out);
 }
 
 static void row_json(FILE *out, const struct dlbn_report_input *in, size_t i)
@@ -38,8 +34,8 @@ static void row_json(FILE *out, const struct dlbn_report_input *in, size_t i)
 	fprintf(out, "%d", r->rank);
 	dlbn_json_key(out, "rank_source", &first);
 	dlbn_json_str(out, r->rank_known ? "trace" : "argument_order");
-	int_or_null(out, "local_rank", r->local_rank, &first);
-	int_or_null(out, "world_size", r->world_size > 0 ? r->world_size : -1, &first);
+	dlbn_json_key_int(out, "local_rank", r->local_rank, &first);
+	dlbn_json_key_int(out, "world_size", r->world_size > 0 ? r->world_size : -1, &first);
 	dlbn_json_key(out, "host", &first);
 	dlbn_json_str(out, r->host);
 	dlbn_json_key(out, "path", &first);
@@ -52,17 +48,17 @@ static void row_json(FILE *out, const struct dlbn_report_input *in, size_t i)
 	dlbn_json_str(out, states[r->state]);
 	dlbn_json_key(out, "verdict", &first);
 	dlbn_json_str(out, dlbn_verdict_name(r->verdict));
-	num_or_null(out, "predicted_speedup", r->speedup, r->speedup > 0, &first);
-	num_or_null(out, "stall_s", r->stall_s, 1, &first);
-	num_or_null(out, "stall_fraction", r->stall_fraction, 1, &first);
-	num_or_null(out, "step_ms", r->step_ms, 1, &first);
-	num_or_null(out, "stall_ms_per_step", r->stall_ms_per_step, 1, &first);
-	num_or_null(out, "rest_ms_per_step", r->loop_ms, 1, &first);
-	num_or_null(out, "gpu_sync_s", r->sync_s, r->sync_s >= 0, &first);
+	dlbn_json_key_number(out, "predicted_speedup", r->speedup, r->speedup > 0, &first);
+	dlbn_json_key_number(out, "stall_s", r->stall_s, 1, &first);
+	dlbn_json_key_number(out, "stall_fraction", r->stall_fraction, 1, &first);
+	dlbn_json_key_number(out, "step_ms", r->step_ms, 1, &first);
+	dlbn_json_key_number(out, "stall_ms_per_step", r->stall_ms_per_step, 1, &first);
+	dlbn_json_key_number(out, "rest_ms_per_step", r->loop_ms, 1, &first);
+	dlbn_json_key_number(out, "gpu_sync_s", r->sync_s, r->sync_s >= 0, &first);
 	const struct dlbn_job *job = in->job;
 	int waits = job && job->has_straggler && i != job->straggler && r->step_ms > 0;
-	num_or_null(out, "waits_for_straggler_ms_per_step",
-		    waits ? dlbn_job_wait_ms(job, in->ranks, i) : 0, waits, &first);
+	dlbn_json_key_number(out, "waits_for_straggler_ms_per_step",
+			     waits ? dlbn_job_wait_ms(job, in->ranks, i) : 0, waits, &first);
 	dlbn_json_key(out, "steps_window", &first);
 	fprintf(out, "%zu", r->steps_window);
 	dlbn_json_key(out, "cause", &first);
@@ -116,9 +112,9 @@ static void hosts_json(FILE *out, const struct dlbn_report_input *in, int *first
 			if (job->host_of[i] == h)
 				fprintf(out, "%s%d", k++ ? "," : "", in->ranks[i].rank);
 		fputc(']', out);
-		num_or_null(out, "stall_ms_per_step_p50", host->stall_ms_p50, 1, &f);
-		num_or_null(out, "predicted_speedup_p50", host->speedup_p50, host->speedup_p50 > 0,
-			    &f);
+		dlbn_json_key_number(out, "stall_ms_per_step_p50", host->stall_ms_p50, 1, &f);
+		dlbn_json_key_number(out, "predicted_speedup_p50", host->speedup_p50,
+				     host->speedup_p50 > 0, &f);
 		dlbn_json_key(out, "worst_rank", &f);
 		fprintf(out, "%d", in->ranks[host->worst].rank);
 		dlbn_json_key(out, "cause", &f);
@@ -142,7 +138,7 @@ static void hosts_json(FILE *out, const struct dlbn_report_input *in, int *first
 static void coverage_json(FILE *out, const struct dlbn_report_input *in, int *first)
 {
 	const struct dlbn_job *job = in->job;
-	int_or_null(out, "world_size", job->world_size, first);
+	dlbn_json_key_int(out, "world_size", job->world_size, first);
 	dlbn_json_key(out, "missing_ranks", first);
 	fputc('[', out);
 	size_t shown = job->nmissing < DLBN_JOB_MISSING ? job->nmissing : DLBN_JOB_MISSING;
@@ -152,23 +148,11 @@ static void coverage_json(FILE *out, const struct dlbn_report_input *in, int *fi
 	shown = job->nduplicate < DLBN_JOB_MISSING ? job->nduplicate : DLBN_JOB_MISSING;
 	for (size_t i = 0; i < shown; i++)
 		fprintf(out, "%s%d", i ? "," : "", job->duplicate[i]);
-	fputs("],\"unreadable\":[", out);
-	for (size_t i = 0; i < in->nfailures; i++) {
-		fputs(i ? ",{\"path\":" : "{\"path\":", out);
-		dlbn_json_str(out, in->failures[i].input);
-		fputs(",\"why\":", out);
-		dlbn_json_str(out, in->failures[i].why);
-		fputc('}', out);
-	}
-	fputs("],\"not_ranks\":[", out);
-	for (size_t i = 0; i < in->naside; i++) {
-		fputs(i ? ",{\"path\":" : "{\"path\":", out);
-		dlbn_json_str(out, in->aside[i].input);
-		fputs(",\"why\":", out);
-		dlbn_json_str(out, in->aside[i].why);
-		fputc('}', out);
-	}
-	fprintf(out, "],\"damaged_ranks\":%zu,\"cut_ranks\":%zu,\"from_summaries\":%zu",
+	fputs("],\"unreadable\":", out);
+	failures_json(out, in->failures, in->nfailures);
+	fputs(",\"not_ranks\":", out);
+	failures_json(out, in->aside, in->naside);
+	fprintf(out, ",\"damaged_ranks\":%zu,\"cut_ranks\":%zu,\"from_summaries\":%zu",
 		job->ndamaged, job->ncut, job->nfrom_summary);
 }
 
@@ -184,8 +168,8 @@ static void straggler_json(FILE *out, const struct dlbn_report_input *in, int *f
 		fputs("null,\"straggler_index\":null,\"straggler_host\":null", out);
 	if (job->has_straggler)
 		dlbn_json_str(out, s->host);
-	num_or_null(out, "straggler_stall_ms_per_step", s->stall_ms_per_step, job->has_straggler,
-		    first);
+	dlbn_json_key_number(out, "straggler_stall_ms_per_step", s->stall_ms_per_step,
+			     job->has_straggler, first);
 	dlbn_json_key(out, "waiting_ranks", first);
 	fputc('[', out);
 	for (size_t i = 0, k = 0; job->has_straggler && i < in->nranks; i++)
@@ -206,12 +190,12 @@ static void job_json(FILE *out, const struct dlbn_report_input *in)
 		"\"inconclusive_ranks\":%zu",
 		in->nranks, job->nhosts, in->ranks[job->worst].rank, job->worst,
 		job->ninconclusive);
-	num_or_null(out, "step_skew", job->step_skew, job->step_skew > 0, &first);
-	num_or_null(out, "step_ms_min", job->step_ms_min, 1, &first);
-	num_or_null(out, "step_ms_max", job->step_ms_max, 1, &first);
+	dlbn_json_key_number(out, "step_skew", job->step_skew, job->step_skew > 0, &first);
+	dlbn_json_key_number(out, "step_ms_min", job->step_ms_min, 1, &first);
+	dlbn_json_key_number(out, "step_ms_max", job->step_ms_max, 1, &first);
 	straggler_json(out, in, &first);
-	num_or_null(out, "stall_min_s", job->stall_min_s, 1, &first);
-	num_or_null(out, "stall_max_s", job->stall_max_s, 1, &first);
+	dlbn_json_key_number(out, "stall_min_s", job->stall_min_s, 1, &first);
+	dlbn_json_key_number(out, "stall_max_s", job->stall_max_s, 1, &first);
 	spread_json(out, "stall_fraction", &job->stall_fraction, &first);
 	spread_json(out, "stall_ms_per_step", &job->stall_ms, &first);
 	spread_json(out, "predicted_speedup", &job->speedup, &first);
