@@ -344,3 +344,17 @@ def test_torchrun_no_python_runs_dlbn_per_rank(fresh):
     assert job.returncode == 0, job.stderr
     report = json.loads(job.stdout)
     assert [r["rank"] for r in report["ranks"]] == [0, 1]
+
+
+def test_pip_install_from_the_checkout(wheel, tmp_path):
+    """`pip install .` builds the package from source with the toolchain here
+    (.venv's setuptools, no build isolation: no index is asked)."""
+    target = tmp_path / "site"
+    proc = subprocess.run([str(VENV_PYTHON), "-m", "pip", "install", "-q", "--no-deps",
+                           "--no-build-isolation", "--target", str(target), str(ROOT)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    analyzer = target / "dlbn" / "_native" / "bin" / "dlbn-analyze"
+    version = subprocess.run([str(analyzer), "--version"], capture_output=True, text=True)
+    assert version.stdout.startswith("dlbn-analyze %s " % VERSION)
+    assert (target / "dlbn" / "_native" / "lib" / "dlbn" / "libdlbn.so").exists()
