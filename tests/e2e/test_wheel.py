@@ -19,8 +19,10 @@ recorder writes, as build/dlbn-analyze does.
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -145,32 +147,38 @@ def no_build_tools_path(dest):
     return str(dest)
 
 
-@pytest.fixture(scope="module")
-def fresh(wheel, tmp_path_factory):
-    """The fresh environment with the wheel installed: (venv, env)."""
-    base = tmp_path_factory.mktemp("wheel")
+def install_in_fresh_venv(wheel, base, user=(), env=None):
+    """BASE/venv: a venv of Debian's python3 with torch (this generation's,
+    see the module's doc) and the wheel, made as USER (a command prefix)."""
     venv = base / "venv"
     gen = generation()
     options = ["--system-site-packages"] if gen == "1" else []
-    subprocess.run(["/usr/bin/python3", "-m", "venv"] + options + [str(venv)], check=True,
-                   timeout=300)
+    subprocess.run(list(user) + ["/usr/bin/python3", "-m", "venv"] + options + [str(venv)],
+                   env=env, check=True, timeout=300)
     if gen == "2":
-        site = Path(subprocess.run([str(venv / "bin" / "python"), "-c",
-                                    "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                   capture_output=True, text=True, check=True).stdout.strip())
         torch_site = base / "torch-only"
         torch_site.mkdir()
         torch_only_site(torch_site)
+        site = next((venv / "lib").glob("python3*/site-packages"))
         (site / "torch-only.pth").write_text(str(torch_site) + "\n")
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index",
-                    "--no-deps", str(wheel)], check=True, timeout=300)
+    subprocess.run(list(user) + [str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
+                                 "--no-index", "--no-deps", str(wheel)],
+                   env=env, check=True, timeout=300)
+    return venv
+
+
+@pytest.fixture(scope="module")
+def fresh(wheel, tmp_path_factory):
+    """The fresh environment with the wheel installed: (venv, env, base)."""
+    base = tmp_path_factory.mktemp("wheel")
+    venv = install_in_fresh_venv(wheel, base)
     env = clean_env({"PATH": "%s:%s" % (venv / "bin", no_build_tools_path(base / "bin")),
                      "VIRTUAL_ENV": str(venv), "PYTHONDONTWRITEBYTECODE": "1",
                      "CUDA_HOME": None})
     return venv, env, base
 
 
-def test_wheel_is_manylinux_small_and_self_contained(wheel):
+def test_wheel_is_manylinux_small_and_self_contained(wheel, tmp_path):
     assert wheel.stat().st_size < 10 * 1024 * 1024
     tag = re.search(r"-py3-none-(manylinux_\d+_\d+_x86_64)\.whl$", wheel.name).group(1)
     shown = subprocess.run([str(VENV_PYTHON), "-m", "auditwheel", "show", str(wheel)],
@@ -185,16 +193,13 @@ def test_wheel_is_manylinux_small_and_self_contained(wheel):
         assert part in names, part
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     # SQLite is inside the analyzer: nothing but the C library's own files
-    extract = Path(os.environ.get("TMPDIR", "/tmp"))
     with zipfile.ZipFile(wheel) as z:
         for name in ("dlbn/_native/bin/dlbn-analyze", "dlbn/_native/lib/dlbn/libdlbn.so"):
-            data = z.read(name)
-            path = extract / ("dlbn-wheel-" + Path(name).name)
-            path.write_bytes(data)
+            path = tmp_path / Path(name).name
+            path.write_bytes(z.read(name))
             needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]",
                                     subprocess.run(["readelf", "-d", str(path)],
                                                    capture_output=True, text=True).stdout))
-            path.unlink()
             assert needed and needed <= SYSTEM_LIBS, (name, needed)
 
 
@@ -358,3 +363,37 @@ def test_pip_install_from_the_checkout(wheel, tmp_path):
     version = subprocess.run([str(analyzer), "--version"], capture_output=True, text=True)
     assert version.stdout.startswith("dlbn-analyze %s " % VERSION)
     assert (target / "dlbn" / "_native" / "lib" / "dlbn" / "libdlbn.so").exists()
+
+
+def test_installs_and_runs_without_root(wheel):
+    """As an unprivileged user (nobody, where the suite runs as root): a
+    venv of one's own, pip install of the wheel, dlbn run."""
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("setpriv (util-linux) missing: cannot drop root")
+        user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    else:
+        user = []
+    base = Path(tempfile.mkdtemp(prefix="dlbn-nonroot-"))
+    try:
+        os.chmod(base, 0o755)
+        if user:
+            os.chown(base, 65534, 65534)
+        env = clean_env({"HOME": str(base), "PIP_NO_CACHE_DIR": "1", "CUDA_HOME": None,
+                         "PATH": "%s:%s" % (base / "venv" / "bin", "/usr/bin:/bin"),
+                         "PYTHONDONTWRITEBYTECODE": "1"})
+        venv = install_in_fresh_venv(wheel, base, user, env)
+        work = base / "work"
+        subprocess.run(user + ["mkdir", str(work)], check=True)
+        (base / "train.py").write_text(TRAIN)
+        proc = subprocess.run(user + [str(venv / "bin" / "dlbn"), "run", "--", "python",
+                                      str(base / "train.py")],
+                              cwd=work, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "VERDICT: DETECTED" in proc.stdout
+        traces = list(work.glob("dlbn-*.bin"))
+        assert len(traces) == 1
+        if user:
+            assert traces[0].stat().st_uid == 65534
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
