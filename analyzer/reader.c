@@ -75,7 +75,7 @@ struct dlbn_reader {
 	struct heap_ent *heap; /* the streams with a head, min-heap on t */
 	size_t heap_n;
 	ssize_t pending;    /* stream whose head was handed out, advanced lazily */
-	unsigned passes;    /* rewinds so far */
+	unsigned passes;    /* rewinds since open: the pass being read (0: none yet, read as 1) */
 	uint8_t *check_buf; /* DLBN_CHECK_BUF bytes while scanning */
 	uint64_t committed; /* record bytes of every extent: one pass reads them */
 	uint64_t pass_read; /* record bytes this pass has read (progress line) */
@@ -438,6 +438,7 @@ struct dlbn_reader *dlbn_reader_open(const char *path, char *err, size_t errlen)
 		return NULL;
 	}
 	dlbn_reader_rewind(r);
+	r->passes = 0; /* priming the streams is not a pass: a reader's first rewind begins one */
 	return r;
 }
 
@@ -497,7 +498,7 @@ static int stream_fill(struct dlbn_reader *r, struct stream *s)
 	s->ext_left -= (uint64_t)got;
 	if (dlbn_progress_on) {
 		r->pass_read += (uint64_t)got;
-		dlbn_progress_bytes(r->path, r->passes + 1, r->pass_read, r->committed);
+		dlbn_progress_bytes(r->path, r->passes ? r->passes : 1, r->pass_read, r->committed);
 	}
 	return 0;
 }
