@@ -116,3 +116,22 @@ def test_dlbn_run_analyze_says_when_recording_was_disabled(tmp_path):
     assert "recording was disabled (DLBN_DISABLE=1)" in r.stderr
     assert "no trace was written" not in r.stderr
     assert not list(tmp_path.glob("t-*.bin"))
+
+
+def test_dlbn_run_names_many_traces_by_their_pattern(tmp_path):
+    """Past four traces the closing line gives their directory, their
+    verdicts counted, and the output template as a pattern of their
+    summaries; with --no-summary, of the traces."""
+    ranks = "for r in 0 1 2 3 4; do RANK=$r WORLD_SIZE=5 %s -c pass || exit 1; done" % PYTHON
+    r = run([str(RUN), "-o", "t-r%r-%p.bin", "--", "sh", "-c", ranks], tmp_path)
+    assert r.returncode == 0, r.stderr
+    traces = list(tmp_path.glob("t-r*.bin"))
+    assert len(traces) >= 5
+    last = r.stderr.rstrip().splitlines()[-1]
+    assert last.startswith("dlbn-run: %d traces written in %s/ (" % (len(traces), tmp_path)), last
+    assert last.endswith("; again: dlbn-analyze 't-r*-*.summary.json'"), last
+    r = run([str(RUN), "--no-summary", "-a", "-o", "u-r%r-%p.bin", "--", "sh", "-c", ranks],
+            tmp_path)
+    last = r.stderr.rstrip().splitlines()[-1]
+    assert r.returncode == 0 and last.endswith("; again: dlbn-analyze 'u-r*-*.bin'"), last
+    assert " (" not in last.split(" written in ")[1].split(";")[0]  # no summaries: no verdicts
