@@ -133,10 +133,12 @@ lint:
 	@echo "lint: clean"
 
 # The installed layout; the wheel's native part is the same tree
-# (wheel-tree).  INSTALL_ANALYZER and INSTALL_STRIP are for the wheel.
+# (wheel-tree).  INSTALL_ANALYZER, INSTALL_STRIP and INSTALL_PYC are for the
+# wheel (pip compiles the bootstrap for the interpreter that installs it).
 # dlbn(1) is the pip package's command, which this does not install.
 INSTALL_ANALYZER := $(BUILD)/dlbn-analyze
 INSTALL_STRIP :=
+INSTALL_PYC := yes
 install: $(BUILD)/libdlbn.so $(INSTALL_ANALYZER) $(PY_BOOT)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/dlbn/dlbn-python \
 		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7 \
@@ -145,7 +147,7 @@ install: $(BUILD)/libdlbn.so $(INSTALL_ANALYZER) $(PY_BOOT)
 	install -m 0755 scripts/dlbn-run scripts/dlbn-preflight $(DESTDIR)$(PREFIX)/bin/
 	install -m 0755 $(INSTALL_STRIP) $(BUILD)/libdlbn.so $(DESTDIR)$(PREFIX)/lib/dlbn/
 	install -m 0644 $(PY_BOOT) $(DESTDIR)$(PREFIX)/lib/dlbn/dlbn-python/
-	$(if $(INSTALL_STRIP),,$(PYTHON) -m compileall -q $(DESTDIR)$(PREFIX)/lib/dlbn/dlbn-python >/dev/null 2>&1 || true)
+	$(if $(INSTALL_PYC),$(PYTHON) -m compileall -q $(DESTDIR)$(PREFIX)/lib/dlbn/dlbn-python >/dev/null 2>&1 || true)
 	install -m 0644 libintercept/dlbn_trace.h $(DESTDIR)$(PREFIX)/include/dlbn/
 	install -m 0644 $(filter-out man/dlbn.1,$(wildcard man/*.1)) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
@@ -171,7 +173,7 @@ $(BUILD)/static/dlbn-analyze: $(ANA_OBJS)
 wheel-tree: $(BUILD)/static/dlbn-analyze
 	@test -n "$(DEST)" || { echo "wheel-tree: DEST=dir required" >&2; exit 2; }
 	$(Q)$(MAKE) --no-print-directory install PREFIX=$(DEST) DESTDIR= \
-		INSTALL_ANALYZER=$(BUILD)/static/dlbn-analyze INSTALL_STRIP=-s >/dev/null
+		INSTALL_ANALYZER=$(BUILD)/static/dlbn-analyze INSTALL_STRIP=-s INSTALL_PYC= >/dev/null
 
 $(BUILD)/wheel.stamp: $(WHEEL_SRCS)
 	@test -x $(WHEEL_PYTHON) || { echo "make wheel: $(WHEEL_PYTHON) missing (make deps)" >&2; exit 1; }

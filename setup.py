@@ -35,9 +35,6 @@ class BuildWithNative(build_py):
         # The man pages are the wheel's data files (PREFIX/share/man, where
         # man(1) looks beside the environment's bin/), not package data.
         shutil.rmtree(os.path.join(dest, "share"))
-        # pip compiles the bootstrap for the interpreter that installs it.
-        for cache in glob.glob(os.path.join(dest, "**", "__pycache__"), recursive=True):
-            shutil.rmtree(cache)
 
 
 class PlatformWheel(bdist_wheel):

@@ -4,6 +4,7 @@
 #include "progress.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -47,16 +48,29 @@ static int progress_due(void)
 	return 1;
 }
 
-void dlbn_progress_bytes(const char *path, unsigned pass, uint64_t done, uint64_t total)
+/* Redraw the line (progress_due() held the lock) and let go of it. */
+static void draw(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void draw(const char *fmt, ...)
 {
-	if (!dlbn_progress_on || progress_counting || !progress_due())
-		return;
-	double pct = total ? 100.0 * (double)done / (double)total : 0.0;
-	fprintf(stderr, "\r\033[Kdlbn-analyze: %s: pass %u, %.0f%% of %.1f MB", path, pass,
-		pct > 100.0 ? 100.0 : pct, (double)total / 1e6);
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("\r\033[Kdlbn-analyze: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fflush(stderr);
 	progress_drawn = 1;
 	pthread_mutex_unlock(&progress_lock);
+}
+
+void dlbn_progress_bytes(const char *path, unsigned pass, uint64_t done, uint64_t total)
+{
+	if (!dlbn_progress_on || __atomic_load_n(&progress_counting, __ATOMIC_RELAXED) ||
+	    !progress_due())
+		return;
+	double pct = total ? 100.0 * (double)done / (double)total : 0.0;
+	draw("%s: pass %u, %.0f%% of %.1f MB", path, pass, pct > 100.0 ? 100.0 : pct,
+	     (double)total / 1e6);
 }
 
 void dlbn_progress_count(const char *what, size_t done, size_t total)
@@ -64,12 +78,8 @@ void dlbn_progress_count(const char *what, size_t done, size_t total)
 	if (!dlbn_progress_on)
 		return;
 	__atomic_store_n(&progress_counting, 1, __ATOMIC_RELAXED);
-	if (!progress_due())
-		return;
-	fprintf(stderr, "\r\033[Kdlbn-analyze: %zu of %zu %s", done, total, what);
-	fflush(stderr);
-	progress_drawn = 1;
-	pthread_mutex_unlock(&progress_lock);
+	if (progress_due())
+		draw("%zu of %zu %s", done, total, what);
 }
 
 void dlbn_progress_stop(void)

@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 
-from dlbn import library_path, native_dir
+from dlbn import native_dir
 
 USAGE = """\
 usage: dlbn [-V | --version] [-h | --help] COMMAND [ARGS...]
@@ -94,12 +94,10 @@ def run(args):
     env = dict(os.environ)
     # dlbn-run says `dlbn run:` and `dlbn analyze` in its messages.
     env["DLBN_RUN_AS"] = "dlbn"
-    # The package's recorder (a source checkout's dlbn-run finds its own).
-    lib = [] if any(a == "--lib" or a.startswith("--lib=") for a in args) or \
-        not os.path.exists(library_path()) else ["--lib", library_path()]
-    # dlbn-run's --no-analyze, given later, still wins over this -a.
+    # dlbn-run finds the package's libdlbn.so beside itself (lib/dlbn/);
+    # its --no-analyze, given later, still wins over this -a.
     analyse = [] if one_rank_of_several() else ["-a"]
-    script("dlbn-run", lib + analyse + args, env)
+    script("dlbn-run", analyse + args, env)
 
 
 def main(argv=None):
