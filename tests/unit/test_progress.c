@@ -2,7 +2,8 @@
  * test_progress.c - progress.c: nothing during the first second, then one
  * redrawn line at most four times a second; a count of traces silences the
  * single files' bytes; stopping erases the line and ends the progress.
- * Sleeps 1.1 s (the threshold is the behaviour under test).
+ * Sleeps 1.1 s (the threshold is the behaviour under test); the checks
+ * that nothing is drawn too early hold whatever the scheduler does.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,25 @@ static char *stderr_since_last(void)
 	return buf;
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Nothing was drawn, where the calls since SINCE all came within LIMIT_NS
+ * of it (the progress clock ran inside [SINCE, now]); a test descheduled
+ * past LIMIT_NS cannot tell, and says so instead of failing. */
+static int quiet_if_within(int64_t since, int64_t limit_ns)
+{
+	const char *out = stderr_since_last();
+	if (mono_ns() - since < limit_ns)
+		return *out == '\0';
+	printf("# descheduled past %lld ms: not checked\n", (long long)(limit_ns / 1000000));
+	return 1;
+}
+
 static void sleep_ms(long ms)
 {
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -44,17 +64,19 @@ int main(void)
 	dlbn_progress_bytes("t.bin", 1, 10, 100);
 	CHECK(*stderr_since_last() == '\0', "off until enabled");
 
+	int64_t since = mono_ns();
 	dlbn_progress_enable();
 	dlbn_progress_bytes("t.bin", 1, 10, 100);
-	CHECK(*stderr_since_last() == '\0', "nothing in the first second");
+	CHECK(quiet_if_within(since, 1000000000), "nothing in the first second");
 
 	sleep_ms(1100);
+	since = mono_ns();
 	dlbn_progress_bytes("t.bin", 2, 450000, 1000000);
 	const char *line = stderr_since_last();
 	CHECK(strcmp(line, "\r\033[Kdlbn-analyze: t.bin: pass 2, 45% of 1.0 MB") == 0,
 	      "after a second: the file, its pass and the share read");
 	dlbn_progress_bytes("t.bin", 2, 460000, 1000000);
-	CHECK(*stderr_since_last() == '\0', "not redrawn within a quarter second");
+	CHECK(quiet_if_within(since, 250000000), "not redrawn within a quarter second");
 
 	sleep_ms(300);
 	dlbn_progress_count("traces analysed", 3, 8);
