@@ -32,7 +32,7 @@ DLBN_VERSION := $(shell cat VERSION)
 CSTD := -std=c11 -D_GNU_SOURCE
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 OPT ?= -O2 -g
-CFLAGS_COMMON := $(CSTD) $(WARN) $(OPT) -Ilibintercept -I$(CUDA_HOME)/include
+CFLAGS_COMMON := $(CSTD) $(WARN) $(OPT) -Iinclude -Ilibintercept -I$(CUDA_HOME)/include
 MSGPACK_LIBS := -lmsgpackc
 
 # ---- libdlbn.so -----------------------------------------------------------
@@ -45,7 +45,11 @@ LIB_LDFLAGS := -shared -Wl,--version-script=libintercept/exports.map \
 LIB_LIBS := -ldl -lpthread
 
 # ---- dlbn-analyze ---------------------------------------------------------
-ANA_SRCS := $(sort $(wildcard analyzer/*.c))
+# One folder per layer (docs/DESIGN.md, "Analyzer layers"); sources include
+# each other's headers by layer/name.h from analyzer/.
+ANA_LAYERS := util trace model gpu analysis report export
+ANA_SRCS := $(sort $(wildcard analyzer/*.c $(ANA_LAYERS:%=analyzer/%/*.c)))
+ANA_HDRS := $(wildcard analyzer/*.h $(ANA_LAYERS:%=analyzer/%/*.h))
 ANA_OBJS := $(ANA_SRCS:%.c=$(BUILD)/%.o)
 ANA_LIB_OBJS := $(filter-out $(BUILD)/analyzer/main.o,$(ANA_OBJS))
 ANA_CFLAGS := $(CFLAGS_COMMON) -Ianalyzer -DDLBN_VERSION_STRING='"$(DLBN_VERSION)"'
@@ -63,10 +67,10 @@ PY_BOOT := $(BUILD)/dlbn-python/sitecustomize.py $(BUILD)/dlbn-python/_dlbn_boot
 .PHONY: all tests-aux deps demo check unit e2e bench eval sanitize lint install wheel wheel-tree clean
 all: $(BUILD)/libdlbn.so $(BUILD)/dlbn-analyze $(PY_BOOT) tests-aux
 
-$(BUILD)/%.o: %.c $(wildcard libintercept/*.h) $(wildcard analyzer/*.h)
+$(BUILD)/%.o: %.c $(wildcard include/dlbn/*.h libintercept/*.h) $(ANA_HDRS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(if $(filter libintercept/%,$<),$(LIB_CFLAGS),$(ANA_CFLAGS)) -MMD -c $< -o $@
+	$(Q)$(CC) $(if $(filter libintercept/%,$<),$(LIB_CFLAGS),$(ANA_CFLAGS)) -MMD -MP -c $< -o $@
 
 $(BUILD)/analyzer/main.o: VERSION
 
@@ -120,14 +124,14 @@ sanitize:
 
 # Layout (.clang-format), cppcheck, and clang-tidy (.clang-tidy) over the
 # library, the analyzer and the C unit tests.
-LINT_SRCS := libintercept/*.[ch] analyzer/*.[ch] tests/unit/*.[ch]
+LINT_SRCS := include/dlbn/*.h libintercept/*.[ch] $(ANA_SRCS) $(ANA_HDRS) tests/unit/*.[ch]
 lint:
 	clang-format --dry-run --Werror $(LINT_SRCS)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--suppress=missingIncludeSystem -D_GNU_SOURCE -DDLBN_VERSION_STRING='"$(DLBN_VERSION)"' \
-		-Ilibintercept -Ianalyzer \
+		-Iinclude -Ilibintercept -Ianalyzer \
 		libintercept analyzer
-	clang-tidy --quiet $(LIB_SRCS) $(ANA_SRCS) -- $(CSTD) -Ilibintercept -Ianalyzer \
+	clang-tidy --quiet $(LIB_SRCS) $(ANA_SRCS) -- $(CSTD) -Iinclude -Ilibintercept -Ianalyzer \
 		-DDLBN_VERSION_STRING='"$(DLBN_VERSION)"' \
 		-I$(CUDA_HOME)/include
 	@echo "lint: clean"
@@ -148,7 +152,7 @@ install: $(BUILD)/libdlbn.so $(INSTALL_ANALYZER) $(PY_BOOT)
 	install -m 0755 $(INSTALL_STRIP) $(BUILD)/libdlbn.so $(DESTDIR)$(PREFIX)/lib/dlbn/
 	install -m 0644 $(PY_BOOT) $(DESTDIR)$(PREFIX)/lib/dlbn/dlbn-python/
 	$(if $(INSTALL_PYC),$(PYTHON) -m compileall -q $(DESTDIR)$(PREFIX)/lib/dlbn/dlbn-python >/dev/null 2>&1 || true)
-	install -m 0644 libintercept/dlbn_trace.h $(DESTDIR)$(PREFIX)/include/dlbn/
+	install -m 0644 include/dlbn/dlbn_trace.h $(DESTDIR)$(PREFIX)/include/dlbn/
 	install -m 0644 $(filter-out man/dlbn.1,$(wildcard man/*.1)) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 0644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
@@ -160,7 +164,7 @@ install: $(BUILD)/libdlbn.so $(INSTALL_ANALYZER) $(PY_BOOT)
 # The tools (build, setuptools, auditwheel) come from .venv (make deps).
 WHEEL_PYTHON ?= .venv/bin/python
 WHEEL_SRCS := VERSION pyproject.toml setup.py MANIFEST.in Makefile $(LIB_SRCS) \
-	$(wildcard libintercept/*.h libintercept/*.map analyzer/*.h) $(ANA_SRCS) \
+	$(wildcard include/dlbn/*.h libintercept/*.h libintercept/*.map) $(ANA_HDRS) $(ANA_SRCS) \
 	$(wildcard python/*.py python/dlbn/*.py scripts/dlbn-* man/*.[157])
 
 # The analyzer with SQLite inside it: a wheel cannot ask for libsqlite3.

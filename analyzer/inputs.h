@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 
-#include "ranks.h"
+#include "analysis/ranks.h"
 #include "run.h"
 
 struct dlbn_inputs_opts {

@@ -19,20 +19,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "baseline.h"
-#include "export.h"
-#include "gpu.h"
-#include "hotspots.h"
+#include "analysis/baseline.h"
+#include "export/export.h"
+#include "gpu/gpu.h"
+#include "analysis/hotspots.h"
 #include "inputs.h"
-#include "model.h"
-#include "progress.h"
-#include "reader.h"
-#include "report.h"
-#include "report_html.h"
-#include "sweep.h"
-#include "timings.h"
-#include "verdict.h"
-#include "whatif.h"
+#include "model/model.h"
+#include "util/progress.h"
+#include "trace/reader.h"
+#include "report/report.h"
+#include "report/report_html.h"
+#include "analysis/sweep.h"
+#include "util/timings.h"
+#include "analysis/verdict.h"
+#include "analysis/whatif.h"
 
 /* The release, from the file VERSION at the top of the source tree (Makefile). */
 #ifndef DLBN_VERSION_STRING

@@ -10,14 +10,14 @@
 
 #include <stddef.h>
 
-#include "baseline.h"
-#include "hotspots.h"
-#include "model.h"
-#include "reader.h"
-#include "sweep.h"
-#include "timings.h"
-#include "verdict.h"
-#include "whatif.h"
+#include "analysis/baseline.h"
+#include "analysis/hotspots.h"
+#include "model/model.h"
+#include "trace/reader.h"
+#include "analysis/sweep.h"
+#include "util/timings.h"
+#include "analysis/verdict.h"
+#include "analysis/whatif.h"
 
 struct dlbn_run_opts {
 	struct dlbn_model_opts mo;

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "dlbn_trace.h"
+#include "dlbn/dlbn_trace.h"
 #include "fdtable.h"
 #include "recorder.h"
 

@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "dlbn_trace.h"
+#include "dlbn/dlbn_trace.h"
 
 #define DLBN_HIDDEN	 __attribute__((visibility("hidden")))
 #define DLBN_EXPORT	 __attribute__((visibility("default")))

@@ -9,7 +9,7 @@
  * too few cores: they queue for a CPU, and a fork-join region waits for
  * its slowest thread (spinning, with OpenMP's default wait policy).  The
  * analyzer needs their run and run-queue time in the window to predict
- * the loop without the loader (analyzer/shared_cores.c).
+ * the loop without the loader (analyzer/analysis/shared_cores.c).
  *
  * So, at most every CENSUS_PERIOD_NS, at a fetch mark of the main thread
  * (the end of a loop period: the window's edges fall on such marks), the

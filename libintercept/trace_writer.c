@@ -18,7 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "crc32c.h"
+#include "dlbn/crc32c.h"
 #include "session.h"
 #include "trace_writer.h"
 

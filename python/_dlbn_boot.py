@@ -25,7 +25,7 @@ the unwrapped call; exceptions of the wrapped calls pass through unchanged,
 with the traceback they would have without dlbn (the wrappers take their own
 frames out of it).
 
-Mark arguments (the kinds are DLBN_MARK_* of libintercept/dlbn_trace.h):
+Mark arguments (the kinds are DLBN_MARK_* of include/dlbn/dlbn_trace.h):
   ITER_BEGIN  iter_id, arg = how many iterators this DataLoader made before
               (the epoch number when there is one iter() per epoch)
   CONFIG      iter_id, "key=value;..." (emitted right after the iterator is

@@ -1,4 +1,4 @@
-"""Loading costs that land outside next() (analyzer/outside.h), on real
+"""Loading costs that land outside next() (analyzer/analysis/outside.h), on real
 DataLoaders: 32 MiB batches (8 samples of 4 MiB) from two workers.  After
 each batch arrives the loop drops the previous one (its shared memory is
 unmapped and released on the loop's thread) - measured by the recorder's

@@ -1,5 +1,5 @@
 """A model trained on the CPU shares the cores with the loader's workers
-(analyzer/shared_cores.h): the thread census sees torch's intra-op threads,
+(analyzer/analysis/shared_cores.h): the thread census sees torch's intra-op threads,
 which call no hook, and the analyzer counts the loop's time spent waiting
 for them while they queued behind the workers as a loading cost.
 

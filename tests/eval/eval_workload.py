@@ -49,7 +49,7 @@ Timing (all time.monotonic(), the recorder's CLOCK_MONOTONIC):
             the host clock through a reference event recorded while the GPU
             was idle.
 The steady-state window skips the first P+1 steps (P = num_workers x
-prefetch_factor), as the analyzer does (analyzer/window.c), and lasts from
+prefetch_factor), as the analyzer does (analyzer/model/window.c), and lasts from
 step k0-1 to the last step.  window_s measures it between done[] times:
 the loop's throughput whether or not the host runs ahead of the GPU (the
 analyzer's own window, fetch[k0-1]..fetch[last], is the same span shifted

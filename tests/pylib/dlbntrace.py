@@ -1,6 +1,6 @@
 """dlbntrace.py - the test suites' reader of dlbn trace files (format 1.x).
 
-One Python decoder of libintercept/dlbn_trace.h for every test suite
+One Python decoder of include/dlbn/dlbn_trace.h for every test suite
 (recorder, nvtx, cxx, cuda, e2e).  It parses the file header and every
 extent with `struct` and the records with Python's msgpack module, and
 shares no code with the C reader (analyzer/): the tests use it as an

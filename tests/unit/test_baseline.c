@@ -16,12 +16,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "baseline.h"
+#include "analysis/baseline.h"
 #include "check.h"
-#include "model.h"
-#include "reader.h"
+#include "model/model.h"
+#include "trace/reader.h"
 #include "tracegen.h"
-#include "verdict.h"
+#include "analysis/verdict.h"
 
 #define MS 1000000ll
 

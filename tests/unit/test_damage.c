@@ -13,12 +13,12 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "damage.h"
-#include "model.h"
-#include "reader.h"
-#include "report.h"
+#include "analysis/damage.h"
+#include "model/model.h"
+#include "trace/reader.h"
+#include "report/report.h"
 #include "tgsim.h"
-#include "verdict.h"
+#include "analysis/verdict.h"
 
 static char path[] = "/tmp/dlbn-test-damage-XXXXXX";
 static uint8_t orig[1 << 21];

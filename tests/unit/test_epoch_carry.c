@@ -16,10 +16,10 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "model.h"
-#include "reader.h"
+#include "model/model.h"
+#include "trace/reader.h"
 #include "tracegen.h"
-#include "verdict.h"
+#include "analysis/verdict.h"
 
 #define MS 1000000LL
 

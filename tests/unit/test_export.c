@@ -1,5 +1,5 @@
 /*
- * test_export.c - the --sqlite and --perfetto exports (analyzer/export.h)
+ * test_export.c - the --sqlite and --perfetto exports (analyzer/export/export.h)
  * on synthetic traces: the database holds every record, the model's
  * processes, threads, steps and workers, paired NVTX ranges and worker
  * batches, and its views answer; the Perfetto JSON parses (checked with
@@ -19,13 +19,13 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "export.h"
-#include "gpu.h"
-#include "model.h"
-#include "reader.h"
+#include "export/export.h"
+#include "gpu/gpu.h"
+#include "model/model.h"
+#include "trace/reader.h"
 #include "tgsim.h"
 #include "tracegen.h"
-#include "verdict.h"
+#include "analysis/verdict.h"
 
 static char dir[] = "/tmp/dlbn-test-export-XXXXXX";
 static char trace[512], dbpath[512], jsonpath[512];

@@ -19,12 +19,12 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "gpu.h"
-#include "model.h"
-#include "reader.h"
-#include "report.h"
+#include "gpu/gpu.h"
+#include "model/model.h"
+#include "trace/reader.h"
+#include "report/report.h"
 #include "tgsim.h"
-#include "verdict.h"
+#include "analysis/verdict.h"
 
 /* DLBN_FUZZ_ITERATIONS and DLBN_FUZZ_SEED in the environment override these. */
 #define ITERATIONS 1500

@@ -1,5 +1,5 @@
 /*
- * test_gpu.c - the GPU-aware split of loader waits (analyzer/gpu.c) on
+ * test_gpu.c - the GPU-aware split of loader waits (analyzer/gpu/gpu.c) on
  * synthetic traces: input-bound (probes done before the wait: all idle),
  * compute-bound with the host running ahead (probes done at the end of the
  * wait: all busy), partial overlap, lost probes (bounded, superseded, and
@@ -20,10 +20,10 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "gpu.h"
-#include "report.h"
-#include "model.h"
-#include "reader.h"
+#include "gpu/gpu.h"
+#include "report/report.h"
+#include "model/model.h"
+#include "trace/reader.h"
 #include "recbuf.h"
 #include "tracegen.h"
 

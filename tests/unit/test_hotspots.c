@@ -1,5 +1,5 @@
 /*
- * test_hotspots.c - where the workers' time goes (analyzer/hotspots.c).
+ * test_hotspots.c - where the workers' time goes (analyzer/analysis/hotspots.c).
  *
  * tgsim runs with the worker profile on (tgsim.h "profile": of each
  * batch's CPU time 50% in a timed Resize, 10% in collate, 30% sampled in
@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "hotspots.h"
-#include "model.h"
-#include "reader.h"
+#include "analysis/hotspots.h"
+#include "model/model.h"
+#include "trace/reader.h"
 #include "tgsim.h"
 
 static char path[] = "/tmp/dlbn-test-hotspots-XXXXXX";

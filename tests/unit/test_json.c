@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "json.h"
+#include "util/json.h"
 
 static char *render_string(const char *s, size_t n)
 {

@@ -1,6 +1,6 @@
 /*
  * test_lib_ops.c - a loader library's operators from its own NVTX ranges
- * (analyzer/lib_ops.c): DALI's "[DALI][CPU op] Run X" ranges are summed per
+ * (analyzer/model/lib_ops.c): DALI's "[DALI][CPU op] Run X" ranges are summed per
  * operator and thread-paired (a nested range of another name does not
  * close them), GPU and mixed runs are told apart, the reader's ReadOne is
  * "reader", other ranges and those closed before the window are not
@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "lib_ops.h"
-#include "ranges.h"
+#include "model/lib_ops.h"
+#include "model/ranges.h"
 
 #define MS 1000000LL
 

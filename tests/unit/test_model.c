@@ -12,11 +12,11 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "model.h"
-#include "reader.h"
-#include "report.h"
+#include "model/model.h"
+#include "trace/reader.h"
+#include "report/report.h"
 #include "tgsim.h"
-#include "verdict.h"
+#include "analysis/verdict.h"
 
 static char path[] = "/tmp/dlbn-test-model-XXXXXX";
 

@@ -1,5 +1,5 @@
 /*
- * test_nvtx_view.c - the NVTX view (analyzer/ranges.c, model.c): the
+ * test_nvtx_view.c - the NVTX view (analyzer/model/ranges.c, model.c): the
  * training loop's NVTX data-loading ranges become its steps when there are
  * no Python fetch marks (preference python > nvtx > ipc), step ranges are
  * counted, registered strings are per process and shared by its threads,
@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "model.h"
-#include "reader.h"
+#include "model/model.h"
+#include "trace/reader.h"
 #include "tracegen.h"
-#include "verdict.h"
+#include "analysis/verdict.h"
 
 #define MS    1000000LL
 #define T0    (1000 * MS)

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "progress.h"
+#include "util/progress.h"
 
 /* stderr goes to a temporary file; its bytes since the last read. */
 static off_t capture_at;

@@ -1,5 +1,5 @@
 /*
- * test_quantiles.c - the window's wait quantiles (analyzer/quantiles.c):
+ * test_quantiles.c - the window's wait quantiles (analyzer/util/quantiles.c):
  * exact for the first DLBN_QUANTILES_EXACT values, within 0.4% after them
  * (log-linear histogram), the maximum always exact, memory bounded.
  */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "quantiles.h"
+#include "util/quantiles.h"
 
 /* A reproducible spread of durations: 0.1 .. 100 ms, skewed low. */
 static int64_t wait_of(uint64_t i)

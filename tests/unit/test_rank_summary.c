@@ -1,6 +1,6 @@
 /*
- * test_rank_summary.c - a rank's summary (analyzer/rank_summary.c) and the
- * job view built from rows alone (analyzer/ranks.c): a row written and
+ * test_rank_summary.c - a rank's summary (analyzer/analysis/rank_summary.c) and the
+ * job view built from rows alone (analyzer/analysis/ranks.c): a row written and
  * read back is the same row; a summary of another format, a newer version,
  * a missing member or broken JSON is refused with a reason; the trace a
  * summary names is found beside it when its path does not lead there;
@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "rank_summary.h"
-#include "ranks.h"
+#include "analysis/rank_summary.h"
+#include "analysis/ranks.h"
 
 static char dir[] = "/tmp/dlbn-test-summary-XXXXXX";
 

@@ -1,5 +1,5 @@
 /*
- * test_ranks.c - several traces, one per rank (analyzer/ranks.c, main.c):
+ * test_ranks.c - several traces, one per rank (analyzer/analysis/ranks.c, main.c):
  * ranks come from the PROCESS records whatever the argument order, the
  * job verdict is the worst rank's, a job whose other ranks are fine but one
  * cannot be judged is INCONCLUSIVE, the worst rank and the straggler are
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "report.h"
+#include "report/report.h"
 #include "tgsim.h"
 
 static char dir[] = "/tmp/dlbn-test-ranks-XXXXXX";

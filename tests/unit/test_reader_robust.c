@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "reader.h"
+#include "trace/reader.h"
 #include "tracegen.h"
 
 #define EXT 4096

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "reader.h"
+#include "trace/reader.h"
 #include "tracegen.h"
 
 #define NSTREAMS   3

@@ -1,5 +1,5 @@
 /*
- * test_symbolize.c - analyzer/symbolize.c: offsets of known functions in
+ * test_symbolize.c - analyzer/util/symbolize.c: offsets of known functions in
  * this test binary (.symtab) and in libc (.dynsym) come back as
  * "name+0xoff (module)"; missing and non-ELF files degrade to
  * "0xoff (module)".
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "symbolize.h"
+#include "util/symbolize.h"
 
 static int failures;
 

@@ -1,6 +1,6 @@
 /*
  * test_verdict_gpu.c - the verdict with the GPU figures (verdict.c's GPU
- * rules on top of analyzer/gpu.c): the stall wording follows gpu.present
+ * rules on top of analyzer/gpu/gpu.c): the stall wording follows gpu.present
  * (not CUDA records of another process), GPU evidence lines reach the
  * verdict's reasons, unprobed waits that decide the class make the verdict
  * INCONCLUSIVE (or lower it to POTENTIAL with the range), pageable H2D
@@ -18,12 +18,12 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "gpu.h"
-#include "model.h"
-#include "reader.h"
+#include "gpu/gpu.h"
+#include "model/model.h"
+#include "trace/reader.h"
 #include "recbuf.h"
 #include "tracegen.h"
-#include "verdict.h"
+#include "analysis/verdict.h"
 
 #define MS     1000000LL
 #define US     1000LL

@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "model.h"
-#include "reader.h"
+#include "model/model.h"
+#include "trace/reader.h"
 #include "tracegen.h"
 
 #define MS  1000000LL

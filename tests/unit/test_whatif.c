@@ -1,5 +1,5 @@
 /*
- * test_whatif.c - the --what-if model (analyzer/whatif.h) on synthetic runs
+ * test_whatif.c - the --what-if model (analyzer/analysis/whatif.h) on synthetic runs
  * whose figures follow from tgsim's parameters: the curve and its limits
  * for known worker, loop, hand-off and core figures (workers needing
  * 80 ms per batch, a 10 ms loop, 2 cores), core counts inferred from CPU
@@ -14,13 +14,13 @@
 #include <string.h>
 
 #include "check.h"
-#include "model.h"
-#include "reader.h"
-#include "report.h"
-#include "sweep.h"
+#include "model/model.h"
+#include "trace/reader.h"
+#include "report/report.h"
+#include "analysis/sweep.h"
 #include "tgsim.h"
-#include "verdict.h"
-#include "whatif.h"
+#include "analysis/verdict.h"
+#include "analysis/whatif.h"
 
 static char path[] = "/tmp/dlbn-test-whatif-XXXXXX";
 

@@ -14,7 +14,7 @@
 
 #include <msgpack.h>
 
-#include "crc32c.h"
+#include "dlbn/crc32c.h"
 #include "tracegen.h"
 
 struct tg_stream {

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dlbn_trace.h"
+#include "dlbn/dlbn_trace.h"
 
 struct tg;
 struct tg_stream;

@@ -5,7 +5,7 @@
 # is the helpers' command line (synthetic traces for the benchmark).
 
 UNIT_CFLAGS = $(ANA_CFLAGS) -Itests/unit
-UNIT_HDRS = $(wildcard tests/unit/*.h) $(wildcard analyzer/*.h) libintercept/dlbn_trace.h
+UNIT_HDRS = $(wildcard tests/unit/*.h) $(ANA_HDRS) $(wildcard include/dlbn/*.h)
 # Every tests/unit/*.c that is neither a test nor gentrace's main.
 UNIT_HELPERS = $(patsubst tests/unit/%.c,$(BUILD)/tests/%.o,\
 	$(filter-out tests/unit/test_%.c tests/unit/gentrace.c,$(wildcard tests/unit/*.c)))

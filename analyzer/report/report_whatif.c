@@ -1,0 +1,326 @@
+/*
+ * report_whatif.c - the --what-if section of the text and Markdown reports
+ * and the "what_if" / "what_if_basis" JSON values (stable keys, see
+ * man/dlbn-analyze.1).  Reads the model of whatif.h; computes nothing.
+ */
+#include <string.h>
+
+#include "util/json.h"
+#include "report/report.h"
+#include "analysis/whatif.h"
+
+static const char *value_text(const struct dlbn_whatif_row *r, char *buf, size_t n)
+{
+	if (!strcmp(r->setting, "persistent_workers") || !strcmp(r->setting, "pin_memory"))
+		return r->value ? "True" : "False";
+	snprintf(buf, n, "%d", r->value);
+	return buf;
+}
+
+/* The batch size a row stands for: its value on a batch_size row. */
+static int row_batch(const struct dlbn_whatif *w, const struct dlbn_whatif_row *r)
+{
+	return !strcmp(r->setting, "batch_size") ? r->value : w->batch_size;
+}
+
+/* The grid's distinct batch sizes or units, in the grid's order. */
+static size_t grid_axis(const struct dlbn_whatif *w, int units, int *v, size_t cap)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < w->ngrid; i++) {
+		int x = units ? w->grid[i].units : w->grid[i].batch_size;
+		size_t j = 0;
+		while (j < n && v[j] != x)
+			j++;
+		if (j == n && n < cap)
+			v[n++] = x;
+	}
+	return n;
+}
+
+static const struct dlbn_whatif_cell *cell_at(const struct dlbn_whatif *w, int b, int u)
+{
+	for (size_t i = 0; i < w->ngrid; i++)
+		if (w->grid[i].batch_size == b && w->grid[i].units == u)
+			return &w->grid[i];
+	return NULL;
+}
+
+/* The grid as a matrix of predicted samples/s: rows batch sizes, columns
+ * units; markdown: a table. */
+static void grid_matrix(FILE *out, const struct dlbn_whatif *w, int markdown)
+{
+	int sizes[DLBN_WHATIF_BATCHES], units[DLBN_WHATIF_GRID_UNITS];
+	size_t ns = grid_axis(w, 0, sizes, DLBN_WHATIF_BATCHES);
+	size_t nu = grid_axis(w, 1, units, DLBN_WHATIF_GRID_UNITS);
+	const struct dlbn_whatif_cell *best = w->grid_best >= 0 ? &w->grid[w->grid_best] : NULL;
+	if (!ns || !nu)
+		return;
+	if (markdown) {
+		fprintf(out,
+			"\nPredicted samples/s, batch_size x %s (**best**, _this run_; "
+			"measured in brackets):\n\n| batch_size |",
+			w->knob);
+		for (size_t j = 0; j < nu; j++)
+			fprintf(out, " %s=%d |", w->knob, units[j]);
+		fputs("\n|---:|", out);
+		for (size_t j = 0; j < nu; j++)
+			fputs("---:|", out);
+		fputc('\n', out);
+	} else {
+		fprintf(out,
+			"  samples/s predicted, batch_size x %s (* the most, < this run, "
+			"[measured])\n  %10s",
+			w->knob, "batch_size");
+		for (size_t j = 0; j < nu; j++)
+			fprintf(out, " %15d", units[j]);
+		fputc('\n', out);
+	}
+	for (size_t i = 0; i < ns; i++) {
+		fprintf(out, markdown ? "| %d |" : "  %10d", sizes[i]);
+		for (size_t j = 0; j < nu; j++) {
+			const struct dlbn_whatif_cell *c = cell_at(w, sizes[i], units[j]);
+			char cell[48] = "-", measured[24] = "";
+			if (c && c->measured_ms > 0)
+				snprintf(measured, sizeof(measured), " [%.0f]",
+					 (double)c->batch_size * 1e3 / c->measured_ms);
+			if (c && markdown)
+				snprintf(cell, sizeof(cell), "%s%.0f%s%s", c == best ? "**" : "",
+					 c->samples_per_s, c == best ? "**" : "", measured);
+			else if (c)
+				snprintf(cell, sizeof(cell), "%.0f%s%s%s", c->samples_per_s,
+					 measured, c == best ? "*" : "", c->current ? "<" : "");
+			if (markdown)
+				fprintf(out, " %s%s%s |", c && c->current ? "_" : "", cell,
+					c && c->current ? "_" : "");
+			else
+				fprintf(out, " %15s", cell);
+		}
+		fputc('\n', out);
+	}
+	if (best)
+		fprintf(out,
+			"%sbest: batch_size %d, %s %d: %.0f samples/s (%.2f ms per step, "
+			"limited by %s%s",
+			markdown ? "\n" : "  ", best->batch_size, w->knob, best->units,
+			best->samples_per_s, best->step_ms, best->limited_by,
+			best->shm_mib > 0 ? "" : ")");
+	if (best && best->shm_mib > 0)
+		fprintf(out, "; %.1f MiB of /dev/shm in flight)", best->shm_mib);
+	if (best)
+		fputc('\n', out);
+}
+
+static void basis_line(FILE *out, const struct dlbn_whatif *w, const char *indent)
+{
+	if (w->in_process)
+		fprintf(out,
+			"%sinputs: one loader thread needs %.1f ms per batch, the loop %.2f ms "
+			"per step (the process %.2f ms CPU, the loader's threads included), "
+			"epoch start-up %.2f ms per step",
+			indent, w->batch_ms, w->loop_ms, w->main_cpu_ms, w->startup_ms);
+	else
+		fprintf(out,
+			"%sinputs: a worker needs %.1f ms per batch (%.1f ms CPU), the loop %.2f "
+			"ms per "
+			"step (%.2f ms CPU), hand-off %.2f ms, epoch start-up %.2f ms per step",
+			indent, w->batch_ms, w->worker_cpu_ms, w->loop_ms, w->main_cpu_ms,
+			w->handoff_ms, w->startup_ms);
+	if (w->stage_ms > 0)
+		fprintf(out, "; a loader stage that more %s do not shorten %.1f ms per batch",
+			w->knob, w->stage_ms);
+	fputs("; GPU ", out);
+	if (w->gpu_step_ms > 0)
+		fprintf(out, "%.2f ms per step", w->gpu_step_ms);
+	else
+		fputs("-", out);
+	fprintf(out, "; cores: %s\n", w->cores_from);
+}
+
+void dlbn_whatif_text(FILE *out, const struct dlbn_whatif *w)
+{
+	char buf[16];
+	fputs("\nWhat-if (predicted step time per setting, steady state)\n", out);
+	if (!w->valid) {
+		fprintf(out, "  no prediction: %s\n", w->why_not);
+		return;
+	}
+	basis_line(out, w, "  ");
+	fprintf(out, "  %-20s %6s %10s %9s %10s  %s\n", "setting", "value", "step ms", "speedup",
+		w->batch_size > 0 ? "samples/s" : "steps/s", "limited by");
+	for (size_t i = 0; i < w->nrows; i++) {
+		const struct dlbn_whatif_row *r = &w->rows[i];
+		double per_s = r->step_ms > 0 ? 1e3 / r->step_ms : 0;
+		if (w->batch_size > 0)
+			per_s *= row_batch(w, r);
+		fprintf(out, "  %-20s %6s %10.2f %8.2fx %10.1f  %s", r->setting,
+			value_text(r, buf, sizeof(buf)), r->step_ms, r->speedup, per_s,
+			r->limited_by);
+		if (r->current)
+			fprintf(out, "   <- this run (measured %.2f ms)", r->measured_ms);
+		fputc('\n', out);
+	}
+	fprintf(out, "  fewest %s for the best step: %d\n", w->knob, w->best_workers);
+	grid_matrix(out, w, 0);
+	for (size_t i = 0; i < w->nnotes; i++)
+		fprintf(out, "  - %s\n", w->notes[i]);
+}
+
+void dlbn_whatif_markdown(FILE *out, const struct dlbn_whatif *w)
+{
+	char buf[16];
+	fputs("\n## What-if\n\n", out);
+	if (!w->valid) {
+		fprintf(out, "No prediction: %s.\n", w->why_not);
+		return;
+	}
+	fputs("Predicted steady-state step time for other loader settings (dlbn-analyze "
+	      "--what-if).\n\n",
+	      out);
+	basis_line(out, w, "");
+	fputs("\n| setting | value | predicted step (ms) | speedup | limited by | measured (ms) |\n"
+	      "|---|---:|---:|---:|---|---:|\n",
+	      out);
+	for (size_t i = 0; i < w->nrows; i++) {
+		const struct dlbn_whatif_row *r = &w->rows[i];
+		fprintf(out, "| %s | %s%s | %.2f | %.2fx | %s |", r->setting,
+			value_text(r, buf, sizeof(buf)), r->current ? " (this run)" : "",
+			r->step_ms, r->speedup, r->limited_by);
+		if (r->current)
+			fprintf(out, " %.2f |\n", r->measured_ms);
+		else
+			fputs(" |\n", out);
+	}
+	grid_matrix(out, w, 1);
+	fputc('\n', out);
+	for (size_t i = 0; i < w->nnotes; i++)
+		fprintf(out, "- %s\n", w->notes[i]);
+}
+
+/* "what_if": [...], "what_if_basis": {...} (null / [] when not computed). */
+void dlbn_whatif_json(FILE *out, const struct dlbn_whatif *w)
+{
+	fputs("\"what_if\":", out);
+	if (!w) {
+		fputs("null,\"what_if_basis\":null,\"what_if_grid\":null", out);
+		return;
+	}
+	fputc('[', out);
+	for (size_t i = 0; w->valid && i < w->nrows; i++) {
+		const struct dlbn_whatif_row *r = &w->rows[i];
+		int first = 1;
+		fputs(i ? ",{" : "{", out);
+		dlbn_json_key(out, "setting", &first);
+		dlbn_json_str(out, r->setting);
+		dlbn_json_key(out, "value", &first);
+		fprintf(out, "%d", r->value);
+		dlbn_json_key(out, "predicted_step_ms", &first);
+		dlbn_json_number(out, r->step_ms);
+		dlbn_json_key(out, "predicted_speedup", &first);
+		dlbn_json_number(out, r->speedup);
+		dlbn_json_key(out, "limited_by", &first);
+		dlbn_json_str(out, r->limited_by);
+		double per_s = r->step_ms > 0 ? 1e3 / r->step_ms : 0;
+		dlbn_json_key(out, "predicted_steps_per_s", &first);
+		dlbn_json_number(out, per_s);
+		dlbn_json_key(out, "predicted_samples_per_s", &first);
+		if (w->batch_size > 0)
+			dlbn_json_number(out, per_s * row_batch(w, r));
+		else
+			fputs("null", out);
+		dlbn_json_key(out, "current", &first);
+		fputs(r->current ? "true" : "false", out);
+		dlbn_json_key(out, "measured_step_ms", &first);
+		if (r->current)
+			dlbn_json_number(out, r->measured_ms);
+		else
+			fputs("null", out);
+		fputc('}', out);
+	}
+	fputs("],\"what_if_basis\":{", out);
+	int first = 1;
+	dlbn_json_key(out, "valid", &first);
+	fputs(w->valid ? "true" : "false", out);
+	dlbn_json_key(out, "why_not", &first);
+	if (w->valid)
+		fputs("null", out);
+	else
+		dlbn_json_str(out, w->why_not);
+	static const char *const keys[] = {"measured_step_ms", "batch_ms",	 "worker_cpu_ms",
+					   "loop_ms",	       "main_cpu_ms",	 "handoff_ms",
+					   "startup_ms",       "file_share",	 "cores",
+					   "gpu_step_ms",      "stage_ms",	 "loop_fixed_ms",
+					   "gpu_fixed_ms",     "batch_fixed_ms", "batch_kib"};
+	const double vals[] = {w->measured_ms,	w->batch_ms,	   w->worker_cpu_ms,
+			       w->loop_ms,	w->main_cpu_ms,	   w->handoff_ms,
+			       w->startup_ms,	w->file_share,	   w->cores,
+			       w->gpu_step_ms,	w->stage_ms,	   w->loop_fixed_ms,
+			       w->gpu_fixed_ms, w->batch_fixed_ms, w->batch_kib};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		dlbn_json_key(out, keys[i], &first);
+		if ((!strcmp(keys[i], "cores") || !strcmp(keys[i], "gpu_step_ms") ||
+		     !strcmp(keys[i], "batch_kib")) &&
+		    vals[i] <= 0)
+			fputs("null", out);
+		else
+			dlbn_json_number(out, vals[i]);
+	}
+	dlbn_json_key(out, "cores_from", &first);
+	dlbn_json_str(out, w->cores_from);
+	dlbn_json_key(out, "num_workers", &first);
+	fprintf(out, "%d", w->num_workers);
+	dlbn_json_key(out, "best_workers", &first);
+	fprintf(out, "%d", w->best_workers);
+	dlbn_json_key(out, "curve_setting", &first);
+	dlbn_json_str(out, w->knob);
+	dlbn_json_key(out, "loader_kind", &first);
+	dlbn_json_str(out, w->kind);
+	dlbn_json_key(out, "gpu_paced", &first);
+	fputs(w->gpu_paced ? "true" : "false", out);
+	dlbn_json_key(out, "batch_size", &first);
+	if (w->batch_size > 0)
+		fprintf(out, "%d", w->batch_size);
+	else
+		fputs("null", out);
+	dlbn_json_key(out, "split_measured", &first);
+	fputs(w->split_measured ? "true" : "false", out);
+	dlbn_json_key(out, "notes", &first);
+	fputc('[', out);
+	for (size_t i = 0; i < w->nnotes; i++) {
+		if (i)
+			fputc(',', out);
+		dlbn_json_str(out, w->notes[i]);
+	}
+	fputs("]},\"what_if_grid\":[", out);
+	for (size_t i = 0; w->valid && i < w->ngrid; i++) {
+		const struct dlbn_whatif_cell *c = &w->grid[i];
+		int f = 1;
+		fputs(i ? ",{" : "{", out);
+		dlbn_json_key(out, "batch_size", &f);
+		fprintf(out, "%d", c->batch_size);
+		dlbn_json_key(out, w->knob, &f);
+		fprintf(out, "%d", c->units);
+		dlbn_json_key(out, "predicted_step_ms", &f);
+		dlbn_json_number(out, c->step_ms);
+		dlbn_json_key(out, "predicted_samples_per_s", &f);
+		dlbn_json_number(out, c->samples_per_s);
+		dlbn_json_key(out, "limited_by", &f);
+		dlbn_json_str(out, c->limited_by);
+		dlbn_json_key(out, "shm_mib", &f);
+		if (c->shm_mib > 0)
+			dlbn_json_number(out, c->shm_mib);
+		else
+			fputs("null", out);
+		dlbn_json_key(out, "current", &f);
+		fputs(c->current ? "true" : "false", out);
+		dlbn_json_key(out, "best", &f);
+		fputs((int)i == w->grid_best ? "true" : "false", out);
+		dlbn_json_key(out, "measured_step_ms", &f);
+		if (c->measured_ms > 0)
+			dlbn_json_number(out, c->measured_ms);
+		else
+			fputs("null", out);
+		fputc('}', out);
+	}
+	fputc(']', out);
+}

@@ -1,0 +1,110 @@
+/*
+ * json.c - JSON string escaping and number formatting (see json.h).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "util/json.h"
+
+size_t dlbn_utf8_len(const unsigned char *s, size_t n)
+{
+	size_t need;
+	uint32_t c;
+	if (s[0] < 0xc2)
+		return 0;
+	if (s[0] < 0xe0) {
+		need = 2;
+		c = s[0] & 0x1f;
+	} else if (s[0] < 0xf0) {
+		need = 3;
+		c = s[0] & 0x0f;
+	} else if (s[0] < 0xf5) {
+		need = 4;
+		c = s[0] & 0x07;
+	} else {
+		return 0;
+	}
+	if (need > n)
+		return 0;
+	for (size_t i = 1; i < need; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	/* overlong forms, surrogates and > U+10FFFF are not valid UTF-8 */
+	if ((need == 3 && c < 0x800) || (need == 4 && (c < 0x10000 || c > 0x10ffff)) ||
+	    (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	return need;
+}
+
+void dlbn_json_string(FILE *out, const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	fputc('"', out);
+	for (size_t i = 0; i < len;) {
+		unsigned char c = u[i];
+		size_t ul = c >= 0x80 ? dlbn_utf8_len(u + i, len - i) : 0;
+		if (ul) {
+			fwrite(s + i, 1, ul, out);
+			i += ul;
+			continue;
+		}
+		if (c == '"' || c == '\\') {
+			fputc('\\', out);
+			fputc(c, out);
+		} else if (c == '\n') {
+			fputs("\\n", out);
+		} else if (c == '\r') {
+			fputs("\\r", out);
+		} else if (c == '\t') {
+			fputs("\\t", out);
+		} else if (c < 0x20 || c >= 0x7f) {
+			fprintf(out, "\\u%04x", c); /* control, or a byte of no valid sequence */
+		} else {
+			fputc(c, out);
+		}
+		i++;
+	}
+	fputc('"', out);
+}
+
+void dlbn_json_str(FILE *out, const char *s)
+{
+	dlbn_json_string(out, s, strlen(s));
+}
+
+void dlbn_json_number(FILE *out, double v)
+{
+	if (isfinite(v))
+		fprintf(out, "%.6g", v);
+	else
+		fputs("null", out);
+}
+
+void dlbn_json_key(FILE *out, const char *k, int *first)
+{
+	fputs(*first ? "" : ",", out);
+	*first = 0;
+	dlbn_json_str(out, k);
+	fputc(':', out);
+}
+
+void dlbn_json_key_number(FILE *out, const char *k, double v, int known, int *first)
+{
+	dlbn_json_key(out, k, first);
+	if (known)
+		dlbn_json_number(out, v);
+	else
+		fputs("null", out);
+}
+
+void dlbn_json_key_int(FILE *out, const char *k, int v, int *first)
+{
+	dlbn_json_key(out, k, first);
+	if (v >= 0)
+		fprintf(out, "%d", v);
+	else
+		fputs("null", out);
+}
