@@ -5,7 +5,7 @@
 #   make check      build and run the test suite (installs Debian deps)
 #   make bench      hook cost, overhead and analyzer throughput figures
 #   make sanitize   the C unit tests and analyzer under ASan/UBSan
-#   make lint       clang-format --dry-run, cppcheck, clang-tidy
+#   make lint       layer check, clang-format --dry-run, cppcheck, clang-tidy
 #   make install PREFIX=/usr/local [DESTDIR=...]
 #   make wheel      dist/dlbn-VERSION-py3-none-manylinux_*.whl and the sdist
 #
@@ -123,9 +123,11 @@ sanitize:
 	@echo "sanitize: unit tests clean under ASan/UBSan"
 
 # Layout (.clang-format), cppcheck, and clang-tidy (.clang-tidy) over the
-# library, the analyzer and the C unit tests.
+# library, the analyzer and the C unit tests; the analyzer's includes point
+# down its layers (scripts/check-layers).
 LINT_SRCS := include/dlbn/*.h libintercept/*.[ch] $(ANA_SRCS) $(ANA_HDRS) tests/unit/*.[ch]
 lint:
+	scripts/check-layers analyzer
 	clang-format --dry-run --Werror $(LINT_SRCS)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--suppress=missingIncludeSystem -D_GNU_SOURCE -DDLBN_VERSION_STRING='"$(DLBN_VERSION)"' \

@@ -581,7 +581,7 @@ int main(int argc, char **argv)
 {
 	struct cli c = {.rank = -1};
 	char err[512];
-	dlbn_model_default_opts(&c.mo);
+	dlbn_gpu_model_opts(&c.mo);
 	dlbn_verdict_default_opts(&c.vo);
 	int rc = parse_args(argc, argv, &c);
 	if (rc >= 0)

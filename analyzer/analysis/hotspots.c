@@ -11,6 +11,7 @@
  */
 #include "analysis/hotspots.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>

@@ -129,7 +129,7 @@ static void clear_lost_open(struct dlbn_gpu_pass *ps, struct stream_ent *e, int 
 }
 
 /* Oldest epoch of track k a lost probe may still cover, NO_EPOCH none. */
-uint64_t gpu_oldest_lost_open(const struct dlbn_gpu_pass *ps, int k)
+static uint64_t oldest_lost_open(const struct dlbn_gpu_pass *ps, int k)
 {
 	uint64_t oldest = NO_EPOCH;
 
@@ -227,7 +227,7 @@ static int cutoff_passed(const struct track *tr, int64_t slack, int64_t t)
 	return t > c;
 }
 
-void gpu_finalize_wait(struct dlbn_gpu_pass *ps, struct track *tr)
+static void finalize_wait(struct dlbn_gpu_pass *ps, struct track *tr)
 {
 	struct slot *sl = SLOT(tr, tr->cut);
 	int64_t oldest = oldest_unprobed(ps);
@@ -248,7 +248,7 @@ static void advance(struct dlbn_gpu_pass *ps, int64_t t)
 		struct track *tr = &ps->tr[k];
 
 		while (tr->cut < tr->n && cutoff_passed(tr, ps->slack, t))
-			gpu_finalize_wait(ps, tr);
+			finalize_wait(ps, tr);
 	}
 }
 
@@ -520,10 +520,74 @@ static void on_event(struct dlbn_gpu_pass *ps, const struct event *ev)
 	}
 }
 
+/* ---- handing steps over --------------------------------------------------- */
+
+/* Is the split of the oldest step of tr final?  See the file comment. */
+static int step_ready(const struct dlbn_gpu_pass *ps, const struct track *tr)
+{
+	uint64_t p = tr->base;
+	const struct slot *sl = SLOT(tr, p);
+
+	if (p >= tr->cut || sl->pending)
+		return 0;
+	if (ps->ending)
+		return 1;
+	if (ps->stash && ps->stash_epoch[tr->k] <= p)
+		return 0;
+	if (ps->nlost_open && oldest_lost_open(ps, tr->k) <= p)
+		return 0;
+	return ps->hdone > sl->s.end; /* its loop period's host records are in */
+}
+
+/*
+ * Split the oldest step and hand it over.  forced: before all evidence is
+ * in (a ceiling was reached); a probe answer still missing makes it an
+ * unknown wait.  Returns 0, leaving the step, when its refill bubble
+ * cannot be sized yet (the loop has queued no GPU work since).
+ */
+static int step_final(struct dlbn_gpu_pass *ps, struct track *tr, int forced)
+{
+	uint64_t p = tr->base;
+	struct slot *sl = SLOT(tr, p);
+	int unknown = sl->cut;
+
+	if (forced) {
+		while (tr->cut <= p)
+			finalize_wait(ps, tr);
+		int missing = sl->pending || (ps->stash && ps->stash_epoch[tr->k] <= p) ||
+			      oldest_lost_open(ps, tr->k) <= p;
+		ps->g->steps_forced++;
+		ps->g->steps_forced_unknown += (uint64_t)missing;
+		unknown |= missing;
+	}
+	int64_t busy_until = max64(tr->busy_until, sl->maxdone);
+	int32_t lost = tr->lost + sl->unknown_diff;
+	/* The next GPU work after the step sizes its refill bubble; a loop that
+	 * queued none for REFILL_WAIT_NS has stopped using the GPU, and the
+	 * step is taken as the trace's last GPU step would be (no bubble). */
+	int refill_known = forced || ps->ending || tr->refill_next > p ||
+			   ps->hdone - sl->s.end > REFILL_WAIT_NS;
+	if (!gpu_split_final(ps, tr, sl, busy_until, unknown || lost > 0, refill_known))
+		return 0;
+	tr->busy_until = busy_until;
+	tr->lost = lost;
+	if (ps->fn)
+		ps->fn(ps->ctx, tr->k, &sl->s, &sl->gs);
+	tr->base++;
+	return 1;
+}
+
+/* Hand over every step of tr whose split is final. */
+static void track_drain(struct dlbn_gpu_pass *ps, struct track *tr)
+{
+	while (tr->base < tr->n && step_ready(ps, tr) && step_final(ps, tr, 0))
+		;
+}
+
 /* ---- the pass ----------------------------------------------------------- */
 
 struct dlbn_gpu_pass *dlbn_gpu_pass_new(const struct dlbn_model *m, struct dlbn_gpu *g,
-					const struct dlbn_gpu_opts *o, dlbn_gpu_final_fn fn,
+					const struct dlbn_gpu_opts *o, dlbn_split_final_fn fn,
 					void *ctx)
 {
 	struct dlbn_gpu_opts defaults;
@@ -578,7 +642,7 @@ void dlbn_gpu_pass_step(struct dlbn_gpu_pass *ps, int k, const struct dlbn_step 
 			ps->oom = 1;
 			return;
 		}
-		gpu_step_final(ps, tr, 1); /* at the ceiling: the oldest goes now */
+		step_final(ps, tr, 1); /* at the ceiling: the oldest goes now */
 	}
 	struct slot *sl = SLOT(tr, tr->n);
 	int64_t wb, we;
@@ -698,7 +762,7 @@ void dlbn_gpu_pass_horizon(struct dlbn_gpu_pass *ps, int64_t h)
 	ps->hdone = h;
 	advance(ps, h);
 	for (int k = 0; k < NTRACKS; k++)
-		gpu_track_drain(ps, &ps->tr[k]);
+		track_drain(ps, &ps->tr[k]);
 }
 
 void dlbn_gpu_pass_end(struct dlbn_gpu_pass *ps)
@@ -725,5 +789,51 @@ void dlbn_gpu_pass_end(struct dlbn_gpu_pass *ps)
 	}
 	ps->ending = 1;
 	for (int k = 0; k < NTRACKS; k++)
-		gpu_track_drain(ps, &ps->tr[k]);
+		track_drain(ps, &ps->tr[k]);
+}
+
+/* ---- as the model runs it ------------------------------------------------ */
+
+static void *as_model_start(const struct dlbn_model *m, struct dlbn_gpu *g, dlbn_split_final_fn final,
+			 void *ctx)
+{
+	return dlbn_gpu_pass_new(m, g, NULL, final, ctx);
+}
+
+static void as_model_record(void *pass, const struct dlbn_record *r)
+{
+	dlbn_gpu_pass_record(pass, r);
+}
+
+static void as_model_step(void *pass, int view, const struct dlbn_step *s)
+{
+	dlbn_gpu_pass_step(pass, view, s);
+}
+
+static void as_model_horizon(void *pass, int64_t h)
+{
+	dlbn_gpu_pass_horizon(pass, h);
+}
+
+static int as_model_end(void *pass)
+{
+	dlbn_gpu_pass_end(pass);
+	int failed = dlbn_gpu_pass_failed(pass);
+	dlbn_gpu_pass_free(pass);
+	return failed;
+}
+
+const struct dlbn_split_pass dlbn_gpu_split = {
+	.start = as_model_start,
+	.record = as_model_record,
+	.step = as_model_step,
+	.horizon = as_model_horizon,
+	.end = as_model_end,
+	.finish = dlbn_gpu_finish,
+};
+
+void dlbn_gpu_model_opts(struct dlbn_model_opts *o)
+{
+	dlbn_model_default_opts(o);
+	o->split = &dlbn_gpu_split;
 }

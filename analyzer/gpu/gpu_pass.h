@@ -4,7 +4,8 @@
  * else:
  *
  *   gpu.c         the pass: streams, tracks of waits, probes, CUDA records
- *                 queued until the model's horizon passes them
+ *                 queued until the model's horizon passes them, and when
+ *                 each step's split is final (then it is handed on)
  *   gpu_split.c   a step's final split: the wait's GPU-busy and idle parts,
  *                 its refill bubble, the GPU's idle time in its lead, the
  *                 host-side evidence of its loop period
@@ -113,7 +114,7 @@ struct event {
 struct dlbn_gpu_pass {
 	struct dlbn_gpu *g;
 	int64_t slack;
-	dlbn_gpu_final_fn fn;
+	dlbn_split_final_fn fn;
 	void *ctx;
 	struct track tr[NTRACKS];
 	struct pending_probe ring[PROBE_RING];
@@ -164,24 +165,19 @@ static inline int64_t max64(int64_t a, int64_t b)
 	return a > b ? a : b;
 }
 
-/* gpu.c */
-void gpu_finalize_wait(struct dlbn_gpu_pass *ps, struct track *tr);
 /* gpu_gaps.c: a probe issued at t; GPU work queued at t; probe id done at
  * done (NO_TIME: lost). */
 void gpu_gap_open(struct dlbn_gpu_pass *ps, uint64_t id, int64_t t);
 void gpu_gap_enqueue(struct dlbn_gpu_pass *ps, int64_t t);
 void gpu_gap_done(struct dlbn_gpu_pass *ps, uint64_t id, int64_t done);
-uint64_t gpu_oldest_lost_open(const struct dlbn_gpu_pass *ps, int k);
 /* gpu_split.c: host evidence of a loop period (attribute_host's adders) */
 void gpu_add_launch(struct dlbn_gpu_host *h, const struct event *ev);
 void gpu_add_sync(struct dlbn_gpu_host *h, const struct event *ev);
 void gpu_add_copy(struct dlbn_gpu_host *h, const struct event *ev);
-/* gpu_split.c: hand over the oldest step of tr (forced: before all its
- * evidence is in); 0 when its refill bubble cannot be sized yet.  drain:
- * every step of tr whose split is final. */
-/* One step into a window's sums. */
+/* gpu_split.c: one step into a window's sums; the final split of tr's
+ * oldest step sl (0: its refill bubble cannot be sized yet). */
 void gpu_win_add(struct dlbn_gpu_win *w, const struct dlbn_step *s, const struct dlbn_gpu_step *gs);
-int gpu_step_final(struct dlbn_gpu_pass *ps, struct track *tr, int forced);
-void gpu_track_drain(struct dlbn_gpu_pass *ps, struct track *tr);
+int gpu_split_final(struct dlbn_gpu_pass *ps, struct track *tr, struct slot *sl,
+		    int64_t busy_until, int unknown, int refill_known);
 
 #endif /* DLBN_GPU_PASS_H */

@@ -2,8 +2,9 @@
  * gpu_split.c - a step's final GPU split (the rule in gpu.h): the wait's
  * GPU-busy and GPU-idle parts from busy_until, the refill bubble after a
  * drained wait, the GPU's idle time in the step's lead (the loop period
- * before its wait, outside.h), and the host-side CUDA evidence of its loop
- * period; then the step goes to the model's callback in step order.
+ * before its wait, outside.h), the host-side CUDA evidence of its loop
+ * period, and the view's sums.  When a split is final, and handing the
+ * step on, is gpu.c's to decide: this file only does the arithmetic.
  */
 #include <string.h>
 
@@ -240,71 +241,25 @@ void gpu_win_add(struct dlbn_gpu_win *w, const struct dlbn_step *s, const struct
 	}
 }
 
-/* Is the split of the oldest step of tr final?  See the file comment. */
-static int step_ready(const struct dlbn_gpu_pass *ps, const struct track *tr)
-{
-	uint64_t p = tr->base;
-	const struct slot *sl = SLOT(tr, p);
-
-	if (p >= tr->cut || sl->pending)
-		return 0;
-	if (ps->ending)
-		return 1;
-	if (ps->stash && ps->stash_epoch[tr->k] <= p)
-		return 0;
-	if (ps->nlost_open && gpu_oldest_lost_open(ps, tr->k) <= p)
-		return 0;
-	return ps->hdone > sl->s.end; /* its loop period's host records are in */
-}
-
 /*
- * Split the oldest step and hand it over.  forced: before all evidence is
- * in (a ceiling was reached); a probe answer still missing makes it an
- * unknown wait.  Returns 0, leaving the step, when its refill bubble
- * cannot be sized yet (the loop has queued no GPU work since).
+ * The final split of tr's oldest step sl (the rule in gpu.h), given what
+ * the scheduler in gpu.c knows by now: busy_until over the probes that
+ * count for it, whether its evidence is incomplete, and whether the loop's
+ * next GPU work (which sizes a refill bubble) is known.  Returns 0, leaving
+ * sl as it was, when the bubble cannot be sized yet; else 1, with the step
+ * added to the view's whole-run and window sums.
  */
-int gpu_step_final(struct dlbn_gpu_pass *ps, struct track *tr, int forced)
+int gpu_split_final(struct dlbn_gpu_pass *ps, struct track *tr, struct slot *sl,
+		    int64_t busy_until, int unknown, int refill_known)
 {
-	uint64_t p = tr->base;
-	struct slot *sl = SLOT(tr, p);
-	int unknown = sl->cut;
-
-	if (forced) {
-		while (tr->cut <= p)
-			gpu_finalize_wait(ps, tr);
-		int missing = sl->pending || (ps->stash && ps->stash_epoch[tr->k] <= p) ||
-			      gpu_oldest_lost_open(ps, tr->k) <= p;
-		ps->g->steps_forced++;
-		ps->g->steps_forced_unknown += (uint64_t)missing;
-		unknown |= missing;
-	}
-	int64_t busy_until = max64(tr->busy_until, sl->maxdone);
-	int32_t lost = tr->lost + sl->unknown_diff;
-	/* The next GPU work after the step sizes its refill bubble; a loop that
-	 * queued none for REFILL_WAIT_NS has stopped using the GPU, and the
-	 * step is taken as the trace's last GPU step would be (no bubble). */
-	int refill_known = forced || ps->ending || tr->refill_next > p ||
-			   ps->hdone - sl->s.end > REFILL_WAIT_NS;
-	if (split_step(sl, busy_until, unknown || lost > 0, refill_known))
+	if (split_step(sl, busy_until, unknown, refill_known))
 		return 0;
 	lead_idle(tr, sl, busy_until);
 	lead_next(tr, sl, busy_until, ps->first_work);
-	tr->busy_until = busy_until;
-	tr->lost = lost;
 	gpu_win_add(&ps->g->view_all[tr->k], &sl->s, &sl->gs);
 	if (sl->s.aside) /* another loader's fetch: its loop period's host work only */
 		add_host(&ps->g->view_win[tr->k].host, &sl->gs.host);
 	else if (!sl->s.warmup)
 		gpu_win_add(&ps->g->view_win[tr->k], &sl->s, &sl->gs);
-	if (ps->fn)
-		ps->fn(ps->ctx, tr->k, &sl->s, &sl->gs);
-	tr->base++;
 	return 1;
-}
-
-/* Hand over every step of tr whose split is final. */
-void gpu_track_drain(struct dlbn_gpu_pass *ps, struct track *tr)
-{
-	while (tr->base < tr->n && step_ready(ps, tr) && gpu_step_final(ps, tr, 0))
-		;
 }

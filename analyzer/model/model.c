@@ -168,7 +168,7 @@ static struct dlbn_steps *steps_of(struct dlbn_model *m, int k, const struct dlb
 	return view_steps(m, k);
 }
 
-/* A step's GPU split is final (gpu.c calls back, in step order). */
+/* A step's GPU split is final (the split pass calls back, in step order). */
 static void step_split(void *ctx, int k, struct dlbn_step *s, const struct dlbn_gpu_step *gs)
 {
 	struct pass2 *ps = ctx;
@@ -180,7 +180,8 @@ static void step_split(void *ctx, int k, struct dlbn_step *s, const struct dlbn_
  * A view's step ended.  The GPU seam (docs/DESIGN.md, "Analyzer layers"): its wait
  * is split into the part during which the GPU still had queued work
  * (gpu_busy, not a stall: prefetch hid it) and the part it sat idle
- * (gpu_idle, the stall) by gpu.c, once the probes around it are in.
+ * (gpu_idle, the stall) by the split pass (opts.split: gpu/gpu.h), once the
+ * probes around it are in.
  * Without CUDA records the whole wait is stall, final at once.
  */
 void model_feed(struct pass2 *ps, struct dlbn_steps *st, struct dlbn_step *s)
@@ -197,8 +198,8 @@ void model_feed(struct pass2 *ps, struct dlbn_steps *st, struct dlbn_step *s)
 		m->main_sem_wait_ns = ps->main_sem_wait; /* up to the window's last step */
 	if (st == &m->ipc_steps && s->bytes > 0 && m->nipc_head < DLBN_HEAD_STEPS)
 		m->ipc_head_bytes[m->nipc_head++] = s->bytes;
-	if (ps->gpu)
-		dlbn_gpu_pass_step(ps->gpu, s->aside ? 0 : view_index(m, st), s);
+	if (ps->split)
+		ps->o->split->step(ps->split, s->aside ? 0 : view_index(m, st), s);
 	else if (dlbn_window_final(m, st, s, NULL) != 0)
 		ps->oom = 1;
 }
@@ -371,8 +372,8 @@ static void gpu_pass_record(struct pass2 *ps, const struct dlbn_record *rec)
 	struct dlbn_timings *t = ps->o->timings;
 	int timed = t && ++ps->gpu_timing_count % GPU_TIMING_STRIDE == 0;
 	int64_t t0 = timed ? dlbn_clock_ns(CLOCK_MONOTONIC) : 0;
-	dlbn_gpu_pass_record(ps->gpu, rec);
-	dlbn_gpu_pass_horizon(ps->gpu, horizon(ps, rec->t_ns));
+	ps->o->split->record(ps->split, rec);
+	ps->o->split->horizon(ps->split, horizon(ps, rec->t_ns));
 	if (timed) {
 		int64_t d = dlbn_clock_ns(CLOCK_MONOTONIC) - t0 - t->clock_read_ns;
 		t->wall_ns[DLBN_PHASE_GPU] += (d > 0 ? d : 0) * GPU_TIMING_STRIDE;
@@ -391,8 +392,8 @@ static int run_pass2(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 			   .pin_held_last = INT64_MIN};
 	const struct dlbn_record *rec;
 
-	if (m->has_cuda && m->training >= 0 &&
-	    !(ps.gpu = dlbn_gpu_pass_new(m, &m->gpu, NULL, step_split, &ps)))
+	if (o->split && m->has_cuda && m->training >= 0 &&
+	    !(ps.split = o->split->start(m, &m->gpu, step_split, &ps)))
 		return -1;
 	dlbn_reader_rewind(r);
 	while ((rec = dlbn_reader_next(r))) {
@@ -411,19 +412,15 @@ static int run_pass2(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 				ps.oom = 1;
 			if (rec->type == DLBN_REC_RANGE_PUSH || rec->type == DLBN_REC_RANGE_POP)
 				dlbn_lib_ops_record(&m->lib_ops, rec, in_window);
-			if (ps.gpu)
+			if (ps.split)
 				gpu_pass_record(&ps, rec);
 		}
 	}
 	model_ipc_close(&ps);
 	if (ps.has_pin_held)
 		model_feed(&ps, &m->ipc_steps, &ps.pin_held);
-	if (ps.gpu) {
-		dlbn_gpu_pass_end(ps.gpu);
-		if (dlbn_gpu_pass_failed(ps.gpu))
-			ps.oom = 1;
-		dlbn_gpu_pass_free(ps.gpu);
-	}
+	if (ps.split && o->split->end(ps.split) != 0)
+		ps.oom = 1;
 	return ps.oom ? -1 : 0;
 }
 
@@ -483,8 +480,9 @@ int dlbn_model_build(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 	dlbn_lib_ops_sort(&m->lib_ops);
 	/* The chosen view's GPU window is the verdict's: steps ending in
 	 * (ws, we] (the IPC view when there is none, as the verdict's). */
-	dlbn_gpu_finish(&m->gpu, m->py_steps.n ? 0 : 1, view_index(m, m->steps), m->steps->w.ws,
-			m->steps->w.we);
+	if (o->split)
+		o->split->finish(&m->gpu, m->py_steps.n ? 0 : 1, view_index(m, m->steps),
+				 m->steps->w.ws, m->steps->w.we);
 	return 0;
 }
 

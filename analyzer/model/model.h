@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "gpu/gpu.h"
+#include "model/gpu_figures.h"
 #include "model/lib_ops.h"
 #include "model/loaders.h"
 #include "model/ranges.h"
@@ -303,6 +303,36 @@ struct dlbn_loader_table {
 	char torch_version[40];
 };
 
+/*
+ * A pass that runs alongside pass 2 over the training process's records and
+ * settles each step's wait split some time after the step ends: the GPU
+ * split (gpu/gpu.h, dlbn_gpu_split) is the one there is.  The model knows it
+ * only through this table, so that the layers point one way (docs/DESIGN.md,
+ * "Analyzer layers").  The model hands it every record of the training
+ * process, every step a view produces, and after each record a horizon (no
+ * step still to come has its wait begin before it); it hands each step back
+ * through `final`, in step order per view, once nothing can change its
+ * split.  Without one (opts.split NULL) every wait keeps the CPU-only rule,
+ * all of it stall, final at once.
+ */
+typedef void (*dlbn_split_final_fn)(void *ctx, int view, struct dlbn_step *s,
+				    const struct dlbn_gpu_step *gs);
+struct dlbn_split_pass {
+	/* Begin for m's training process (roles decided), filling in *g.
+	 * NULL when out of memory. */
+	void *(*start)(const struct dlbn_model *m, struct dlbn_gpu *g, dlbn_split_final_fn final,
+		       void *ctx);
+	void (*record)(void *pass, const struct dlbn_record *r);
+	void (*step)(void *pass, int view, const struct dlbn_step *s);
+	void (*horizon)(void *pass, int64_t h);
+	/* End of the trace: every step left is handed back.  Nonzero when
+	 * memory ran out (some steps then never came back).  Frees the pass. */
+	int (*end)(void *pass);
+	/* After pass 2, CUDA records or not: the whole-run figures from view
+	 * `whole`, the window (ws, we] of view `view` and the evidence lines. */
+	void (*finish)(struct dlbn_gpu *g, int whole, int view, int64_t ws, int64_t we);
+};
+
 struct dlbn_model_opts {
 	int64_t handoff_gap_ns; /* hand-off ops closer than this belong to one batch */
 	int force_view;		/* DLBN_VIEW_NONE = auto */
@@ -314,6 +344,7 @@ struct dlbn_model_opts {
 	dlbn_step_sink sink;	/* NULL: none */
 	void *sink_ctx;
 	struct dlbn_timings *timings; /* --timings: the passes' costs added here; NULL none */
+	const struct dlbn_split_pass *split; /* NULL: CPU-only rule (see above) */
 };
 
 /* IPC hand-offs whose bytes are kept for --baseline (bytes per batch of

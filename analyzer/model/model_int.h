@@ -18,7 +18,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "gpu/gpu.h"
 #include "model/model.h"
 #include "trace/reader.h"
 
@@ -183,7 +182,7 @@ struct pass2 {
 	 * first wait's begin less how far the waits ran past the step). */
 	int64_t pin_acc_first, pin_held_first, pin_acc_last, pin_held_last;
 	struct nvtx_state nvtx;
-	struct dlbn_gpu_pass *gpu; /* NULL: no CUDA records, CPU-only rule */
+	void *split; /* o->split's state; NULL: no CUDA records, CPU-only rule */
 	int oom;
 	/* The loop's counters at the last batch's arrival (a FETCH_END that
 	 * carried them; loop_cost.c), the start of the next step's lead. */

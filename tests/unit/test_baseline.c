@@ -18,6 +18,7 @@
 
 #include "analysis/baseline.h"
 #include "check.h"
+#include "gpu/gpu.h"
 #include "model/model.h"
 #include "trace/reader.h"
 #include "tracegen.h"
@@ -68,7 +69,7 @@ static void analyse(struct analysed *x, const char *path)
 	char err[256];
 	struct dlbn_model_opts mo;
 	struct dlbn_verdict_opts vo;
-	dlbn_model_default_opts(&mo);
+	dlbn_gpu_model_opts(&mo);
 	dlbn_verdict_default_opts(&vo);
 	x->r = dlbn_reader_open(path, err, sizeof(err));
 	if (!x->r) {
@@ -95,7 +96,7 @@ static int compare(struct dlbn_baseline *b)
 	struct dlbn_model_opts mo;
 	struct dlbn_verdict_opts vo;
 	char err[256] = "";
-	dlbn_model_default_opts(&mo);
+	dlbn_gpu_model_opts(&mo);
 	dlbn_verdict_default_opts(&vo);
 	analyse(&real, real_path);
 	int rc = dlbn_baseline_load(b, replay_path, &mo, &vo, real.r, &real.m, &real.a, err,
@@ -267,7 +268,7 @@ static void unreadable(void)
 	struct dlbn_model_opts mo;
 	struct dlbn_verdict_opts vo;
 	char err[256] = "";
-	dlbn_model_default_opts(&mo);
+	dlbn_gpu_model_opts(&mo);
 	dlbn_verdict_default_opts(&vo);
 	loop_trace(real_path, 40, 2 * MS, 2 * MS, 1 * MS, CFG);
 	analyse(&real, real_path);
@@ -284,7 +285,7 @@ static int compare_files(const char *real_trace, const char *replay_trace)
 	struct dlbn_model_opts mo;
 	struct dlbn_verdict_opts vo;
 	char err[256] = "";
-	dlbn_model_default_opts(&mo);
+	dlbn_gpu_model_opts(&mo);
 	dlbn_verdict_default_opts(&vo);
 	analyse(&real, real_trace);
 	int rc = dlbn_baseline_load(&b, replay_trace, &mo, &vo, real.r, &real.m, &real.a, err,

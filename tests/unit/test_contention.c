@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "gpu/gpu.h"
 #include "model/model.h"
 #include "trace/reader.h"
 #include "tgsim.h"
@@ -38,7 +39,7 @@ static void run(const struct tgsim_params *p, struct res *x)
 	struct dlbn_reader *r = dlbn_reader_open(path, err, sizeof(err));
 	if (!r)
 		exit(2);
-	dlbn_model_default_opts(&mo);
+	dlbn_gpu_model_opts(&mo);
 	dlbn_verdict_default_opts(&vo);
 	if (dlbn_model_build(&m, r, &mo) != 0 || dlbn_analyze(&m, dlbn_reader_stats(r), &vo, &x->a))
 		exit(2);

@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "analysis/damage.h"
+#include "gpu/gpu.h"
 #include "model/model.h"
 #include "trace/reader.h"
 #include "report/report.h"
@@ -48,7 +49,7 @@ static int analyse(const uint8_t *b, size_t len, struct result *res)
 	struct dlbn_analysis a;
 	struct dlbn_model_opts mo;
 	struct dlbn_verdict_opts vo;
-	dlbn_model_default_opts(&mo);
+	dlbn_gpu_model_opts(&mo);
 	dlbn_verdict_default_opts(&vo);
 	int rc = -1;
 	if (dlbn_model_build(&m, r, &mo) == 0 &&

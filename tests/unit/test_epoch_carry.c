@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "gpu/gpu.h"
 #include "model/model.h"
 #include "trace/reader.h"
 #include "tracegen.h"
@@ -74,7 +75,7 @@ int main(void)
 	struct dlbn_reader *r = dlbn_reader_open(path, err, sizeof(err));
 	if (!r)
 		return 2;
-	dlbn_model_default_opts(&mo);
+	dlbn_gpu_model_opts(&mo);
 	mo.keep_steps = 1;
 	dlbn_verdict_default_opts(&vo);
 	if (dlbn_model_build(&m, r, &mo) != 0 || dlbn_analyze(&m, dlbn_reader_stats(r), &vo, &a))

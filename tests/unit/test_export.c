@@ -48,7 +48,7 @@ static void open_run(struct run *x, const char *path)
 		printf("cannot open %s: %s\n", path, err);
 		exit(1);
 	}
-	dlbn_model_default_opts(&mo);
+	dlbn_gpu_model_opts(&mo);
 	dlbn_verdict_default_opts(&vo);
 	if (dlbn_model_build(&x->m, x->r, &mo) != 0 ||
 	    dlbn_analyze_gpu(&x->m, dlbn_reader_stats(x->r), &vo, &x->m.gpu, &x->a) != 0)

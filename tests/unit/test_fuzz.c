@@ -119,7 +119,7 @@ static int run_one(const char *path, const uint8_t *b, size_t len, FILE *devnull
 	struct dlbn_analysis a;
 	struct dlbn_model_opts mo;
 	struct dlbn_verdict_opts vo;
-	dlbn_model_default_opts(&mo);
+	dlbn_gpu_model_opts(&mo);
 	dlbn_verdict_default_opts(&vo);
 	int rc = -1;
 	if (dlbn_model_build(&m, r, &mo) == 0 &&

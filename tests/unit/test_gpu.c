@@ -106,7 +106,7 @@ static void analyze(struct run *x)
 		printf("cannot open trace: %s\n", err);
 		exit(2);
 	}
-	dlbn_model_default_opts(&mo);
+	dlbn_gpu_model_opts(&mo);
 	mo.keep_steps = 1;
 	if (dlbn_model_build(&x->m, x->r, &mo) != 0)
 		exit(2);
@@ -822,7 +822,7 @@ static void test_million_probes(void)
 	x.r = dlbn_reader_open(path, err, sizeof(err));
 	if (!x.r)
 		exit(2);
-	dlbn_model_default_opts(&mo); /* steps not kept: memory as dlbn-analyze uses it */
+	dlbn_gpu_model_opts(&mo); /* steps not kept: memory as dlbn-analyze uses it */
 	rss0 = max_rss_kib();
 	if (dlbn_model_build(&x.m, x.r, &mo) != 0)
 		exit(2);

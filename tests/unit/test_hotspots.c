@@ -15,6 +15,7 @@
 
 #include "check.h"
 #include "analysis/hotspots.h"
+#include "gpu/gpu.h"
 #include "model/model.h"
 #include "trace/reader.h"
 #include "tgsim.h"
@@ -36,7 +37,7 @@ static int open_run(struct run *x, const struct tgsim_params *p)
 	if (tgsim_write(path, p, &records) != 0 ||
 	    !(x->r = dlbn_reader_open(path, err, sizeof(err))))
 		return -1;
-	dlbn_model_default_opts(&mo);
+	dlbn_gpu_model_opts(&mo);
 	if (dlbn_model_build(&x->m, x->r, &mo) != 0)
 		return -1;
 	return dlbn_hotspots_build(&x->h, x->r, &x->m);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "gpu/gpu.h"
 #include "model/model.h"
 #include "trace/reader.h"
 #include "tracegen.h"
@@ -51,7 +52,7 @@ static int open_run(struct run *x)
 		fprintf(stderr, "%s\n", err);
 		return -1;
 	}
-	dlbn_model_default_opts(&mo);
+	dlbn_gpu_model_opts(&mo);
 	mo.keep_steps = 1;
 	mo.force_train = force_train;
 	dlbn_verdict_default_opts(&vo);

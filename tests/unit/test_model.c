@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "gpu/gpu.h"
 #include "model/model.h"
 #include "trace/reader.h"
 #include "report/report.h"
@@ -38,7 +39,7 @@ static void open_run(struct run *x, int force_view)
 		printf("cannot open: %s\n", err);
 		exit(1);
 	}
-	dlbn_model_default_opts(&mo);
+	dlbn_gpu_model_opts(&mo);
 	mo.keep_steps = 1;
 	mo.force_view = force_view;
 	dlbn_verdict_default_opts(&vo);

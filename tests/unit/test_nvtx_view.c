@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "gpu/gpu.h"
 #include "model/model.h"
 #include "trace/reader.h"
 #include "tracegen.h"
@@ -111,7 +112,7 @@ static struct res analyze(int force_view)
 	struct dlbn_reader *r = dlbn_reader_open(path, err, sizeof(err));
 	if (!r)
 		exit(2);
-	dlbn_model_default_opts(&mo);
+	dlbn_gpu_model_opts(&mo);
 	mo.force_view = force_view;
 	dlbn_verdict_default_opts(&vo);
 	if (dlbn_model_build(&m, r, &mo) != 0 || dlbn_analyze(&m, dlbn_reader_stats(r), &vo, &a))

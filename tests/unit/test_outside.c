@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "gpu/gpu.h"
 #include "model/model.h"
 #include "trace/reader.h"
 #include "tgsim.h"
@@ -34,7 +35,7 @@ static void run(const struct tgsim_params *p, struct dlbn_analysis *a)
 	struct dlbn_reader *r = dlbn_reader_open(path, err, sizeof(err));
 	if (!r)
 		exit(2);
-	dlbn_model_default_opts(&mo);
+	dlbn_gpu_model_opts(&mo);
 	dlbn_verdict_default_opts(&vo);
 	if (dlbn_model_build(&m, r, &mo) != 0)
 		exit(2);

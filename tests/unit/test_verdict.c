@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "gpu/gpu.h"
 #include "model/model.h"
 #include "trace/reader.h"
 #include "tracegen.h"
@@ -67,7 +68,7 @@ static struct result analyze(void)
 	struct dlbn_verdict_opts vo;
 	struct dlbn_model m;
 	struct dlbn_analysis a;
-	dlbn_model_default_opts(&mo);
+	dlbn_gpu_model_opts(&mo);
 	dlbn_verdict_default_opts(&vo);
 	if (dlbn_model_build(&m, r, &mo) != 0 ||
 	    dlbn_analyze(&m, dlbn_reader_stats(r), &vo, &a) != 0)

@@ -110,7 +110,7 @@ static void analyze(struct run *x)
 		printf("cannot open trace: %s\n", err);
 		exit(2);
 	}
-	dlbn_model_default_opts(&mo);
+	dlbn_gpu_model_opts(&mo);
 	dlbn_verdict_default_opts(&vo);
 	if (dlbn_model_build(&x->m, x->r, &mo) != 0)
 		exit(2);

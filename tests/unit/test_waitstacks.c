@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "gpu/gpu.h"
 #include "model/model.h"
 #include "trace/reader.h"
 #include "tracegen.h"
@@ -104,7 +105,7 @@ static void test_model(void)
 		printf("cannot open: %s\n", err);
 		exit(2);
 	}
-	dlbn_model_default_opts(&mo);
+	dlbn_gpu_model_opts(&mo);
 	if (dlbn_model_build(&mdl, r, &mo) != 0)
 		exit(2);
 	const struct dlbn_wait_stacks *ws = &mdl.stacks;
