@@ -95,7 +95,8 @@ struct run {
 	struct dlbn_gpu g;
 };
 
-static void analyze(struct run *x)
+/* split: the GPU split attached to the model, as dlbn-analyze builds it. */
+static void analyze_with(struct run *x, int split)
 {
 	char err[256];
 	struct dlbn_model_opts mo;
@@ -106,11 +107,19 @@ static void analyze(struct run *x)
 		printf("cannot open trace: %s\n", err);
 		exit(2);
 	}
-	dlbn_gpu_model_opts(&mo);
+	if (split)
+		dlbn_gpu_model_opts(&mo);
+	else
+		dlbn_model_default_opts(&mo);
 	mo.keep_steps = 1;
 	if (dlbn_model_build(&x->m, x->r, &mo) != 0)
 		exit(2);
 	x->g = x->m.gpu;
+}
+
+static void analyze(struct run *x)
+{
+	analyze_with(x, 1);
 }
 
 static void done(struct run *x)
@@ -281,6 +290,28 @@ static void test_compute_bound(void)
 	CHECK(x.g.win.wait_gpu_idle_s == 0 && x.g.win.wait_gpu_busy_s > 0.3,
 	      "compute-bound: window busy %.3f s, idle %.3f s", x.g.win.wait_gpu_busy_s,
 	      x.g.win.wait_gpu_idle_s);
+	done(&x);
+}
+
+/*
+ * The model alone (no split pass in its options) on the compute-bound loop:
+ * the CUDA records are there, but every wait keeps the CPU-only rule and
+ * the GPU figures stay empty.  The split is the GPU layer's, attached by
+ * whoever builds the model.
+ */
+static void test_model_without_split(void)
+{
+	struct run x;
+
+	loop_with_probes(WAIT_NS + 2 * MS);
+	write_trace();
+	analyze_with(&x, 0);
+	CHECK(x.m.has_cuda, "without split: the model still sees the CUDA records");
+	CHECK(!x.g.present && x.g.probes == 0 && x.g.nreasons == 0,
+	      "without split: no GPU figures (present %d, probes %llu, reasons %zu)", x.g.present,
+	      (unsigned long long)x.g.probes, x.g.nreasons);
+	CHECK(sum_idle(&x.m.py_steps) == STEPS * WAIT_NS && sum_busy(&x.m.py_steps) == 0,
+	      "without split: every wait is a stall");
 	done(&x);
 }
 
@@ -853,6 +884,7 @@ int main(void)
 	close(fd);
 	test_input_bound();
 	test_compute_bound();
+	test_model_without_split();
 	test_partial();
 	test_probe_cutoff();
 	test_lost_bounded();
