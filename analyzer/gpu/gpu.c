@@ -794,8 +794,8 @@ void dlbn_gpu_pass_end(struct dlbn_gpu_pass *ps)
 
 /* ---- as the model runs it ------------------------------------------------ */
 
-static void *as_model_start(const struct dlbn_model *m, struct dlbn_gpu *g, dlbn_split_final_fn final,
-			 void *ctx)
+static void *as_model_start(const struct dlbn_model *m, struct dlbn_gpu *g,
+			    dlbn_split_final_fn final, void *ctx)
 {
 	return dlbn_gpu_pass_new(m, g, NULL, final, ctx);
 }

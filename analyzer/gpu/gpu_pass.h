@@ -177,7 +177,7 @@ void gpu_add_copy(struct dlbn_gpu_host *h, const struct event *ev);
 /* gpu_split.c: one step into a window's sums; the final split of tr's
  * oldest step sl (0: its refill bubble cannot be sized yet). */
 void gpu_win_add(struct dlbn_gpu_win *w, const struct dlbn_step *s, const struct dlbn_gpu_step *gs);
-int gpu_split_final(struct dlbn_gpu_pass *ps, struct track *tr, struct slot *sl,
-		    int64_t busy_until, int unknown, int refill_known);
+int gpu_split_final(struct dlbn_gpu_pass *ps, struct track *tr, struct slot *sl, int64_t busy_until,
+		    int unknown, int refill_known);
 
 #endif /* DLBN_GPU_PASS_H */

@@ -249,8 +249,8 @@ void gpu_win_add(struct dlbn_gpu_win *w, const struct dlbn_step *s, const struct
  * sl as it was, when the bubble cannot be sized yet; else 1, with the step
  * added to the view's whole-run and window sums.
  */
-int gpu_split_final(struct dlbn_gpu_pass *ps, struct track *tr, struct slot *sl,
-		    int64_t busy_until, int unknown, int refill_known)
+int gpu_split_final(struct dlbn_gpu_pass *ps, struct track *tr, struct slot *sl, int64_t busy_until,
+		    int unknown, int refill_known)
 {
 	if (split_step(sl, busy_until, unknown, refill_known))
 		return 0;

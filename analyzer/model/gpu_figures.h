@@ -60,7 +60,6 @@ struct dlbn_gpu_step {
 	int64_t gpu_done;
 };
 
-
 /* Figures over a window of steps (dlbn_gpu_window). */
 struct dlbn_gpu_win {
 	int valid;
