@@ -148,72 +148,6 @@ static int setup_procs(struct dlbn_model *m, struct dlbn_reader *r)
 	return 0;
 }
 
-/* Another loader's steps belong to the Python view (k = 0) too: the GPU
- * split sees all fetches of the loop in time order. */
-static int view_index(const struct dlbn_model *m, const struct dlbn_steps *st)
-{
-	return st == &m->ipc_steps ? 1 : st == &m->nvtx_steps ? 2 : 0;
-}
-
-static struct dlbn_steps *view_steps(struct dlbn_model *m, int k)
-{
-	return k == 0 ? &m->py_steps : k == 1 ? &m->ipc_steps : &m->nvtx_steps;
-}
-
-/* The steps a step of view k belongs to: its loader's when aside. */
-static struct dlbn_steps *steps_of(struct dlbn_model *m, int k, const struct dlbn_step *s)
-{
-	if (k == 0 && s->aside && s->loader >= 0)
-		return &m->loaders.v[s->loader].steps;
-	return view_steps(m, k);
-}
-
-/* A step's GPU split is final (the split pass calls back, in step order). */
-static void step_split(void *ctx, int k, struct dlbn_step *s, const struct dlbn_gpu_step *gs)
-{
-	struct pass2 *ps = ctx;
-	if (dlbn_window_final(ps->m, steps_of(ps->m, k, s), s, gs) != 0)
-		ps->oom = 1;
-}
-
-/*
- * A view's step ended.  The GPU seam (docs/DESIGN.md, "Analyzer layers"): its wait
- * is split into the part during which the GPU still had queued work
- * (gpu_busy, not a stall: prefetch hid it) and the part it sat idle
- * (gpu_idle, the stall) by the split pass (opts.split: gpu/gpu.h), once the
- * probes around it are in.
- * Without CUDA records the whole wait is stall, final at once.
- */
-void model_feed(struct pass2 *ps, struct dlbn_steps *st, struct dlbn_step *s)
-{
-	struct dlbn_model *m = ps->m;
-	s->gpu_busy_ns = 0;
-	s->gpu_idle_ns = s->wait_ns;
-	s->gpu_refill_ns = 0;
-	s->gpu_lead_idle_ns = -1;
-	s->gpu_lead_refill_ns = 0;
-	s->gpu_lead_wrap_idle_ns = 0;
-	dlbn_window_feed(m, st, s);
-	if (st == m->steps && st->w.window)
-		m->main_sem_wait_ns = ps->main_sem_wait; /* up to the window's last step */
-	if (st == &m->ipc_steps && s->bytes > 0 && m->nipc_head < DLBN_HEAD_STEPS)
-		m->ipc_head_bytes[m->nipc_head++] = s->bytes;
-	if (ps->split)
-		ps->o->split->step(ps->split, s->aside ? 0 : view_index(m, st), s);
-	else if (dlbn_window_final(m, st, s, NULL) != 0)
-		ps->oom = 1;
-}
-
-/* Epoch bookkeeping shared by both views. */
-void model_number_epoch(struct dlbn_steps *st, struct dlbn_step *s, int new_epoch)
-{
-	if (st->epochs == 0 || new_epoch) {
-		st->epochs++;
-		s->epoch_start = 1;
-	}
-	s->epoch = st->epochs - 1;
-}
-
 static void training_record(struct pass2 *ps, const struct dlbn_record *r)
 {
 	struct dlbn_model *m = ps->m;
@@ -393,7 +327,7 @@ static int run_pass2(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 	const struct dlbn_record *rec;
 
 	if (o->split && m->has_cuda && m->training >= 0 &&
-	    !(ps.split = o->split->start(m, &m->gpu, step_split, &ps)))
+	    !(ps.split = o->split->start(m, &m->gpu, model_step_split, &ps)))
 		return -1;
 	dlbn_reader_rewind(r);
 	while ((rec = dlbn_reader_next(r))) {
@@ -467,7 +401,7 @@ int dlbn_model_build(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 	infer_num_workers(m);
 	choose_view(m, o);
 	m->warmup_steps = o->warmup_steps;
-	struct dlbn_steps *chosen = view_steps(m, view_index(m, m->steps));
+	struct dlbn_steps *chosen = model_view_steps(m, model_view_index(m, m->steps));
 	if (!(chosen->w.waits = dlbn_quantiles_new()))
 		return -1;
 	dlbn_stopwatch_start(&w);
@@ -481,7 +415,7 @@ int dlbn_model_build(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 	/* The chosen view's GPU window is the verdict's: steps ending in
 	 * (ws, we] (the IPC view when there is none, as the verdict's). */
 	if (o->split)
-		o->split->finish(&m->gpu, m->py_steps.n ? 0 : 1, view_index(m, m->steps),
+		o->split->finish(&m->gpu, m->py_steps.n ? 0 : 1, model_view_index(m, m->steps),
 				 m->steps->w.ws, m->steps->w.we);
 	return 0;
 }
@@ -513,7 +447,7 @@ void dlbn_model_free(struct dlbn_model *m)
 	free(m->procs);
 	free(m->threads);
 	for (int k = 0; k < 3; k++) {
-		struct dlbn_steps *st = view_steps(m, k);
+		struct dlbn_steps *st = model_view_steps(m, k);
 		free(st->v);
 		free(st->gs);
 		dlbn_quantiles_free(st->w.waits);

@@ -4,8 +4,9 @@
  * field helpers, and the state of pass 2 (struct pass2) with the handlers
  * each view's file provides.
  *
- *   model.c          options, config text, setup, the two passes, the step
- *                    hand-off to window.c and gpu.c, the view choice
+ *   model.c          options, config text, setup, the two passes, the view
+ *                    choice
+ *   model_steps.c    a view's step ended: epoch, window, split pass
  *   model_roles.c    pass 1: processes, pipe identity, roles
  *   model_ipc.c      the IPC view (direct and pin-memory paths)
  *   model_marks.c    the views the program declares: Python fetch marks
@@ -210,9 +211,13 @@ struct pipe_ent *model_pipe_get(struct pipe_table *t, int64_t ino);
 void model_pipe_table_free(struct pipe_table *t);
 int model_pass1_record(struct dlbn_model *m, const struct dlbn_record *r);
 void model_decide_roles(struct dlbn_model *m);
-/* model.c: a view's step ended (to window.c, through the GPU split). */
+/* model_steps.c: a view's step ended; its epoch; the views by index (0
+ * python, 1 ipc, 2 nvtx) and back; the split pass's callback. */
 void model_feed(struct pass2 *ps, struct dlbn_steps *st, struct dlbn_step *s);
 void model_number_epoch(struct dlbn_steps *st, struct dlbn_step *s, int new_epoch);
+int model_view_index(const struct dlbn_model *m, const struct dlbn_steps *st);
+struct dlbn_steps *model_view_steps(struct dlbn_model *m, int k);
+void model_step_split(void *ctx, int k, struct dlbn_step *s, const struct dlbn_gpu_step *gs);
 /* model_ipc.c */
 void model_ipc_record(struct pass2 *ps, const struct dlbn_record *r);
 void model_ipc_close(struct pass2 *ps); /* the hand-off in progress ends */
