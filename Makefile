@@ -123,11 +123,11 @@ sanitize:
 	@echo "sanitize: unit tests clean under ASan/UBSan"
 
 # Layout (.clang-format), cppcheck, and clang-tidy (.clang-tidy) over the
-# library, the analyzer and the C unit tests; the analyzer's includes point
-# down its layers (scripts/check-layers).
+# library, the analyzer and the C unit tests; the analyzer's includes and
+# calls point down its layers, without circles (scripts/check-layers).
 LINT_SRCS := include/dlbn/*.h libintercept/*.[ch] $(ANA_SRCS) $(ANA_HDRS) tests/unit/*.[ch]
-lint:
-	scripts/check-layers analyzer
+lint: $(ANA_OBJS)
+	scripts/check-layers analyzer $(BUILD)/analyzer
 	clang-format --dry-run --Werror $(LINT_SRCS)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--suppress=missingIncludeSystem -D_GNU_SOURCE -DDLBN_VERSION_STRING='"$(DLBN_VERSION)"' \
