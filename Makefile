@@ -64,7 +64,7 @@ PY_BOOT := $(BUILD)/dlbn-python/sitecustomize.py $(BUILD)/dlbn-python/_dlbn_boot
 	$(BUILD)/dlbn-python/_dlbn_loaders.py $(BUILD)/dlbn-python/_dlbn_threads.py \
 	$(BUILD)/dlbn-python/_dlbn_wrappers.py
 
-.PHONY: all tests-aux deps demo check unit e2e bench eval sanitize lint install wheel wheel-tree clean
+.PHONY: all tests-aux deps demo check unit bench eval sanitize lint install wheel wheel-tree clean
 all: $(BUILD)/libdlbn.so $(BUILD)/dlbn-analyze $(PY_BOOT) tests-aux
 
 $(BUILD)/%.o: %.c $(wildcard include/dlbn/*.h libintercept/*.h) $(ANA_HDRS)
@@ -110,11 +110,11 @@ unit: all $(UNIT_BINS)
 	@PYTHON=$(PYTHON) tests/run-tests --unit-only
 
 bench: deps all
-	@PYTHON=$(PYTHON) tests/bench/run-bench
+	@PYTHON=$(PYTHON) tests/perf/bench/run-bench
 
-# Both PyTorch generations unless PYTHON is given (tests/eval/run-eval).
+# Both PyTorch generations unless PYTHON is given (tests/perf/eval/run-eval).
 eval: deps all
-	@$(if $(USER_PYTHON),PYTHON=$(USER_PYTHON)) tests/eval/run-eval
+	@$(if $(USER_PYTHON),PYTHON=$(USER_PYTHON)) tests/perf/eval/run-eval
 
 sanitize:
 	$(MAKE) BUILD=build/san OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \

@@ -120,7 +120,8 @@ __asm__(".text\n" DLBN_DLSYM_STUB("__dlbn_dlsym_v34", "dlbn_real_dlsym_v34") DLB
 #else
 /*
  * Other architectures: C, relying on the compiler turning the final call
- * into a tail jump (it does at -O2; tests/cuda checks RTLD_NEXT lookups).
+ * into a tail jump (it does at -O2; tests/recorder/cuda checks RTLD_NEXT
+ * lookups).
  */
 DLBN_EXPORT void *__dlbn_dlsym_v34(void *handle, const char *name);
 DLBN_EXPORT void *__dlbn_dlsym_v225(void *handle, const char *name);

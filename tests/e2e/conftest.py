@@ -1,6 +1,6 @@
 """pytest fixtures of dlbn's end-to-end tests (helpers: e2e_common.py).
 
-Module names here are prefixed e2e_ because tests/recorder is collected in
+Module names here are prefixed e2e_ because tests/recorder/ is collected in
 the same pytest session and plain names (conftest, a trace decoder) would collide
 in sys.modules.
 """

@@ -32,7 +32,8 @@ import pytest
 from e2e_common import (BOOT_DIR, LIB, PYTHON, RUN_TIMEOUT_S, analyze_ok, clean_env,
                         require_binaries)
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support",
+                                "pylib"))
 from dlbntrace import Trace  # noqa: E402
 
 BEGIN, END, STOP, ITER = 1, 2, 3, 4

@@ -4,7 +4,7 @@ model the JSON report describes, its views answer; the Perfetto file is
 valid JSON with a track per process and a fetch slice per step; an
 unwritable export path is a clear error (exit 1) that leaves nothing
 behind, and the trace itself is never overwritten.  On the simulated GPU
-(tests/simcuda) the steps carry the GPU busy/idle split.  The steps'
+(tests/support/simcuda) the steps carry the GPU busy/idle split.  The steps'
 hand-off columns add up to the report's per-batch figures, every Perfetto
 track's slices nest, and non-ASCII strings stay whole in --dump, the JSON
 report and both exports.
@@ -172,8 +172,9 @@ def test_gpu_split_exported(rundir):
     trace = rundir / "gpu.dlbn"
     env = clean_env({"DLBN_OUTPUT": str(trace), "LD_PRELOAD": str(LIB),
                      "LD_LIBRARY_PATH": str(sim_dir), "SIMGPU_REACH": "runtime"})
-    proc = subprocess.run([PYTHON, str(ROOT / "tests" / "simcuda" / "gpu_workload.py"),
-                           "input_bound", "--steps", "30"], env=env, cwd=str(rundir),
+    workload = ROOT / "tests" / "support" / "simcuda" / "gpu_workload.py"
+    proc = subprocess.run([PYTHON, str(workload), "input_bound", "--steps", "30"],
+                          env=env, cwd=str(rundir),
                           capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 0, proc.stderr[-4000:]
     db, timeline = rundir / "gpu.db", rundir / "gpu.json"

@@ -1,9 +1,9 @@
 """GPU-aware verdicts end to end: real DataLoaders drive the simulated GPU
-(tests/simcuda) under LD_PRELOAD=build/libdlbn.so, through both ways an
+(tests/support/simcuda) under LD_PRELOAD=build/libdlbn.so, through both ways an
 application reaches the driver: "runtime" (dlopen + cuGetProcAddress_v2,
 as libcudart does) and "direct" (PLT calls into a linked libcuda.so.1).
 
-The scenarios of tests/simcuda/gpu_workload.py, with their ground truth
+The scenarios of tests/support/simcuda/gpu_workload.py, with their ground truth
 (sleep-based, so stable on a 2-core machine):
   input_bound     batch every 30 ms, 10 ms of GPU work: GPU idle ~2/3 of
                   every wait -> DETECTED, Replay speedup ~3.0
@@ -44,7 +44,7 @@ import pytest
 from e2e_common import (BUILD, LIB, PYTHON, ROOT, RUN_TIMEOUT_S, Run, check_timing, clean_env,
                         require_binaries, trace_origin_s)
 
-GPU_WORKLOAD = ROOT / "tests" / "simcuda" / "gpu_workload.py"
+GPU_WORKLOAD = ROOT / "tests" / "support" / "simcuda" / "gpu_workload.py"
 SIM_DIR = BUILD / "tests" / "simcuda"
 SIM_LIBS = [SIM_DIR / name for name in ("libcuda.so.1", "libsimrt.so", "libsimrt_direct.so")]
 

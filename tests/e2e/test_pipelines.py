@@ -1,7 +1,7 @@
 """Real pipelines end to end: dlbn's verdict on the input
 pipelines users run, judged against a measured Replay.
 
-Every program of tests/pipelines/ (torchvision ImageFolder, timm's
+Every program of tests/support/pipelines/ (torchvision ImageFolder, timm's
 create_loader + PrefetchLoader, a Hugging Face datasets Arrow dataset,
 WebDataset tar shards, torchdata's StatefulDataLoader, Lightning's
 Trainer.fit, a train + val script and its zipped labelled + unlabelled
@@ -21,7 +21,7 @@ setting:
 Two tests each: S landed where the setting was built for (else nothing is
 being tested: it fails with the figures), and the verdict is S's class
 (DETECTED > 1.50, POTENTIAL (1.10, 1.50], NOT_DETECTED <= 1.10, either
-neighbour within 5% of a threshold: tests/eval/eval.py's rule).  Both are
+neighbour within 5% of a threshold: tests/perf/eval/eval.py's rule).  Both are
 timing properties: on a machine other programs loaded (foreign load above
 e2e_common.FOREIGN_LOAD_LIMIT cores in a run) a failure is a skip that
 carries the figures.  A third checks that the analysis followed the
@@ -49,7 +49,7 @@ import pytest
 from e2e_common import (BUILD, FOREIGN_LOAD_LIMIT, LIB, PYTHON, ROOT, analyze_ok, clean_env,
                         require_binaries)
 
-PIPELINE_DIR = ROOT / "tests" / "pipelines"
+PIPELINE_DIR = ROOT / "tests" / "support" / "pipelines"
 SIM_DIR = BUILD / "tests" / "simcuda"
 SKIP_STATUS = 77
 RUN_TIMEOUT_S = 180

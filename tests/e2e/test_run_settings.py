@@ -23,7 +23,8 @@ import pytest
 
 from e2e_common import ANALYZE, BOOT_DIR, LIB, PYTHON, ROOT, clean_env, require_binaries
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support",
+                                "pylib"))
 from dlbntrace import Trace  # noqa: E402
 
 RUN = ROOT / "scripts" / "dlbn-run"

@@ -3,7 +3,7 @@
 which call no hook, and the analyzer counts the loop's time spent waiting
 for them while they queued behind the workers as a loading cost.
 
-tests/pipelines/cpu_train.py with two intra-op threads (--threads 2) and
+tests/support/pipelines/cpu_train.py with two intra-op threads (--threads 2) and
 two workers decoding large JPEGs on a 2-core machine: the workers always
 hold cores while the model works, so its threads queue; the figures
 asserted are the evidence (which threads, that they queued, what the
@@ -19,7 +19,7 @@ import pytest
 
 from e2e_common import LIB, PYTHON, ROOT, RUN_TIMEOUT_S, analyze, analyze_ok, clean_env
 
-PROGRAM = ROOT / "tests" / "pipelines" / "cpu_train.py"
+PROGRAM = ROOT / "tests" / "support" / "pipelines" / "cpu_train.py"
 SKIP_STATUS = 77
 SMALL = ["--setting", "input", "--image-size", "1024x768", "--steps", "24", "--val-steps", "1",
          "--threads", "2", "--crop", "112"]

@@ -14,7 +14,8 @@ import pytest
 
 from e2e_common import BOOT_DIR, LIB, PYTHON, clean_env, require_binaries
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support",
+                                "pylib"))
 from dlbntrace import Trace  # noqa: E402
 
 USER_SITE = '''\

@@ -1,5 +1,5 @@
 """The bootstrap's marks as the recorder writes them (read with the test
-reader tests/pylib/dlbntrace.py, independently of dlbn-analyze): on the
+reader tests/support/pylib/dlbntrace.py, independently of dlbn-analyze): on the
 main thread of the training process, one ITER_BEGIN + CONFIG per epoch and
 a FETCH_BEGIN / FETCH_END pair around every batch, ending in FETCH_STOP;
 FETCH_END lands just before the loop sees the batch (same CLOCK_MONOTONIC
@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support",
+                                "pylib"))
 from dlbntrace import Trace  # noqa: E402
 
 BEGIN, END, STOP, ITER = 1, 2, 3, 4
