@@ -23,7 +23,8 @@ void verdict_dali_pipeline(const struct dlbn_model *m, const struct dlbn_config 
 	const struct dlbn_lib_ops *o = &m->lib_ops;
 	int threads = c->threads > 0 ? c->threads : 1;
 	int need = ceil_ratio(threads * period, a->loop_ms);
-	int gpu = strstr(c->text, "device=gpu") != NULL;
+	const char *device = dlbn_config_value(c, "device");
+	int gpu = device && !strcmp(device, "gpu");
 	if (!a->cause[0])
 		snprintf(a->cause, sizeof(a->cause), "dali_pipeline");
 	REASON("DALI pipeline (%d thread%s, %s): it delivers a batch every %.1f ms, the loop "
