@@ -908,27 +908,11 @@ int dlbn_analyze_gpu(const struct dlbn_model *m, const struct dlbn_reader_stats 
 	return 0;
 }
 
-static int analyze_intact(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
-			  const struct dlbn_verdict_opts *o, const struct dlbn_gpu *gpu,
+/* The steps' window: its wall time, stall, workers, CPU contention and
+ * predicted speedup.  -1: out of memory. */
+static int window_figures(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
 			  struct dlbn_analysis *a)
 {
-	memset(a, 0, sizeof(*a));
-	if (gpu && !gpu->present)
-		gpu = NULL;
-	a->main_runq_fraction = a->workers_runq_share = a->cpus_used = -1;
-	a->gpu = gpu != NULL;
-	a->view = m->view;
-	a->path = m->path;
-	a->prefetch_depth = m->prefetch_depth;
-	a->num_workers = m->config.present && m->config.num_workers >= 0
-				 ? m->config.num_workers
-				 : (m->nworkers_total ? m->num_workers_inferred : -1);
-	a->mean_busy = -1;
-	if (m->view == DLBN_VIEW_NONE || !m->steps || m->steps->n == 0) {
-		report_deaths(m, rs, a, m->t_end);
-		loaders_reasons(m, a);
-		return inconclusive_without_steps(m, a);
-	}
 	const struct dlbn_steps *st = m->steps;
 	const struct dlbn_window *w = &st->w;
 	a->steps_total = st->n;
@@ -957,6 +941,32 @@ static int analyze_intact(const struct dlbn_model *m, const struct dlbn_reader_s
 	a->predicted_speedup_low = a->predicted_speedup;
 	cpu_contention(m, a);
 	add_contention_stall(a);
+	return 0;
+}
+
+static int analyze_intact(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
+			  const struct dlbn_verdict_opts *o, const struct dlbn_gpu *gpu,
+			  struct dlbn_analysis *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (gpu && !gpu->present)
+		gpu = NULL;
+	a->main_runq_fraction = a->workers_runq_share = a->cpus_used = -1;
+	a->gpu = gpu != NULL;
+	a->view = m->view;
+	a->path = m->path;
+	a->prefetch_depth = m->prefetch_depth;
+	a->num_workers = m->config.present && m->config.num_workers >= 0
+				 ? m->config.num_workers
+				 : (m->nworkers_total ? m->num_workers_inferred : -1);
+	a->mean_busy = -1;
+	if (m->view == DLBN_VIEW_NONE || !m->steps || m->steps->n == 0) {
+		report_deaths(m, rs, a, m->t_end);
+		loaders_reasons(m, a);
+		return inconclusive_without_steps(m, a);
+	}
+	if (window_figures(m, rs, a) != 0)
+		return -1;
 	loaders_reasons(m, a);
 	a->verdict = dlbn_classify(a->predicted_speedup, a->steps_window, m->prefetch_depth, o);
 	if (gpu)
