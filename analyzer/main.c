@@ -132,177 +132,200 @@ static int parse_double(const char *s, double *out)
 	return errno || end == s || *end || !(*out > 0);
 }
 
-/* Returns -1 to continue, else an exit status. */
-static int parse_args(int argc, char **argv, struct cli *c)
+/* parse_args' answer to go on with the analysis (any other: exit with it),
+ * and an option group's for an option that is not one of its own. */
+#define ARGS_GO_ON    (-1)
+#define ARGS_NOT_MINE (-2)
+
+enum {
+	O_DUMP = 256,
+	O_FAIL,
+	O_VIEW,
+	O_WARMUP,
+	O_DET,
+	O_POT,
+	O_GAP,
+	O_SQLITE,
+	O_PERFETTO,
+	O_BASELINE,
+	O_WHATIF,
+	O_HTML,
+	O_SWEEP,
+	O_PLOT,
+	O_NATIVE,
+	O_TIMINGS,
+	O_RANK,
+	O_SUMMARIZE
+};
+
+static const struct option long_options[] = {
+	{"format", required_argument, NULL, 'f'},
+	{"output", required_argument, NULL, 'o'},
+	{"dump", no_argument, NULL, O_DUMP},
+	{"sqlite", required_argument, NULL, O_SQLITE},
+	{"perfetto", required_argument, NULL, O_PERFETTO},
+	{"baseline", required_argument, NULL, O_BASELINE},
+	{"what-if", no_argument, NULL, O_WHATIF},
+	{"html", required_argument, NULL, O_HTML},
+	{"sweep-results", required_argument, NULL, O_SWEEP},
+	{"plot", required_argument, NULL, O_PLOT},
+	{"fail-on", required_argument, NULL, O_FAIL},
+	{"view", required_argument, NULL, O_VIEW},
+	{"warmup", required_argument, NULL, O_WARMUP},
+	{"detected-above", required_argument, NULL, O_DET},
+	{"potential-above", required_argument, NULL, O_POT},
+	{"handoff-gap-ms", required_argument, NULL, O_GAP},
+	{"native-stacks", no_argument, NULL, O_NATIVE},
+	{"timings", no_argument, NULL, O_TIMINGS},
+	{"rank", required_argument, NULL, O_RANK},
+	{"summarize", no_argument, NULL, O_SUMMARIZE},
+	{"jobs", required_argument, NULL, 'j'},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
+};
+
+/* What to write and where: the report's format, the outputs beside it. */
+static int output_option(int ch, const char *arg, struct cli *c)
 {
-	enum {
-		O_DUMP = 256,
-		O_FAIL,
-		O_VIEW,
-		O_WARMUP,
-		O_DET,
-		O_POT,
-		O_GAP,
-		O_SQLITE,
-		O_PERFETTO,
-		O_BASELINE,
-		O_WHATIF,
-		O_HTML,
-		O_SWEEP,
-		O_PLOT,
-		O_NATIVE,
-		O_TIMINGS,
-		O_RANK,
-		O_SUMMARIZE
-	};
-	static const struct option opts[] = {
-		{"format", required_argument, NULL, 'f'},
-		{"output", required_argument, NULL, 'o'},
-		{"dump", no_argument, NULL, O_DUMP},
-		{"sqlite", required_argument, NULL, O_SQLITE},
-		{"perfetto", required_argument, NULL, O_PERFETTO},
-		{"baseline", required_argument, NULL, O_BASELINE},
-		{"what-if", no_argument, NULL, O_WHATIF},
-		{"html", required_argument, NULL, O_HTML},
-		{"sweep-results", required_argument, NULL, O_SWEEP},
-		{"plot", required_argument, NULL, O_PLOT},
-		{"fail-on", required_argument, NULL, O_FAIL},
-		{"view", required_argument, NULL, O_VIEW},
-		{"warmup", required_argument, NULL, O_WARMUP},
-		{"detected-above", required_argument, NULL, O_DET},
-		{"potential-above", required_argument, NULL, O_POT},
-		{"handoff-gap-ms", required_argument, NULL, O_GAP},
-		{"native-stacks", no_argument, NULL, O_NATIVE},
-		{"timings", no_argument, NULL, O_TIMINGS},
-		{"rank", required_argument, NULL, O_RANK},
-		{"summarize", no_argument, NULL, O_SUMMARIZE},
-		{"jobs", required_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0},
-	};
-	int ch;
+	switch (ch) {
+	case 'f':
+		if (!strcmp(arg, "json"))
+			c->format = FORMAT_JSON;
+		else if (!strcmp(arg, "markdown"))
+			c->format = FORMAT_MARKDOWN;
+		else if (!strcmp(arg, "text"))
+			c->format = FORMAT_TEXT;
+		else
+			return usage_error("unknown format (text, markdown, json)", arg);
+		return ARGS_GO_ON;
+	case 'o':
+		c->output = arg;
+		return ARGS_GO_ON;
+	case O_DUMP:
+		c->dump = 1;
+		return ARGS_GO_ON;
+	case O_SQLITE:
+		c->sqlite = arg;
+		return ARGS_GO_ON;
+	case O_PERFETTO:
+		c->perfetto = arg;
+		return ARGS_GO_ON;
+	case O_HTML:
+		c->html = arg;
+		return ARGS_GO_ON;
+	case O_PLOT:
+		c->plot = arg;
+		return ARGS_GO_ON;
+	case O_TIMINGS:
+		c->timings = 1;
+		return ARGS_GO_ON;
+	case O_SUMMARIZE:
+		c->summarize = 1;
+		return ARGS_GO_ON;
+	default:
+		return ARGS_NOT_MINE;
+	}
+}
+
+/* What the analysis adds: a baseline, the what-if, native stacks, sweep
+ * results. */
+static int analysis_option(int ch, const char *arg, struct cli *c)
+{
+	switch (ch) {
+	case O_BASELINE:
+		c->baseline = arg;
+		return ARGS_GO_ON;
+	case O_WHATIF:
+		c->what_if = 1;
+		return ARGS_GO_ON;
+	case O_SWEEP:
+		c->sweep_results = arg;
+		return ARGS_GO_ON;
+	case O_NATIVE:
+		c->native_stacks = 1;
+		return ARGS_GO_ON;
+	default:
+		return ARGS_NOT_MINE;
+	}
+}
+
+/* The verdict's view, window and thresholds, and the --fail-on level. */
+static int rule_option(int ch, const char *arg, struct cli *c)
+{
 	double d;
 	char *end;
-
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":f:o:j:hV", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'f':
-			if (!strcmp(optarg, "json"))
-				c->format = FORMAT_JSON;
-			else if (!strcmp(optarg, "markdown"))
-				c->format = FORMAT_MARKDOWN;
-			else if (!strcmp(optarg, "text"))
-				c->format = FORMAT_TEXT;
-			else
-				return usage_error("unknown format (text, markdown, json)", optarg);
-			break;
-		case 'o':
-			c->output = optarg;
-			break;
-		case O_DUMP:
-			c->dump = 1;
-			break;
-		case O_SQLITE:
-			c->sqlite = optarg;
-			break;
-		case O_PERFETTO:
-			c->perfetto = optarg;
-			break;
-		case O_BASELINE:
-			c->baseline = optarg;
-			break;
-		case O_WHATIF:
-			c->what_if = 1;
-			break;
-		case O_HTML:
-			c->html = optarg;
-			break;
-		case O_SWEEP:
-			c->sweep_results = optarg;
-			break;
-		case O_PLOT:
-			c->plot = optarg;
-			break;
-		case O_FAIL:
-			if (!strcmp(optarg, "detected"))
-				c->fail_on = DLBN_VERDICT_DETECTED;
-			else if (!strcmp(optarg, "potential"))
-				c->fail_on = DLBN_VERDICT_POTENTIAL;
-			else
-				return usage_error("--fail-on takes detected or potential", optarg);
-			break;
-		case O_VIEW:
-			if (!strcmp(optarg, "python"))
-				c->mo.force_view = DLBN_VIEW_PYTHON;
-			else if (!strcmp(optarg, "ipc"))
-				c->mo.force_view = DLBN_VIEW_IPC;
-			else if (!strcmp(optarg, "nvtx"))
-				c->mo.force_view = DLBN_VIEW_NVTX;
-			else if (strcmp(optarg, "auto") != 0)
-				return usage_error("--view takes auto, python, nvtx or ipc",
-						   optarg);
-			break;
-		case O_WARMUP: {
-			long v = strtol(optarg, &end, 10);
-			if (*end || end == optarg || v < 0 || v > 1000000000)
-				return usage_error("--warmup takes a step count", optarg);
-			c->mo.warmup_steps = (int)v;
-			break;
-		}
-		case O_DET:
-			if (parse_double(optarg, &d))
-				return usage_error("--detected-above takes a positive number",
-						   optarg);
-			c->vo.detected_above = d;
-			break;
-		case O_POT:
-			if (parse_double(optarg, &d))
-				return usage_error("--potential-above takes a positive number",
-						   optarg);
-			c->vo.potential_above = d;
-			break;
-		case O_GAP:
-			if (parse_double(optarg, &d))
-				return usage_error("--handoff-gap-ms takes a positive number",
-						   optarg);
-			c->mo.handoff_gap_ns = (int64_t)(d * 1e6);
-			break;
-		case O_TIMINGS:
-			c->timings = 1;
-			break;
-		case 'j':
-			c->jobs = strtol(optarg, &end, 10);
-			if (*end || end == optarg || c->jobs < 1 || c->jobs > 4096)
-				return usage_error("--jobs takes a count from 1 to 4096", optarg);
-			break;
-		case O_NATIVE:
-			c->native_stacks = 1;
-			break;
-		case O_RANK: {
-			long v = strtol(optarg, &end, 10);
-			if (*end || end == optarg || v < 0 || v > INT32_MAX)
-				return usage_error("--rank takes a rank (0, 1, ...)", optarg);
-			c->rank = (int)v;
-			break;
-		}
-		case O_SUMMARIZE:
-			c->summarize = 1;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return EXIT_DONE;
-		case 'V':
-			printf("dlbn-analyze %s (trace format %d.%d)\n", DLBN_VERSION_STRING,
-			       DLBN_VERSION_MAJOR, DLBN_VERSION_MINOR);
-			return EXIT_DONE;
-		case ':':
-			return usage_error("option needs an argument", argv[optind - 1]);
-		default:
-			return usage_error("unknown option", argv[optind - 1]);
-		}
+	switch (ch) {
+	case O_FAIL:
+		if (!strcmp(arg, "detected"))
+			c->fail_on = DLBN_VERDICT_DETECTED;
+		else if (!strcmp(arg, "potential"))
+			c->fail_on = DLBN_VERDICT_POTENTIAL;
+		else
+			return usage_error("--fail-on takes detected or potential", arg);
+		return ARGS_GO_ON;
+	case O_VIEW:
+		if (!strcmp(arg, "python"))
+			c->mo.force_view = DLBN_VIEW_PYTHON;
+		else if (!strcmp(arg, "ipc"))
+			c->mo.force_view = DLBN_VIEW_IPC;
+		else if (!strcmp(arg, "nvtx"))
+			c->mo.force_view = DLBN_VIEW_NVTX;
+		else if (strcmp(arg, "auto") != 0)
+			return usage_error("--view takes auto, python, nvtx or ipc", arg);
+		return ARGS_GO_ON;
+	case O_WARMUP: {
+		long v = strtol(arg, &end, 10);
+		if (*end || end == arg || v < 0 || v > 1000000000)
+			return usage_error("--warmup takes a step count", arg);
+		c->mo.warmup_steps = (int)v;
+		return ARGS_GO_ON;
 	}
+	case O_DET:
+		if (parse_double(arg, &d))
+			return usage_error("--detected-above takes a positive number", arg);
+		c->vo.detected_above = d;
+		return ARGS_GO_ON;
+	case O_POT:
+		if (parse_double(arg, &d))
+			return usage_error("--potential-above takes a positive number", arg);
+		c->vo.potential_above = d;
+		return ARGS_GO_ON;
+	case O_GAP:
+		if (parse_double(arg, &d))
+			return usage_error("--handoff-gap-ms takes a positive number", arg);
+		c->mo.handoff_gap_ns = (int64_t)(d * 1e6);
+		return ARGS_GO_ON;
+	default:
+		return ARGS_NOT_MINE;
+	}
+}
+
+/* Several traces: how many at a time, which rank's report. */
+static int ranks_option(int ch, const char *arg, struct cli *c)
+{
+	char *end;
+	switch (ch) {
+	case 'j':
+		c->jobs = strtol(arg, &end, 10);
+		if (*end || end == arg || c->jobs < 1 || c->jobs > 4096)
+			return usage_error("--jobs takes a count from 1 to 4096", arg);
+		return ARGS_GO_ON;
+	case O_RANK: {
+		long v = strtol(arg, &end, 10);
+		if (*end || end == arg || v < 0 || v > INT32_MAX)
+			return usage_error("--rank takes a rank (0, 1, ...)", arg);
+		c->rank = (int)v;
+		return ARGS_GO_ON;
+	}
+	default:
+		return ARGS_NOT_MINE;
+	}
+}
+
+/* The traces after the options, and the options that exclude each other. */
+static int operands(int argc, char **argv, struct cli *c)
+{
 	if (optind == argc)
 		return usage_error("no trace file given", NULL);
 	c->traces = argv + optind;
@@ -315,7 +338,41 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		return usage_error("--dump goes without --summarize and --rank", NULL);
 	if (c->sweep_results && !c->html && !c->what_if && !c->plot)
 		return usage_error("--sweep-results goes with --what-if, --html or --plot", NULL);
-	return -1;
+	return ARGS_GO_ON;
+}
+
+/* ARGS_GO_ON to go on with the analysis, else an exit status. */
+static int parse_args(int argc, char **argv, struct cli *c)
+{
+	int ch;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":f:o:j:hV", long_options, NULL)) != -1) {
+		switch (ch) {
+		case 'h':
+			fputs(usage_text, stdout);
+			return EXIT_DONE;
+		case 'V':
+			printf("dlbn-analyze %s (trace format %d.%d)\n", DLBN_VERSION_STRING,
+			       DLBN_VERSION_MAJOR, DLBN_VERSION_MINOR);
+			return EXIT_DONE;
+		case ':':
+			return usage_error("option needs an argument", argv[optind - 1]);
+		default:
+			break;
+		}
+		int rc = output_option(ch, optarg, c);
+		if (rc == ARGS_NOT_MINE)
+			rc = analysis_option(ch, optarg, c);
+		if (rc == ARGS_NOT_MINE)
+			rc = rule_option(ch, optarg, c);
+		if (rc == ARGS_NOT_MINE)
+			rc = ranks_option(ch, optarg, c);
+		if (rc == ARGS_NOT_MINE)
+			return usage_error("unknown option", argv[optind - 1]);
+		if (rc != ARGS_GO_ON)
+			return rc;
+	}
+	return operands(argc, argv, c);
 }
 
 /* Times are seconds from the first record, as in the reports. */

@@ -24,20 +24,9 @@ static void note(struct dlbn_baseline *b, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The value of `key` in a parsed CONFIG, NULL when absent. */
-static const char *config_value(const struct dlbn_config *c, const char *key)
-{
-	if (!c->present)
-		return NULL;
-	for (int i = 0; i < c->n; i++)
-		if (!strcmp(c->key[i], key))
-			return c->val[i];
-	return NULL;
-}
-
 static int replay_batches_of(const struct dlbn_config *c)
 {
-	const char *v = config_value(c, "replay");
+	const char *v = dlbn_config_value(c, "replay");
 	char *end;
 	long n;
 	if (!v || !*v)
@@ -62,7 +51,7 @@ static int compare_one_way(struct dlbn_baseline *b, const struct dlbn_config *x,
 		const char *other;
 		if (config_key_ignored(x->key[i]))
 			continue;
-		other = config_value(y, x->key[i]);
+		other = dlbn_config_value(y, x->key[i]);
 		if (other && !strcmp(other, x->val[i]))
 			continue;
 		if (!x_is_real && other)
@@ -314,7 +303,7 @@ void dlbn_baseline_compare(struct dlbn_baseline *b, const char *replay_path,
 	b->replay_epochs = replay_m->steps ? replay_m->steps->epochs : 0;
 	b->predicted_speedup = real_a->predicted_speedup;
 	b->replay_own_speedup = replay_a ? replay_loading_speedup(replay_a) : 0;
-	const char *wrapper = config_value(&replay_m->config, "wrapper_replay");
+	const char *wrapper = dlbn_config_value(&replay_m->config, "wrapper_replay");
 	if (wrapper && *wrapper)
 		note(b,
 		     "the replay run cached what the loop iterates: the items %s yields (a "

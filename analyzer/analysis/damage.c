@@ -290,8 +290,7 @@ void dlbn_damage_assess(const struct dlbn_model *m, const struct dlbn_reader_sta
 	if (first_block) {
 		d->blocks_verdict = 1;
 		int passive = first_block->kind == DLBN_DAMAGE_PASSIVE;
-		snprintf(d->cause, sizeof(d->cause),
-			 passive ? "recording_stopped" : "damaged_trace");
+		d->cause = passive ? DLBN_CAUSE_RECORDING_STOPPED : DLBN_CAUSE_DAMAGED_TRACE;
 		snprintf(d->reason, sizeof(d->reason),
 			 "%s: %.200s; a verdict on what is left would be a guess",
 			 passive ? "the run is not all in the trace"

@@ -44,10 +44,10 @@ struct dlbn_damage_item {
 };
 
 struct dlbn_damage {
-	int damaged;	    /* dlbn_reader_damaged: exit status 1 */
-	int cut_short;	    /* some process stopped recording */
-	int blocks_verdict; /* the verdict cannot stand: INCONCLUSIVE */
-	char cause[32];	    /* damaged_trace or recording_stopped (when blocking) */
+	int damaged;	       /* dlbn_reader_damaged: exit status 1 */
+	int cut_short;	       /* some process stopped recording */
+	int blocks_verdict;    /* the verdict cannot stand: INCONCLUSIVE */
+	enum dlbn_cause cause; /* DAMAGED_TRACE or RECORDING_STOPPED (when blocking) */
 	char reason[DLBN_LINE];
 	char summary[DLBN_LINE]; /* one line, empty when not damaged */
 	size_t nitems;

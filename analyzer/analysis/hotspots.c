@@ -369,271 +369,339 @@ static int by_share(const void *a, const void *b)
 	return x->loader - y->loader;
 }
 
-static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
-{
-	size_t cap = 0;
-	struct getitem_name gi[DLBN_HOT_LOADERS];
+/* What finish gathers from the keys before it makes the entries: per
+ * loader (h->loaders' index) the timed stages and the sampled weight, the
+ * loader threads' sums, the __getitem__ each loader names. */
+struct hot_tally {
+	size_t cap; /* h->v's room (entry_add) */
 	int64_t stage_cpu[DLBN_HOT_LOADERS], stage_wall[DLBN_HOT_LOADERS];
-	int64_t sampled_w[DLBN_HOT_LOADERS], sampled_in[DLBN_HOT_LOADERS];
-	size_t ngi = 0;
+	int64_t sampled_w[DLBN_HOT_LOADERS];  /* samples outside the stages */
+	int64_t sampled_in[DLBN_HOT_LOADERS]; /* samples inside a timed stage */
+	struct getitem_name gi[DLBN_HOT_LOADERS];
+	size_t ngi;
 	struct thread_sum ths[HOT_THREADS];
-	size_t nths = 0;
-	memset(stage_cpu, 0, sizeof(stage_cpu));
-	memset(stage_wall, 0, sizeof(stage_wall));
-	memset(sampled_w, 0, sizeof(sampled_w));
-	memset(sampled_in, 0, sizeof(sampled_in));
-	char *proc_seen = calloc(m->nprocs ? m->nprocs : 1, 1);
-	if (!proc_seen)
+	size_t nths;
+	char *proc_seen; /* per process: counted in its loader's procs */
+};
+
+/* A key's text in parts (split_text). */
+struct key_text {
+	char name[96], file[200], callers[320];
+};
+
+/* A loader thread's sample: wall time, on the CPU or not; the heaviest
+ * key's line and callers name the entry (share holds that weight until
+ * the shares are made).  -1: out of memory. */
+static int tally_thread_sample(struct dlbn_hotspots *h, struct hot_tally *t, int loader,
+			       const struct dlbn_hot_key *k, const struct key_text *kt)
+{
+	struct dlbn_hotspot *e =
+		entry_add(h, &t->cap, loader, DLBN_HOT_THREAD_SAMPLED, kt->name, kt->file, 0, 1);
+	if (!e)
 		return -1;
-	for (size_t i = 0; i < h->nkeys; i++) {
+	if ((double)k->b > e->share) {
+		e->share = (double)k->b;
+		name_by_sample(e, k->line, kt->callers);
+	}
+	e->ns += k->b;
+	if (k->in_stage == DLBN_PROF_THREAD_CPU)
+		e->cpu_ns += k->b;
+	else if (k->in_stage == DLBN_PROF_THREAD_GIL)
+		e->lock_ns += k->b;
+	return 0;
+}
+
+/* A worker's or the loop's sample.  -1: out of memory. */
+static int tally_sample(struct dlbn_hotspots *h, struct hot_tally *t, struct dlbn_hot_loader *l,
+			const struct dlbn_hot_key *k, const struct key_text *kt)
+{
+	size_t li = (size_t)(l - h->loaders);
+	if (k->in_stage) { /* inside a stage that has its exact time */
+		t->sampled_in[li] += k->b;
+		return 0;
+	}
+	/* One entry per (function, file) the dataset's code called; its
+	 * heaviest line names it.  callers = "chain<TAB>leaf". */
+	struct dlbn_hotspot *e = entry_add(h, &t->cap, l->loader, 0, kt->name, kt->file, 0, 1);
+	if (!e)
+		return -1;
+	if (k->b > e->cpu_ns) {
+		e->cpu_ns = k->b;
+		name_by_sample(e, k->line, kt->callers);
+	}
+	e->ns += k->b; /* sampled CPU weight until scaled below */
+	t->sampled_w[li] += k->b;
+	l->samples += (uint64_t)k->a;
+	return 0;
+}
+
+static void tally_fetch(const struct dlbn_model *m, struct hot_tally *t, struct dlbn_hot_loader *l,
+			const struct dlbn_hot_key *k)
+{
+	l->batches += (uint64_t)k->a;
+	l->fetch_ns += k->b;
+	l->fetch_cpu_ns += k->c > 0 ? k->c : 0;
+	if (t->proc_seen[k->proc])
+		return;
+	t->proc_seen[k->proc] = 1;
+	l->procs++;
+	const struct dlbn_proc *p = &m->procs[k->proc];
+	if (p->role == DLBN_ROLE_WORKER)
+		l->file_ns += p->file_ns_total;
+	else
+		l->main_process = 1;
+}
+
+/* The first __getitem__ each loader names. */
+static void tally_getitem(struct hot_tally *t, int loader, const struct dlbn_hot_key *k,
+			  const struct key_text *kt)
+{
+	if (t->ngi >= DLBN_HOT_LOADERS)
+		return;
+	for (size_t g = 0; g < t->ngi; g++)
+		if (t->gi[g].loader == loader)
+			return;
+	struct getitem_name *g = &t->gi[t->ngi++];
+	g->loader = loader, g->line = k->line;
+	snprintf(g->name, sizeof(g->name), "%s", kt->name);
+	snprintf(g->file, sizeof(g->file), "%s", kt->file);
+}
+
+static void tally_thread(struct hot_tally *t, int loader, const struct dlbn_hot_key *k,
+			 const struct key_text *kt)
+{
+	struct thread_sum *s =
+		thread_slot(t->ths, &t->nths, loader, k->proc, kt->name, kt->callers);
+	if (s && k->kind == DLBN_PROF_THREAD)
+		s->busy = k->b, s->samples = k->a;
+	else if (s && k->kind == DLBN_PROF_THREAD_WATCHED)
+		s->watched = k->b, s->watched_samples = k->a;
+	else if (s)
+		s->lock = k->b;
+}
+
+/* A stage summary (PROF_STAGE) by its kind.  -1: out of memory. */
+static int tally_stage(struct dlbn_hotspots *h, const struct dlbn_model *m, struct hot_tally *t,
+		       struct dlbn_hot_loader *l, const struct dlbn_hot_key *k,
+		       const struct key_text *kt)
+{
+	size_t li = (size_t)(l - h->loaders);
+	switch (k->kind) {
+	case DLBN_PROF_FETCH:
+		tally_fetch(m, t, l, k);
+		break;
+	case DLBN_PROF_SEND:
+		/* CPU time: the feeder thread's write blocks while the pipe is
+		 * full (the loop is slow to read), which is no worker cost */
+		l->send_ns += k->c >= 0 ? k->c : k->b;
+		break;
+	case DLBN_PROF_RUNQ:
+		l->runq_ns += k->b;
+		break;
+	case DLBN_PROF_THREAD:
+	case DLBN_PROF_THREAD_WATCHED:
+	case DLBN_PROF_THREAD_GIL_WAIT:
+		tally_thread(t, l->loader, k, kt);
+		break;
+	case DLBN_PROF_SAMPLER:
+		l->sampler_cost_ns += k->b;
+		if (k->a)
+			l->sampler_on++;
+		else {
+			l->sampler_off++;
+			const char *why =
+				strncmp(kt->name, "sampler ", 8) ? kt->name : kt->name + 8;
+			if (!l->sampler_note[0])
+				snprintf(l->sampler_note, sizeof(l->sampler_note), "%s", why);
+		}
+		break;
+	case DLBN_PROF_GETITEM:
+		tally_getitem(t, l->loader, k, kt);
+		break;
+	case DLBN_PROF_TRANSFORM:
+	case DLBN_PROF_HF:
+	case DLBN_PROF_COLLATE: {
+		struct dlbn_hotspot *e =
+			entry_add(h, &t->cap, l->loader, k->kind, kt->name, kt->file, k->line, 0);
+		if (!e)
+			return -1;
+		e->ns += k->b;
+		e->exact = 1;
+		t->stage_wall[li] += k->b;
+		t->stage_cpu[li] += k->c > 0 ? k->c : 0;
+		e->cpu_ns += k->c > 0 ? k->c : 0;
+		if (k->kind == DLBN_PROF_COLLATE)
+			l->collate_ns += k->b;
+		break;
+	}
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* Every key to its loader's tally and entries.  -1: out of memory. */
+static int tally_keys(struct dlbn_hotspots *h, struct dlbn_model *m, struct hot_tally *t)
+{
+	t->proc_seen = calloc(m->nprocs ? m->nprocs : 1, 1);
+	if (!t->proc_seen)
+		return -1;
+	int rc = 0;
+	for (size_t i = 0; i < h->nkeys && rc == 0; i++) {
 		const struct dlbn_hot_key *k = &h->keys[i];
-		int loader = key_loader(m, k);
-		struct dlbn_hot_loader *l = loader_slot(h, loader);
+		struct dlbn_hot_loader *l = loader_slot(h, key_loader(m, k));
 		if (!l)
 			continue;
-		size_t li = (size_t)(l - h->loaders);
-		char name[96], file[200], callers[320];
-		split_text(k->text, name, sizeof(name), file, sizeof(file), callers,
-			   sizeof(callers));
-		if (k->type == DLBN_REC_PROF_SAMPLE && k->in_stage >= DLBN_PROF_THREAD_CPU) {
-			/* A loader thread's: wall time, on the CPU or not; the
-			 * heaviest key's line and callers name the entry (share
-			 * holds that weight until the shares are made). */
-			struct dlbn_hotspot *e = entry_add(h, &cap, loader, DLBN_HOT_THREAD_SAMPLED,
-							   name, file, 0, 1);
-			if (!e)
-				goto oom;
-			if ((double)k->b > e->share) {
-				e->share = (double)k->b;
-				name_by_sample(e, k->line, callers);
-			}
-			e->ns += k->b;
-			if (k->in_stage == DLBN_PROF_THREAD_CPU)
-				e->cpu_ns += k->b;
-			else if (k->in_stage == DLBN_PROF_THREAD_GIL)
-				e->lock_ns += k->b;
-			continue;
-		}
-		if (k->type == DLBN_REC_PROF_SAMPLE) {
-			if (k->in_stage) { /* inside a stage that has its exact time */
-				sampled_in[li] += k->b;
-				continue;
-			}
-			/* One entry per (function, file) the dataset's code called;
-			 * its heaviest line names it.  callers = "chain<TAB>leaf". */
-			struct dlbn_hotspot *e = entry_add(h, &cap, loader, 0, name, file, 0, 1);
-			if (!e)
-				goto oom;
-			if (k->b > e->cpu_ns) {
-				e->cpu_ns = k->b;
-				name_by_sample(e, k->line, callers);
-			}
-			e->ns += k->b; /* sampled CPU weight until scaled below */
-			sampled_w[li] += k->b;
-			l->samples += (uint64_t)k->a;
-			continue;
-		}
-		switch (k->kind) {
-		case DLBN_PROF_FETCH:
-			l->batches += (uint64_t)k->a;
-			l->fetch_ns += k->b;
-			l->fetch_cpu_ns += k->c > 0 ? k->c : 0;
-			if (!proc_seen[k->proc]) {
-				proc_seen[k->proc] = 1;
-				l->procs++;
-				const struct dlbn_proc *p = &m->procs[k->proc];
-				if (p->role == DLBN_ROLE_WORKER)
-					l->file_ns += p->file_ns_total;
-				else
-					l->main_process = 1;
-			}
-			break;
-		case DLBN_PROF_SEND:
-			/* CPU time: the feeder thread's write blocks while the pipe is
-			 * full (the loop is slow to read), which is no worker cost */
-			l->send_ns += k->c >= 0 ? k->c : k->b;
-			break;
-		case DLBN_PROF_RUNQ:
-			l->runq_ns += k->b;
-			break;
-		case DLBN_PROF_THREAD:
-		case DLBN_PROF_THREAD_WATCHED:
-		case DLBN_PROF_THREAD_GIL_WAIT: {
-			struct thread_sum *t =
-				thread_slot(ths, &nths, loader, k->proc, name, callers);
-			if (t && k->kind == DLBN_PROF_THREAD)
-				t->busy = k->b, t->samples = k->a;
-			else if (t && k->kind == DLBN_PROF_THREAD_WATCHED)
-				t->watched = k->b, t->watched_samples = k->a;
-			else if (t)
-				t->lock = k->b;
-			break;
-		}
-		case DLBN_PROF_SAMPLER:
-			l->sampler_cost_ns += k->b;
-			if (k->a)
-				l->sampler_on++;
-			else {
-				l->sampler_off++;
-				const char *why = strncmp(name, "sampler ", 8) ? name : name + 8;
-				if (!l->sampler_note[0])
-					snprintf(l->sampler_note, sizeof(l->sampler_note), "%s",
-						 why);
-			}
-			break;
-		case DLBN_PROF_GETITEM:
-			if (ngi < DLBN_HOT_LOADERS) {
-				int known = 0;
-				for (size_t g = 0; g < ngi; g++)
-					known |= gi[g].loader == loader;
-				if (!known) {
-					gi[ngi].loader = loader, gi[ngi].line = k->line;
-					snprintf(gi[ngi].name, sizeof(gi[ngi].name), "%s", name);
-					snprintf(gi[ngi].file, sizeof(gi[ngi].file), "%s", file);
-					ngi++;
-				}
-			}
-			break;
-		case DLBN_PROF_TRANSFORM:
-		case DLBN_PROF_HF:
-		case DLBN_PROF_COLLATE: {
-			struct dlbn_hotspot *e =
-				entry_add(h, &cap, loader, k->kind, name, file, k->line, 0);
-			if (!e)
-				goto oom;
-			e->ns += k->b;
-			e->exact = 1;
-			stage_wall[li] += k->b;
-			stage_cpu[li] += k->c > 0 ? k->c : 0;
-			e->cpu_ns += k->c > 0 ? k->c : 0;
-			if (k->kind == DLBN_PROF_COLLATE)
-				l->collate_ns += k->b;
-			break;
-		}
-		default:
-			break;
-		}
+		struct key_text kt;
+		split_text(k->text, kt.name, sizeof(kt.name), kt.file, sizeof(kt.file), kt.callers,
+			   sizeof(kt.callers));
+		if (k->type == DLBN_REC_PROF_SAMPLE && k->in_stage >= DLBN_PROF_THREAD_CPU)
+			rc = tally_thread_sample(h, t, l->loader, k, &kt);
+		else if (k->type == DLBN_REC_PROF_SAMPLE)
+			rc = tally_sample(h, t, l, k, &kt);
+		else
+			rc = tally_stage(h, m, t, l, k, &kt);
 	}
-	free(proc_seen);
-	proc_seen = NULL;
-	threads_finish(h, ths, nths);
+	free(t->proc_seen);
+	t->proc_seen = NULL;
+	return rc;
+}
 
-	/* Exact stages: CPU or waiting; sampled: scaled to the CPU time
-	 * outside the stages; plus the waiting and send entries. */
-	size_t nstaged = h->n;
+/* Exact stages: their CPU time is the samples taken inside them when
+ * there are any (the recorder times stages by wall clock only), else the
+ * fetches' CPU share; plus their share of the run-queue time (runnable is
+ * not waiting on I/O). */
+static void exact_stages_cpu(struct dlbn_hotspots *h, const struct hot_tally *t, size_t nstaged)
+{
 	for (size_t i = 0; i < nstaged; i++) {
 		struct dlbn_hotspot *e = &h->v[i];
-		if (e->exact) {
-			/* The stages' CPU time: the samples taken inside them when
-			 * there are any (the recorder times stages by wall clock
-			 * only), else the fetches' CPU share; plus their share of the
-			 * run-queue time (runnable is not waiting on I/O). */
-			struct dlbn_hot_loader *l = loader_slot(h, e->loader);
-			size_t li = l ? (size_t)(l - h->loaders) : 0;
-			double wall = l ? (double)stage_wall[li] : 0;
-			double frac = 0;
-			if (l && sampled_in[li] > 0 && wall > 0)
-				frac = (double)sampled_in[li] / wall;
-			else if (l && l->fetch_ns > 0)
-				frac = (double)l->fetch_cpu_ns / (double)l->fetch_ns;
-			if (l && l->fetch_ns > 0)
-				frac += (double)l->runq_ns / (double)l->fetch_ns;
-			if (e->cpu_ns <= 0)
-				e->cpu_ns = (int64_t)((double)e->ns * (frac < 1 ? frac : 1));
-			e->io = e->ns > 0 && 2 * (double)e->cpu_ns < (double)e->ns;
-			e->category = e->kind == DLBN_PROF_COLLATE
-					      ? DLBN_HOT_COLLATE
-					      : categorize(e->name, e->file, "");
-		}
+		if (!e->exact)
+			continue;
+		struct dlbn_hot_loader *l = loader_slot(h, e->loader);
+		size_t li = l ? (size_t)(l - h->loaders) : 0;
+		double wall = l ? (double)t->stage_wall[li] : 0;
+		double frac = 0;
+		if (l && t->sampled_in[li] > 0 && wall > 0)
+			frac = (double)t->sampled_in[li] / wall;
+		else if (l && l->fetch_ns > 0)
+			frac = (double)l->fetch_cpu_ns / (double)l->fetch_ns;
+		if (l && l->fetch_ns > 0)
+			frac += (double)l->runq_ns / (double)l->fetch_ns;
+		if (e->cpu_ns <= 0)
+			e->cpu_ns = (int64_t)((double)e->ns * (frac < 1 ? frac : 1));
+		e->io = e->ns > 0 && 2 * (double)e->cpu_ns < (double)e->ns;
+		e->category = e->kind == DLBN_PROF_COLLATE ? DLBN_HOT_COLLATE
+							   : categorize(e->name, e->file, "");
 	}
-	for (size_t li = 0; li < h->nloaders; li++) {
-		struct dlbn_hot_loader *l = &h->loaders[li];
-		l->busy_ns = l->fetch_ns + l->send_ns + l->thread_busy_ns;
-		int64_t rest = l->fetch_ns - stage_wall[li];
-		int64_t in_stages = sampled_in[li] ? sampled_in[li] : stage_cpu[li];
-		if (!in_stages && l->fetch_ns > 0) /* no samples: the fetches' CPU share */
-			in_stages = (int64_t)((double)stage_wall[li] * (double)l->fetch_cpu_ns /
-					      (double)l->fetch_ns);
-		if (in_stages > stage_wall[li])
-			in_stages = stage_wall[li];
-		int64_t rest_cpu = l->fetch_cpu_ns - in_stages;
-		if (rest < 0)
-			rest = 0;
-		if (rest_cpu < 0)
-			rest_cpu = 0;
-		/* Runnable but not running (a busy machine) is CPU work
-		 * delayed, not waiting on I/O: its share of the rest joins the
-		 * CPU part that the samples share out. */
-		if (l->fetch_ns > 0)
-			rest_cpu +=
-				(int64_t)((double)l->runq_ns * (double)rest / (double)l->fetch_ns);
-		if (rest_cpu > rest)
-			rest_cpu = rest;
-		const struct getitem_name *g = NULL;
-		for (size_t k = 0; k < ngi; k++)
-			if (gi[k].loader == l->loader)
-				g = &gi[k];
-		char outside[100];
-		snprintf(outside, sizeof(outside), "%s", g ? g->name : "__getitem__");
-		for (size_t i = 0; i < nstaged; i++) {
-			struct dlbn_hotspot *e = &h->v[i];
-			if (e->loader != l->loader || e->exact)
-				continue;
-			if (e->kind == DLBN_HOT_THREAD_SAMPLED) { /* wall time as sampled */
-				e->io = 2 * e->cpu_ns < e->ns;
-				e->lock = e->io && 2 * e->lock_ns >= e->ns - e->cpu_ns;
-				e->category = categorize(e->name, e->file, e->leaf);
-				if (e->io && e->category == DLBN_HOT_OTHER)
-					e->category = e->lock ? DLBN_HOT_LOCK : DLBN_HOT_WAIT;
-				continue;
-			}
-			e->ns = sampled_w[li] ? (int64_t)((double)e->ns / (double)sampled_w[li] *
-							  (double)rest_cpu)
-					      : 0;
-			e->cpu_ns = e->ns;
+}
+
+/* Loader li's fetch time outside the timed stages (*rest), and of it the
+ * CPU part (*rest_cpu) that the samples share out. */
+static void rest_of_fetches(const struct dlbn_hot_loader *l, const struct hot_tally *t, size_t li,
+			    int64_t *rest, int64_t *rest_cpu)
+{
+	*rest = l->fetch_ns - t->stage_wall[li];
+	int64_t in_stages = t->sampled_in[li] ? t->sampled_in[li] : t->stage_cpu[li];
+	if (!in_stages && l->fetch_ns > 0) /* no samples: the fetches' CPU share */
+		in_stages = (int64_t)((double)t->stage_wall[li] * (double)l->fetch_cpu_ns /
+				      (double)l->fetch_ns);
+	if (in_stages > t->stage_wall[li])
+		in_stages = t->stage_wall[li];
+	*rest_cpu = l->fetch_cpu_ns - in_stages;
+	if (*rest < 0)
+		*rest = 0;
+	if (*rest_cpu < 0)
+		*rest_cpu = 0;
+	/* Runnable but not running (a busy machine) is CPU work delayed, not
+	 * waiting on I/O: its share of the rest joins the CPU part that the
+	 * samples share out. */
+	if (l->fetch_ns > 0)
+		*rest_cpu += (int64_t)((double)l->runq_ns * (double)*rest / (double)l->fetch_ns);
+	if (*rest_cpu > *rest)
+		*rest_cpu = *rest;
+}
+
+/* Loader li's sampled entries: a loader thread's wall time as sampled, a
+ * function's its share of the CPU time outside the stages. */
+static void sampled_entries(struct dlbn_hotspots *h, const struct hot_tally *t, size_t li,
+			    size_t nstaged, int64_t rest_cpu)
+{
+	int loader = h->loaders[li].loader;
+	for (size_t i = 0; i < nstaged; i++) {
+		struct dlbn_hotspot *e = &h->v[i];
+		if (e->loader != loader || e->exact)
+			continue;
+		if (e->kind == DLBN_HOT_THREAD_SAMPLED) {
+			e->io = 2 * e->cpu_ns < e->ns;
+			e->lock = e->io && 2 * e->lock_ns >= e->ns - e->cpu_ns;
 			e->category = categorize(e->name, e->file, e->leaf);
+			if (e->io && e->category == DLBN_HOT_OTHER)
+				e->category = e->lock ? DLBN_HOT_LOCK : DLBN_HOT_WAIT;
+			continue;
 		}
-		if (!sampled_w[li] && rest_cpu > 0) {
-			char nm[200];
-			snprintf(nm, sizeof(nm), "%s outside the timed stages", outside);
-			struct dlbn_hotspot *e =
-				entry_add(h, &cap, l->loader, DLBN_PROF_GETITEM, nm,
-					  g ? g->file : "", g ? g->line : 0, 0);
-			if (!e)
-				return -1;
-			e->ns = e->cpu_ns = rest_cpu, e->exact = 1;
-			e->category = categorize(outside, g ? g->file : "", "");
-		}
-		int64_t waiting = rest - rest_cpu;
-		if (waiting > 0) {
-			int storage = l->file_ns * 2 >= waiting;
-			char nm[200];
-			snprintf(nm, sizeof(nm), "%s waiting off the CPU (%s)", outside,
-				 storage ? "file reads" : "I/O, sleeps, locks");
-			struct dlbn_hotspot *e = entry_add(h, &cap, l->loader, -1, nm,
-							   g ? g->file : "", g ? g->line : 0, 0);
-			if (!e)
-				return -1;
-			e->ns = waiting, e->exact = 1, e->io = 1;
-			e->category = storage ? DLBN_HOT_STORAGE : DLBN_HOT_WAIT;
-		}
-		if (l->send_ns > 0) {
-			struct dlbn_hotspot *e =
-				entry_add(h, &cap, l->loader, DLBN_PROF_SEND,
-					  "send: pickling the batch for the hand-off",
-					  "multiprocessing/reduction.py", 0, 0);
-			if (!e)
-				return -1;
-			e->ns = l->send_ns, e->exact = 1, e->category = DLBN_HOT_SEND;
-		}
+		e->ns = t->sampled_w[li] ? (int64_t)((double)e->ns / (double)t->sampled_w[li] *
+						     (double)rest_cpu)
+					 : 0;
+		e->cpu_ns = e->ns;
+		e->category = categorize(e->name, e->file, e->leaf);
 	}
+}
+
+/* Loader li's entries beside the stages and samples: its CPU time outside
+ * the stages when nothing was sampled, its waiting, its sends.  -1: out of
+ * memory. */
+static int rest_entries(struct dlbn_hotspots *h, struct hot_tally *t, size_t li, int64_t rest,
+			int64_t rest_cpu)
+{
+	const struct dlbn_hot_loader *l = &h->loaders[li];
+	const struct getitem_name *g = NULL;
+	for (size_t k = 0; k < t->ngi; k++)
+		if (t->gi[k].loader == l->loader)
+			g = &t->gi[k];
+	char outside[100], nm[200];
+	snprintf(outside, sizeof(outside), "%s", g ? g->name : "__getitem__");
+	struct dlbn_hotspot *e;
+	if (!t->sampled_w[li] && rest_cpu > 0) {
+		snprintf(nm, sizeof(nm), "%s outside the timed stages", outside);
+		e = entry_add(h, &t->cap, l->loader, DLBN_PROF_GETITEM, nm, g ? g->file : "",
+			      g ? g->line : 0, 0);
+		if (!e)
+			return -1;
+		e->ns = e->cpu_ns = rest_cpu, e->exact = 1;
+		e->category = categorize(outside, g ? g->file : "", "");
+	}
+	int64_t waiting = rest - rest_cpu;
+	if (waiting > 0) {
+		int storage = l->file_ns * 2 >= waiting;
+		snprintf(nm, sizeof(nm), "%s waiting off the CPU (%s)", outside,
+			 storage ? "file reads" : "I/O, sleeps, locks");
+		e = entry_add(h, &t->cap, l->loader, -1, nm, g ? g->file : "", g ? g->line : 0, 0);
+		if (!e)
+			return -1;
+		e->ns = waiting, e->exact = 1, e->io = 1;
+		e->category = storage ? DLBN_HOT_STORAGE : DLBN_HOT_WAIT;
+	}
+	if (l->send_ns > 0) {
+		e = entry_add(h, &t->cap, l->loader, DLBN_PROF_SEND,
+			      "send: pickling the batch for the hand-off",
+			      "multiprocessing/reduction.py", 0, 0);
+		if (!e)
+			return -1;
+		e->ns = l->send_ns, e->exact = 1, e->category = DLBN_HOT_SEND;
+	}
+	return 0;
+}
+
+/* Each entry's share of its loader's busy time; the tail dropped: entries
+ * under 0.5% and beyond the per-loader cap. */
+static void shares_and_tail(struct dlbn_hotspots *h)
+{
 	for (size_t i = 0; i < h->n; i++) {
 		struct dlbn_hotspot *e = &h->v[i];
 		const struct dlbn_hot_loader *l = loader_slot(h, e->loader);
 		e->share = l && l->busy_ns > 0 ? (double)e->ns / (double)l->busy_ns : 0;
 	}
 	qsort(h->v, h->n, sizeof(*h->v), by_share);
-	/* Drop the tail: entries under 0.5% and beyond the per-loader cap. */
 	size_t out = 0;
 	for (size_t i = 0; i < h->n; i++) {
 		size_t same = 0;
@@ -643,9 +711,12 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 			h->v[out++] = h->v[i];
 	}
 	h->n = out;
+}
 
-	/* The recommendation: the top entry of the training loader (else the
-	 * busiest loader's). */
+/* The recommendation: the top entry of the training loader (else the
+ * busiest loader's). */
+static void recommend(struct dlbn_hotspots *h, const struct dlbn_model *m)
+{
 	int want = m->loaders.train;
 	const struct dlbn_hotspot *top = NULL;
 	for (size_t i = 0; i < h->n && !top; i++)
@@ -653,41 +724,61 @@ static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 			top = &h->v[i];
 	if (!top && h->n)
 		top = &h->v[0];
-	if (top) {
-		char where[240] = "";
-		if (top->file[0] && top->line > 0)
-			snprintf(where, sizeof(where), " (%s:%d)", dlbn_hot_short_file(top->file),
-				 top->line);
-		else if (top->file[0])
-			snprintf(where, sizeof(where), " (%s)", dlbn_hot_short_file(top->file));
-		int thread = top->kind == DLBN_HOT_THREAD_SAMPLED;
-		const struct dlbn_hot_loader *tl = loader_slot(h, top->loader);
-		char busiest[320] = "";
-		if (thread && tl && tl->busiest_thread_share >= HOT_THREAD_SATURATED)
-			snprintf(busiest, sizeof(busiest),
-				 "its thread %.63s is busy %.0f%% of the time (one thread cannot "
-				 "produce faster%s, or cheaper work per batch); ",
-				 tl->busiest_thread, tl->busiest_thread_share * 100,
-				 (double)tl->thread_lock_ns >=
-						 HOT_THREAD_LOCKED * (double)tl->thread_busy_ns
-					 ? " and more would take turns on the interpreter's lock: "
-					   "worker processes"
-					 : ": more threads or workers");
-		size_t room = sizeof(h->recommendation);
-		int len = snprintf(
-			h->recommendation, room,
-			"%s%s, the largest cost is %s%s, %s: %.0f%% of their busy time "
-			"(%s); what usually fixes it: %s",
-			busiest, thread ? "in the loader's threads" : "inside the workers",
-			top->name, where, dlbn_hot_category_name(top->category), top->share * 100,
-			top->exact ? "timed" : "sampled", dlbn_hot_category_fix(top->category));
-		if (len >= 0 && (size_t)len >= room) /* a long function name: say it was cut */
-			memcpy(h->recommendation + room - 4, "...", 4);
+	if (!top)
+		return;
+	char where[240] = "";
+	if (top->file[0] && top->line > 0)
+		snprintf(where, sizeof(where), " (%s:%d)", dlbn_hot_short_file(top->file),
+			 top->line);
+	else if (top->file[0])
+		snprintf(where, sizeof(where), " (%s)", dlbn_hot_short_file(top->file));
+	int thread = top->kind == DLBN_HOT_THREAD_SAMPLED;
+	const struct dlbn_hot_loader *tl = loader_slot(h, top->loader);
+	char busiest[320] = "";
+	if (thread && tl && tl->busiest_thread_share >= HOT_THREAD_SATURATED)
+		snprintf(busiest, sizeof(busiest),
+			 "its thread %.63s is busy %.0f%% of the time (one thread cannot "
+			 "produce faster%s, or cheaper work per batch); ",
+			 tl->busiest_thread, tl->busiest_thread_share * 100,
+			 (double)tl->thread_lock_ns >=
+					 HOT_THREAD_LOCKED * (double)tl->thread_busy_ns
+				 ? " and more would take turns on the interpreter's lock: "
+				   "worker processes"
+				 : ": more threads or workers");
+	size_t room = sizeof(h->recommendation);
+	int len =
+		snprintf(h->recommendation, room,
+			 "%s%s, the largest cost is %s%s, %s: %.0f%% of their busy time "
+			 "(%s); what usually fixes it: %s",
+			 busiest, thread ? "in the loader's threads" : "inside the workers",
+			 top->name, where, dlbn_hot_category_name(top->category), top->share * 100,
+			 top->exact ? "timed" : "sampled", dlbn_hot_category_fix(top->category));
+	if (len >= 0 && (size_t)len >= room) /* a long function name: say it was cut */
+		memcpy(h->recommendation + room - 4, "...", 4);
+}
+
+static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
+{
+	struct hot_tally t = {0};
+	if (tally_keys(h, m, &t) != 0)
+		return -1;
+	threads_finish(h, t.ths, t.nths);
+	/* Exact stages: CPU or waiting; sampled: scaled to the CPU time
+	 * outside the stages; plus the waiting and send entries. */
+	size_t nstaged = h->n;
+	exact_stages_cpu(h, &t, nstaged);
+	for (size_t li = 0; li < h->nloaders; li++) {
+		struct dlbn_hot_loader *l = &h->loaders[li];
+		l->busy_ns = l->fetch_ns + l->send_ns + l->thread_busy_ns;
+		int64_t rest, rest_cpu;
+		rest_of_fetches(l, &t, li, &rest, &rest_cpu);
+		sampled_entries(h, &t, li, nstaged, rest_cpu);
+		if (rest_entries(h, &t, li, rest, rest_cpu) != 0)
+			return -1;
 	}
+	shares_and_tail(h);
+	recommend(h, m);
 	return 0;
-oom:
-	free(proc_seen);
-	return -1;
 }
 
 int dlbn_hotspots_build(struct dlbn_hotspots *h, struct dlbn_reader *r, struct dlbn_model *m)

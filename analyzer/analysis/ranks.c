@@ -114,7 +114,7 @@ void dlbn_rank_row_fill(struct dlbn_rank_row *row, const char *input, size_t inp
 	row->stall_ms_per_step = a->steps_window ? a->stall_s * 1e3 / (double)a->steps_window : 0;
 	row->loop_ms = a->loop_ms;
 	row->sync_s = a->gpu ? a->sync_fraction * a->wall_s : -1;
-	snprintf(row->cause, sizeof(row->cause), "%s", a->cause);
+	snprintf(row->cause, sizeof(row->cause), "%s", dlbn_cause_name(a->cause));
 	snprintf(row->view, sizeof(row->view), "%s", dlbn_view_name(a->view));
 	row->num_workers = a->num_workers;
 	row->nworkers = a->nworkers;

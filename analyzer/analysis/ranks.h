@@ -75,6 +75,9 @@ struct dlbn_rank_row {
 	double loop_ms;		  /* per step, outside the stall (verdict.h loop_ms) */
 	double sync_s;		  /* host blocked in GPU syncs in the window; -1: no CUDA */
 	size_t steps_window;
+	/* The cause's name (dlbn_cause_name), or as a summary file gives it:
+	 * kept as text, so that a cause this analyzer does not know (a newer
+	 * one's summary) is shown as written. */
 	char cause[32];
 	char view[16];
 	int num_workers;  /* -1 unknown */

@@ -64,6 +64,38 @@ const char *dlbn_path_name(int p)
 	return p == DLBN_PATH_DIRECT ? "direct" : p == DLBN_PATH_PIN ? "pin_memory" : "none";
 }
 
+const char *dlbn_cause_name(enum dlbn_cause cause)
+{
+	static const char *const names[] = {
+		[DLBN_CAUSE_NOT_SET] = "",
+		[DLBN_CAUSE_NO_TRAINING_PROCESS] = "no_training_process",
+		[DLBN_CAUSE_NO_LOADER] = "no_loader",
+		[DLBN_CAUSE_NO_HANDOFF] = "no_handoff",
+		[DLBN_CAUSE_TOO_FEW_STEPS] = "too_few_steps",
+		[DLBN_CAUSE_UNMATCHED_WAITS] = "unmatched_waits",
+		[DLBN_CAUSE_GPU_EVIDENCE_MISSING] = "gpu_evidence_missing",
+		[DLBN_CAUSE_DAMAGED_TRACE] = "damaged_trace",
+		[DLBN_CAUSE_RECORDING_STOPPED] = "recording_stopped",
+		[DLBN_CAUSE_MAIN_THREAD_LOADING] = "main_thread_loading",
+		[DLBN_CAUSE_EPOCH_STARTUP] = "epoch_startup",
+		[DLBN_CAUSE_CPU_CONTENTION] = "cpu_contention",
+		[DLBN_CAUSE_STORAGE] = "storage",
+		[DLBN_CAUSE_WORKERS_SATURATED] = "workers_saturated",
+		[DLBN_CAUSE_PIN_MEMORY_THREAD] = "pin_memory_thread",
+		[DLBN_CAUSE_IPC_TRANSFER] = "ipc_transfer",
+		[DLBN_CAUSE_STRAGGLER] = "straggler",
+		[DLBN_CAUSE_DALI_PIPELINE] = "dali_pipeline",
+		[DLBN_CAUSE_LOADER_THROUGHPUT] = "loader_throughput",
+		[DLBN_CAUSE_GIL_CONTENTION] = "gil_contention",
+		[DLBN_CAUSE_UNKNOWN] = "unknown",
+		[DLBN_CAUSE_NONE] = "none",
+		[DLBN_CAUSE_COMPUTE_BOUND] = "compute_bound",
+		[DLBN_CAUSE_HOST_BOUND] = "host_bound",
+	};
+	return (unsigned)cause < sizeof(names) / sizeof(names[0]) && names[cause] ? names[cause]
+										  : "";
+}
+
 int dlbn_classify(double speedup, size_t window_steps, int prefetch_depth,
 		  const struct dlbn_verdict_opts *o)
 {
@@ -428,62 +460,56 @@ static void straggler(struct dlbn_analysis *a)
 			       "ms "
 			       "on average",
 			       a->workers[i].pid, a->workers[i].mean_batch_ms, others);
-			if (!a->cause[0])
-				snprintf(a->cause, sizeof(a->cause), "straggler");
+			if (a->cause == DLBN_CAUSE_NOT_SET)
+				a->cause = DLBN_CAUSE_STRAGGLER;
 		}
 	}
 }
 
-/* Localisation: what the wait is made of, and what to change. */
-static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
+/* Loading is not the answer: the loop's wait in figures, cause none. */
+static void not_detected_reasons(struct dlbn_analysis *a)
 {
-	const struct dlbn_config *c = &m->config;
-	int detected = a->verdict == DLBN_VERDICT_DETECTED || a->verdict == DLBN_VERDICT_POTENTIAL;
-	double batch_ms, file_share;
-	worker_totals(a, &batch_ms, &file_share);
-	int nw = a->num_workers;
+	/* With GPU evidence the exposed wait can be large and harmless:
+	 * say both, so a long wait is not read as a missed bottleneck. */
+	if (a->verdict == DLBN_VERDICT_NOT_DETECTED && a->stall_s < 0.99 * a->exposed_s)
+		REASON("the loop waits %.2f ms per step for data (%.1f%% of the window), "
+		       "but the "
+		       "GPU still had work during most of it: stall %.1f%% of the window",
+		       a->mean_ms, a->exposed_fraction * 100, a->stall_fraction * 100);
+	else if (a->verdict == DLBN_VERDICT_NOT_DETECTED)
+		REASON("the loop waits %.2f ms per step for data (%.1f%% of the window): "
+		       "the input pipeline keeps up",
+		       a->mean_ms, a->exposed_fraction * 100);
+	a->cause = DLBN_CAUSE_NONE;
+}
 
-	if (a->nworkers && a->mean_busy >= 0)
-		REASON("workers busy %.0f%% of the window on average (%zu worker process%s)",
-		       a->mean_busy * 100, a->nworkers, a->nworkers == 1 ? "" : "es");
-	contention_reasons(a);
-	if (!detected) {
-		/* With GPU evidence the exposed wait can be large and harmless:
-		 * say both, so a long wait is not read as a missed bottleneck. */
-		if (a->verdict == DLBN_VERDICT_NOT_DETECTED && a->stall_s < 0.99 * a->exposed_s)
-			REASON("the loop waits %.2f ms per step for data (%.1f%% of the window), "
-			       "but the "
-			       "GPU still had work during most of it: stall %.1f%% of the window",
-			       a->mean_ms, a->exposed_fraction * 100, a->stall_fraction * 100);
-		else if (a->verdict == DLBN_VERDICT_NOT_DETECTED)
-			REASON("the loop waits %.2f ms per step for data (%.1f%% of the window): "
-			       "the input pipeline keeps up",
-			       a->mean_ms, a->exposed_fraction * 100);
-		snprintf(a->cause, sizeof(a->cause), "none");
-		return;
-	}
-	if (a->mean_busy < 0 && verdict_other_loader(m, c, a))
-		return;
-	/* The loader runs in the loop's thread: num_workers=0, or (NVTX view,
-	 * no bootstrap) no worker process in the trace at all. */
+/* The loader runs in the loop's thread: num_workers=0, or (NVTX view, no
+ * bootstrap) no worker process in the trace at all.  1 when it does. */
+static int loop_loading(const struct dlbn_model *m, struct dlbn_analysis *a)
+{
+	int nw = a->num_workers;
 	int in_loop = nw == 0 || (nw < 0 && m->nworkers_total == 0 && a->view == DLBN_VIEW_NVTX);
-	if (in_loop && (a->view == DLBN_VIEW_PYTHON || a->view == DLBN_VIEW_NVTX)) {
-		int need = a->loop_ms > 0 ? ceil_ratio(a->mean_ms, a->loop_ms) : 1;
-		if (need < 1)
-			need = 1;
-		snprintf(a->cause, sizeof(a->cause), "main_thread_loading");
-		REASON("the dataset runs in the training loop's thread (%s): loading costs %.1f ms "
-		       "per step, %.0f%% of the window",
-		       nw == 0 ? "num_workers=0" : "no DataLoader worker process in the trace",
-		       a->mean_ms, a->stall_fraction * 100);
-		verdict_advise(
-			a, "num_workers", "num_workers", 0, need, "",
-			": loading a batch takes %.1f ms, the loop consumes one every %.1f ms",
-			a->mean_ms, a->loop_ms);
-		return;
-	}
+	if (!in_loop || (a->view != DLBN_VIEW_PYTHON && a->view != DLBN_VIEW_NVTX))
+		return 0;
+	int need = a->loop_ms > 0 ? ceil_ratio(a->mean_ms, a->loop_ms) : 1;
+	if (need < 1)
+		need = 1;
+	a->cause = DLBN_CAUSE_MAIN_THREAD_LOADING;
+	REASON("the dataset runs in the training loop's thread (%s): loading costs %.1f ms "
+	       "per step, %.0f%% of the window",
+	       nw == 0 ? "num_workers=0" : "no DataLoader worker process in the trace", a->mean_ms,
+	       a->stall_fraction * 100);
+	verdict_advise(a, "num_workers", "num_workers", 0, need, "",
+		       ": loading a batch takes %.1f ms, the loop consumes one every %.1f ms",
+		       a->mean_ms, a->loop_ms);
+	return 1;
+}
+
+/* Workers re-started every epoch: their start-up stall in later epochs. */
+static void epoch_startup(const struct dlbn_config *c, struct dlbn_analysis *a)
+{
 	if (a->startup_stall_s > 0.5 * a->stall_s && a->epochs > 1) {
-		snprintf(a->cause, sizeof(a->cause), "epoch_startup");
+		a->cause = DLBN_CAUSE_EPOCH_STARTUP;
 		REASON("epoch start-up: %.2f s of the %.2f s stall falls in the first batches of "
 		       "epochs 2..%d (workers re-started every epoch)",
 		       a->startup_stall_s, a->stall_s, a->epochs);
@@ -497,68 +523,85 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 		if (c->persistent_workers != 1)
 			REC("persistent_workers=True would save about %.2f s", a->startup_stall_s);
 	}
-	/* Most of the stall is the loop queued or slowed behind busy workers,
-	 * not waiting for a batch: the cores are what the loader takes. */
-	if (!a->cause[0] &&
-	    a->outside.charged_runq_s + a->outside.charged_slowed_s > 0.5 * a->stall_s)
-		snprintf(a->cause, sizeof(a->cause), "cpu_contention");
-	if (c->dali_proxy == 1 && a->loop_ms > 0 && a->mean_busy < 0.5) {
-		/* DALI's proxy DataLoader: its workers only gather each sample's
-		 * inputs, DALI's pipeline in this process makes the batch. */
-		REASON("DALI proxy DataLoader: its workers only gather the inputs (busy %.0f%% of "
-		       "the window); DALI's pipeline in the training process makes each batch",
-		       a->mean_busy > 0 ? a->mean_busy * 100 : 0);
-		verdict_dali_pipeline(m, c, a, verdict_loader_period_ms(a),
-				      verdict_cores_full(c, a));
+}
+
+/* DALI's proxy DataLoader: its workers only gather each sample's inputs,
+ * DALI's pipeline in this process makes the batch.  1 when it is one. */
+static int dali_proxy(const struct dlbn_model *m, const struct dlbn_config *c,
+		      struct dlbn_analysis *a)
+{
+	if (c->dali_proxy != 1 || !(a->loop_ms > 0) || !(a->mean_busy < 0.5))
+		return 0;
+	REASON("DALI proxy DataLoader: its workers only gather the inputs (busy %.0f%% of "
+	       "the window); DALI's pipeline in the training process makes each batch",
+	       a->mean_busy > 0 ? a->mean_busy * 100 : 0);
+	verdict_dali_pipeline(m, c, a, verdict_loader_period_ms(a), verdict_cores_full(c, a));
+	return 1;
+}
+
+/* Saturated workers: more of them, unless the cores are the limit (more
+ * processes on saturated cores only queue longer). */
+static void saturated_advice(struct dlbn_analysis *a, double batch_ms, int need)
+{
+	int nw = a->num_workers;
+	if (a->cpu_contended) {
+		double wq = a->workers_runq_share > 0 ? a->workers_runq_share : 0;
+		if (a->cause == DLBN_CAUSE_WORKERS_SATURATED)
+			a->cause = DLBN_CAUSE_CPU_CONTENTION;
+		REC("cores are the limit, not num_workers: the %zu worker%s wait%s for a "
+		    "CPU %.0f%% of their busy time and the loop's thread %.0f%% of the "
+		    "window (%.1f CPUs in use); %d workers would keep up only with about "
+		    "%d "
+		    "free cores: make __getitem__/transforms cheaper, or run on more cores",
+		    a->nworkers, a->nworkers == 1 ? "" : "s", a->nworkers == 1 ? "s" : "", wq * 100,
+		    a->main_runq_fraction > 0 ? a->main_runq_fraction * 100 : 0, a->cpus_used, need,
+		    (int)ceil(batch_ms * (1 - wq) / a->loop_ms));
+	} else if (nw > 0) {
+		verdict_advise(a, "num_workers", "num_workers", nw, need, "",
+			       ": each worker needs %.1f ms per batch, the loop consumes "
+			       "one every "
+			       "%.1f ms (if the machine has the cores; otherwise make "
+			       "__getitem__/transforms cheaper)",
+			       batch_ms, a->loop_ms);
+		ADVICE_ALT("make __getitem__/transforms cheaper");
+	} else {
+		REC("about %d workers would keep up: each needs %.1f ms per batch, the "
+		    "loop consumes one every %.1f ms",
+		    need, batch_ms, a->loop_ms);
+	}
+}
+
+/* Workers busy nearly all the window: they, or the storage they read,
+ * set the pace. */
+static void workers_saturated(struct dlbn_analysis *a, double batch_ms, double file_share)
+{
+	if (!(a->mean_busy >= 0.9) || !(batch_ms > 0) || !(a->loop_ms > 0))
 		return;
+	int need = ceil_ratio(batch_ms, a->loop_ms);
+	if (need <= a->num_workers)
+		need = a->num_workers + 1;
+	if (a->cause == DLBN_CAUSE_NOT_SET)
+		a->cause = file_share >= 0.5 ? DLBN_CAUSE_STORAGE : DLBN_CAUSE_WORKERS_SATURATED;
+	REASON("workers saturated: busy %.0f%%, each needs %.1f ms per batch while the "
+	       "loop consumes one every %.1f ms",
+	       a->mean_busy * 100, batch_ms, a->loop_ms);
+	if (file_share >= 0.3) {
+		REASON("storage: %.0f%% of the workers' busy time is spent in file reads",
+		       file_share * 100);
+		REC("storage-bound: faster or local storage, caching the dataset, or "
+		    "larger sequential reads; more workers help only while storage has "
+		    "spare bandwidth");
 	}
-	if (a->mean_busy >= 0.9 && batch_ms > 0 && a->loop_ms > 0) {
-		int need = ceil_ratio(batch_ms, a->loop_ms);
-		if (need <= nw)
-			need = nw + 1;
-		if (!a->cause[0])
-			snprintf(a->cause, sizeof(a->cause),
-				 file_share >= 0.5 ? "storage" : "workers_saturated");
-		REASON("workers saturated: busy %.0f%%, each needs %.1f ms per batch while the "
-		       "loop consumes one every %.1f ms",
-		       a->mean_busy * 100, batch_ms, a->loop_ms);
-		if (file_share >= 0.3) {
-			REASON("storage: %.0f%% of the workers' busy time is spent in file reads",
-			       file_share * 100);
-			REC("storage-bound: faster or local storage, caching the dataset, or "
-			    "larger sequential reads; more workers help only while storage has "
-			    "spare bandwidth");
-		}
-		if (a->cpu_contended) {
-			/* More processes on saturated cores only queue longer. */
-			double wq = a->workers_runq_share > 0 ? a->workers_runq_share : 0;
-			if (!strcmp(a->cause, "workers_saturated"))
-				snprintf(a->cause, sizeof(a->cause), "cpu_contention");
-			REC("cores are the limit, not num_workers: the %zu worker%s wait%s for a "
-			    "CPU %.0f%% of their busy time and the loop's thread %.0f%% of the "
-			    "window (%.1f CPUs in use); %d workers would keep up only with about "
-			    "%d "
-			    "free cores: make __getitem__/transforms cheaper, or run on more cores",
-			    a->nworkers, a->nworkers == 1 ? "" : "s", a->nworkers == 1 ? "s" : "",
-			    wq * 100, a->main_runq_fraction > 0 ? a->main_runq_fraction * 100 : 0,
-			    a->cpus_used, need, (int)ceil(batch_ms * (1 - wq) / a->loop_ms));
-		} else if (nw > 0) {
-			verdict_advise(a, "num_workers", "num_workers", nw, need, "",
-				       ": each worker needs %.1f ms per batch, the loop consumes "
-				       "one every "
-				       "%.1f ms (if the machine has the cores; otherwise make "
-				       "__getitem__/transforms cheaper)",
-				       batch_ms, a->loop_ms);
-			ADVICE_ALT("make __getitem__/transforms cheaper");
-		} else {
-			REC("about %d workers would keep up: each needs %.1f ms per batch, the "
-			    "loop consumes one every %.1f ms",
-			    need, batch_ms, a->loop_ms);
-		}
-	}
+	saturated_advice(a, batch_ms, need);
+}
+
+/* The batch's way from the workers to the loop: the pin-memory thread
+ * lagging, or receiving it costing most of the wait. */
+static void handoff_path(struct dlbn_analysis *a)
+{
 	if (a->path == DLBN_PATH_PIN && a->mean_busy >= 0 && a->mean_busy < 0.7) {
-		if (!a->cause[0])
-			snprintf(a->cause, sizeof(a->cause), "pin_memory_thread");
+		if (a->cause == DLBN_CAUSE_NOT_SET)
+			a->cause = DLBN_CAUSE_PIN_MEMORY_THREAD;
 		REASON("pin-memory thread lagging: the main thread waits on it while the "
 		       "workers are idle %.0f%% of the time",
 		       (1 - a->mean_busy) * 100);
@@ -571,20 +614,56 @@ static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
 		       "%.1f shared-memory fds per batch), %.0f%% of its wait",
 		       a->recv_ms, a->recv_kib, a->recv_fds, share * 100);
 		if (share >= 0.5 && (a->mean_busy < 0.9 || a->mean_busy < 0)) {
-			if (!a->cause[0])
-				snprintf(a->cause, sizeof(a->cause), "ipc_transfer");
+			if (a->cause == DLBN_CAUSE_NOT_SET)
+				a->cause = DLBN_CAUSE_IPC_TRANSFER;
 			REC("IPC/transfer-bound: fewer and larger tensors per batch (each tensor "
 			    "costs one fd exchange), smaller dtypes, or decode on the GPU");
 		}
 	}
+}
+
+/*
+ * Localisation: what the wait is made of, and what to change.  Each step
+ * names the cause only when none before it has (the first that applies
+ * is the answer); their reasons and advice add up.
+ */
+static void localise(const struct dlbn_model *m, struct dlbn_analysis *a)
+{
+	const struct dlbn_config *c = &m->config;
+	int detected = a->verdict == DLBN_VERDICT_DETECTED || a->verdict == DLBN_VERDICT_POTENTIAL;
+	double batch_ms, file_share;
+	worker_totals(a, &batch_ms, &file_share);
+
+	if (a->nworkers && a->mean_busy >= 0)
+		REASON("workers busy %.0f%% of the window on average (%zu worker process%s)",
+		       a->mean_busy * 100, a->nworkers, a->nworkers == 1 ? "" : "es");
+	contention_reasons(a);
+	if (!detected) {
+		not_detected_reasons(a);
+		return;
+	}
+	if (a->mean_busy < 0 && verdict_other_loader(m, c, a))
+		return;
+	if (loop_loading(m, a))
+		return;
+	epoch_startup(c, a);
+	/* Most of the stall is the loop queued or slowed behind busy workers,
+	 * not waiting for a batch: the cores are what the loader takes. */
+	if (a->cause == DLBN_CAUSE_NOT_SET &&
+	    a->outside.charged_runq_s + a->outside.charged_slowed_s > 0.5 * a->stall_s)
+		a->cause = DLBN_CAUSE_CPU_CONTENTION;
+	if (dali_proxy(m, c, a))
+		return;
+	workers_saturated(a, batch_ms, file_share);
+	handoff_path(a);
 	straggler(a);
 	if (a->mean_busy >= 0 && a->mean_busy < 0.5)
 		REASON("workers idle %.0f%% of the window: they are not the bottleneck",
 		       (1 - a->mean_busy) * 100);
-	if (!a->cause[0] && verdict_other_loader(m, c, a))
+	if (a->cause == DLBN_CAUSE_NOT_SET && verdict_other_loader(m, c, a))
 		return;
-	if (!a->cause[0]) {
-		snprintf(a->cause, sizeof(a->cause), "unknown");
+	if (a->cause == DLBN_CAUSE_NOT_SET) {
+		a->cause = DLBN_CAUSE_UNKNOWN;
 		REASON("the loop waits for data but no single cause stands out in the evidence");
 	}
 }
@@ -686,7 +765,7 @@ static int gpu_range(const struct dlbn_gpu *g, const struct dlbn_verdict_opts *o
 		return 0;
 	}
 	a->verdict = DLBN_VERDICT_INCONCLUSIVE;
-	snprintf(a->cause, sizeof(a->cause), "gpu_evidence_missing");
+	a->cause = DLBN_CAUSE_GPU_EVIDENCE_MISSING;
 	REASON("the verdict depends on GPU work the probes did not cover (see the GPU lines "
 	       "above for why they are missing)");
 	return 1;
@@ -700,7 +779,7 @@ static void gpu_causes(const struct dlbn_gpu *g, struct dlbn_analysis *a)
 		REASON("host blocked on the GPU %.0f%% of the window: compute-bound; faster input "
 		       "would not help",
 		       a->sync_fraction * 100);
-		snprintf(a->cause, sizeof(a->cause), "compute_bound");
+		a->cause = DLBN_CAUSE_COMPUTE_BOUND;
 		return;
 	}
 	/* The GPU had drained by the time the loop came back for data, the host
@@ -715,7 +794,7 @@ static void gpu_causes(const struct dlbn_gpu *g, struct dlbn_analysis *a)
 	       "blocked on the GPU only %.0f%% of the window: host-side work (Python, logging, "
 	       "launch overhead), not data loading, leaves the GPU idle",
 	       (1 - w->wait_gpu_busy_s / w->wait_s) * 100, a->loop_ms, a->sync_fraction * 100);
-	snprintf(a->cause, sizeof(a->cause), "host_bound");
+	a->cause = DLBN_CAUSE_HOST_BOUND;
 	REC("host-bound: profile the loop between batches (torch.profiler, py-spy); CUDA graphs "
 	    "or fewer synchronous calls cut launch overhead");
 }
@@ -752,7 +831,7 @@ static int unmatched_waits(const struct dlbn_model *m, struct dlbn_analysis *a)
 	    a->exposed_s > UNMATCHED_TIED_SHARE * blocked)
 		return 0;
 	a->verdict = DLBN_VERDICT_INCONCLUSIVE;
-	snprintf(a->cause, sizeof(a->cause), "unmatched_waits");
+	a->cause = DLBN_CAUSE_UNMATCHED_WAITS;
 	REASON("the loop's thread was blocked %.2f s (%.0f%% of the window) waiting on other "
 	       "threads of its process, of which the IPC view ties %.2f s to batch hand-offs: "
 	       "the loop is fed by something other than the DataLoader traffic the view reads "
@@ -768,19 +847,19 @@ static int inconclusive_without_steps(const struct dlbn_model *m, struct dlbn_an
 {
 	a->verdict = DLBN_VERDICT_INCONCLUSIVE;
 	if (m->nprocs == 0) {
-		snprintf(a->cause, sizeof(a->cause), "no_training_process");
+		a->cause = DLBN_CAUSE_NO_TRAINING_PROCESS;
 		REASON("no training process found: the trace holds no process records");
 		return 0;
 	}
 	if (dlbn_model_loader_unrecognised(m)) {
-		snprintf(a->cause, sizeof(a->cause), "no_loader");
+		a->cause = DLBN_CAUSE_NO_LOADER;
 		REASON("no loader recognised: the loop fetched from no DataLoader, torchdata.nodes "
 		       "or DALI iterator; name what it iterates: dlbn-run --loader MODULE:QUALNAME "
 		       "(DLBN_LOADER), a class whose iterators yield batches or a function "
 		       "returning an iterable");
 		return 0;
 	}
-	snprintf(a->cause, sizeof(a->cause), "no_handoff");
+	a->cause = DLBN_CAUSE_NO_HANDOFF;
 	if (m->training < 0)
 		REASON("no batch hand-off found: no process receives batches from DataLoader "
 		       "workers and there are no Python fetch marks (num_workers=0 with the "
@@ -820,7 +899,7 @@ int dlbn_analyze_gpu(const struct dlbn_model *m, const struct dlbn_reader_stats 
 	if (d.blocks_verdict) {
 		/* The first reason: the others describe what is left. */
 		a->verdict = DLBN_VERDICT_INCONCLUSIVE;
-		snprintf(a->cause, sizeof(a->cause), "%s", d.cause);
+		a->cause = d.cause;
 		size_t n = a->nreasons < DLBN_MAX_LINES ? a->nreasons : DLBN_MAX_LINES - 1;
 		memmove(a->reasons[1], a->reasons[0], n * sizeof(a->reasons[0]));
 		snprintf(a->reasons[0], DLBN_LINE, "%s", d.reason);
@@ -829,27 +908,11 @@ int dlbn_analyze_gpu(const struct dlbn_model *m, const struct dlbn_reader_stats 
 	return 0;
 }
 
-static int analyze_intact(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
-			  const struct dlbn_verdict_opts *o, const struct dlbn_gpu *gpu,
+/* The steps' window: its wall time, stall, workers, CPU contention and
+ * predicted speedup.  -1: out of memory. */
+static int window_figures(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
 			  struct dlbn_analysis *a)
 {
-	memset(a, 0, sizeof(*a));
-	if (gpu && !gpu->present)
-		gpu = NULL;
-	a->main_runq_fraction = a->workers_runq_share = a->cpus_used = -1;
-	a->gpu = gpu != NULL;
-	a->view = m->view;
-	a->path = m->path;
-	a->prefetch_depth = m->prefetch_depth;
-	a->num_workers = m->config.present && m->config.num_workers >= 0
-				 ? m->config.num_workers
-				 : (m->nworkers_total ? m->num_workers_inferred : -1);
-	a->mean_busy = -1;
-	if (m->view == DLBN_VIEW_NONE || !m->steps || m->steps->n == 0) {
-		report_deaths(m, rs, a, m->t_end);
-		loaders_reasons(m, a);
-		return inconclusive_without_steps(m, a);
-	}
 	const struct dlbn_steps *st = m->steps;
 	const struct dlbn_window *w = &st->w;
 	a->steps_total = st->n;
@@ -878,12 +941,38 @@ static int analyze_intact(const struct dlbn_model *m, const struct dlbn_reader_s
 	a->predicted_speedup_low = a->predicted_speedup;
 	cpu_contention(m, a);
 	add_contention_stall(a);
+	return 0;
+}
+
+static int analyze_intact(const struct dlbn_model *m, const struct dlbn_reader_stats *rs,
+			  const struct dlbn_verdict_opts *o, const struct dlbn_gpu *gpu,
+			  struct dlbn_analysis *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (gpu && !gpu->present)
+		gpu = NULL;
+	a->main_runq_fraction = a->workers_runq_share = a->cpus_used = -1;
+	a->gpu = gpu != NULL;
+	a->view = m->view;
+	a->path = m->path;
+	a->prefetch_depth = m->prefetch_depth;
+	a->num_workers = m->config.present && m->config.num_workers >= 0
+				 ? m->config.num_workers
+				 : (m->nworkers_total ? m->num_workers_inferred : -1);
+	a->mean_busy = -1;
+	if (m->view == DLBN_VIEW_NONE || !m->steps || m->steps->n == 0) {
+		report_deaths(m, rs, a, m->t_end);
+		loaders_reasons(m, a);
+		return inconclusive_without_steps(m, a);
+	}
+	if (window_figures(m, rs, a) != 0)
+		return -1;
 	loaders_reasons(m, a);
 	a->verdict = dlbn_classify(a->predicted_speedup, a->steps_window, m->prefetch_depth, o);
 	if (gpu)
 		gpu_figures(gpu, a);
 	if (a->verdict == DLBN_VERDICT_INCONCLUSIVE) {
-		snprintf(a->cause, sizeof(a->cause), "too_few_steps");
+		a->cause = DLBN_CAUSE_TOO_FEW_STEPS;
 		REASON("only %zu step(s) after the %zu warm-up step(s); at least %d are needed "
 		       "(prefetch depth %d + %d)",
 		       a->steps_window, a->steps_warmup, m->prefetch_depth + o->min_margin,

@@ -22,6 +22,42 @@ enum dlbn_verdict {
 	DLBN_VERDICT_DETECTED = 3,
 };
 
+/*
+ * The verdict's cause (docs/DESIGN.md, "Verdict rules"): why there is no
+ * verdict, what the stall is made of, or what paces the loop instead.
+ * Reports and summaries print dlbn_cause_name's word; DLBN_CAUSE_NOT_SET
+ * (an analysis that named none) prints as "".
+ */
+enum dlbn_cause {
+	DLBN_CAUSE_NOT_SET = 0,
+	/* No verdict. */
+	DLBN_CAUSE_NO_TRAINING_PROCESS,
+	DLBN_CAUSE_NO_LOADER,
+	DLBN_CAUSE_NO_HANDOFF,
+	DLBN_CAUSE_TOO_FEW_STEPS,
+	DLBN_CAUSE_UNMATCHED_WAITS,
+	DLBN_CAUSE_GPU_EVIDENCE_MISSING,
+	DLBN_CAUSE_DAMAGED_TRACE,
+	DLBN_CAUSE_RECORDING_STOPPED,
+	/* Loading is the answer. */
+	DLBN_CAUSE_MAIN_THREAD_LOADING,
+	DLBN_CAUSE_EPOCH_STARTUP,
+	DLBN_CAUSE_CPU_CONTENTION,
+	DLBN_CAUSE_STORAGE,
+	DLBN_CAUSE_WORKERS_SATURATED,
+	DLBN_CAUSE_PIN_MEMORY_THREAD,
+	DLBN_CAUSE_IPC_TRANSFER,
+	DLBN_CAUSE_STRAGGLER,
+	DLBN_CAUSE_DALI_PIPELINE,
+	DLBN_CAUSE_LOADER_THROUGHPUT,
+	DLBN_CAUSE_GIL_CONTENTION,
+	DLBN_CAUSE_UNKNOWN,
+	/* Loading is not. */
+	DLBN_CAUSE_NONE,
+	DLBN_CAUSE_COMPUTE_BOUND,
+	DLBN_CAUSE_HOST_BOUND,
+};
+
 #define DLBN_DETECTED_ABOVE    1.50
 #define DLBN_POTENTIAL_ABOVE   1.10
 #define DLBN_MIN_STEPS_MARGIN  8    /* window steps needed beyond the prefetch depth */
@@ -94,7 +130,7 @@ struct dlbn_analysis {
 	size_t sched_threads;	   /* threads with samples in the window */
 	size_t census_threads;	   /* and threads only the census saw (their CPU in cpus_used) */
 	int cpu_contended;	   /* workers or the loop wait for a CPU (thresholds below) */
-	char cause[32];
+	enum dlbn_cause cause;
 	struct dlbn_advice advice; /* !present: no line names a count */
 	size_t nreasons, nrecs, nwarnings;
 	char reasons[DLBN_MAX_LINES][DLBN_LINE];
@@ -131,5 +167,6 @@ void dlbn_analysis_free(struct dlbn_analysis *a);
 const char *dlbn_verdict_name(int verdict);
 const char *dlbn_view_name(int view);
 const char *dlbn_path_name(int path);
+const char *dlbn_cause_name(enum dlbn_cause cause);
 
 #endif /* DLBN_VERDICT_H */

@@ -23,9 +23,10 @@ void verdict_dali_pipeline(const struct dlbn_model *m, const struct dlbn_config 
 	const struct dlbn_lib_ops *o = &m->lib_ops;
 	int threads = c->threads > 0 ? c->threads : 1;
 	int need = ceil_ratio(threads * period, a->loop_ms);
-	int gpu = strstr(c->text, "device=gpu") != NULL;
-	if (!a->cause[0])
-		snprintf(a->cause, sizeof(a->cause), "dali_pipeline");
+	const char *device = dlbn_config_value(c, "device");
+	int gpu = device && !strcmp(device, "gpu");
+	if (a->cause == DLBN_CAUSE_NOT_SET)
+		a->cause = DLBN_CAUSE_DALI_PIPELINE;
 	REASON("DALI pipeline (%d thread%s, %s): it delivers a batch every %.1f ms, the loop "
 	       "consumes one every %.1f ms",
 	       threads, threads == 1 ? "" : "s", gpu ? "GPU pipeline" : "CPU-only pipeline", period,
@@ -75,7 +76,7 @@ static int lock_bound(const struct dlbn_analysis *a)
 static void lock_reason(struct dlbn_analysis *a, const char *holders)
 {
 	const struct dlbn_outside *o = &a->outside;
-	snprintf(a->cause, sizeof(a->cause), "gil_contention");
+	a->cause = DLBN_CAUSE_GIL_CONTENTION;
 	if (o->charged_gil_s > DLBN_LOCK_BOUND_SHARE * a->stall_s)
 		REASON("the loop waited %.3f s (%.0f%% of the stall) for the Python interpreter's "
 		       "lock (GIL) while %s held it: their Python work and the loop's take turns "
@@ -118,7 +119,7 @@ int verdict_other_loader(const struct dlbn_model *m, const struct dlbn_config *c
 		return 1;
 	}
 	int workers = c->num_workers > 0 ? c->num_workers : 0;
-	snprintf(a->cause, sizeof(a->cause), "loader_throughput");
+	a->cause = DLBN_CAUSE_LOADER_THROUGHPUT;
 	if (!strcmp(kind, "nodes") && workers > 0 && lock_bound(a) &&
 	    strcmp(c->worker_method, "process") != 0) {
 		REASON("torchdata.nodes: its %d thread worker%s deliver a batch every %.1f ms, the "

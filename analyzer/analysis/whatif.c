@@ -563,44 +563,41 @@ static void cannot_know(const struct dlbn_analysis *a, struct dlbn_whatif *w, in
 			"shows /dev/shm");
 }
 
-void dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *a,
-			 const struct dlbn_sweep *points, struct dlbn_whatif *w)
+/* The loader's kind and the setting the curve varies (w->knob); how its
+ * producers run: *dali, *process_workers (torchdata.nodes' processes),
+ * *threads (the loader's threads, not processes).  0 for a named loader,
+ * with w->why_not: nothing dlbn knows how to change. */
+static int loader_knob(const struct dlbn_model *m, const struct dlbn_analysis *a,
+		       struct dlbn_whatif *w, int *dali, int *process_workers, int *threads)
 {
-	memset(w, 0, sizeof(*w));
-	w->batch_size = m->config.present ? m->config.batch_size : -1;
-	if (!a->steps_window || a->wall_s <= 0 || !(a->loop_ms > 0)) {
-		snprintf(w->why_not, sizeof(w->why_not),
-			 "no steady-state window to model (%zu window steps)", a->steps_window);
-		return;
-	}
-	w->measured_ms = a->wall_s * 1e3 / (double)a->steps_window;
-	w->num_workers = a->num_workers >= 0 ? a->num_workers : (int)a->nworkers;
-	w->loop_ms = a->loop_ms;
-	const struct dlbn_gpu_win *gw = &m->gpu.win;
-	w->gpu_paced =
-		a->gpu && (a->sync_fraction >= GPU_PACED_SYNC ||
-			   (gw->wait_s > 0 && gw->wait_gpu_busy_s / gw->wait_s >= GPU_PACED_BUSY));
-	find_cores(m, a, w); /* first: w->saturated decides which waits stay */
-	int sampled = main_cpu(m, a, w);
 	const struct dlbn_config *c = &m->config;
 	snprintf(w->kind, sizeof(w->kind), "%s", dlbn_loader_kind(c));
 	snprintf(w->knob, sizeof(w->knob), "num_workers");
-	int dali = !strcmp(w->kind, "dali");
-	int process_workers = !strcmp(w->kind, "nodes") && a->nworkers > 0;
+	*dali = !strcmp(w->kind, "dali");
+	*process_workers = !strcmp(w->kind, "nodes") && a->nworkers > 0;
 	if (!strcmp(w->kind, "named")) {
 		snprintf(w->why_not, sizeof(w->why_not),
 			 "a named loader has no setting dlbn knows how to change (how many "
 			 "producers it runs is the program's own); the verdict's stall is the "
 			 "figure");
-		return;
+		return 0;
 	}
-	int threads = dali || (strcmp(w->kind, "dataloader") != 0 && w->num_workers > 0 &&
-			       !process_workers);
-	if (dali) {
+	*threads = *dali ||
+		   (strcmp(w->kind, "dataloader") != 0 && w->num_workers > 0 && !*process_workers);
+	if (*dali) {
 		snprintf(w->knob, sizeof(w->knob), "num_threads");
 		w->num_workers = c->threads > 0 ? c->threads : 1;
 		w->min_units = 1;
 	}
+	return 1;
+}
+
+/* The producers' cost per batch and their CPU: the loader's threads, the
+ * loop itself (num_workers=0) or the worker processes.  0 with
+ * w->why_not when the window has no such figure. */
+static int producer_inputs(const struct dlbn_model *m, const struct dlbn_analysis *a,
+			   struct dlbn_whatif *w, int threads, int process_workers, int sampled)
+{
 	if (threads) {
 		dlbn_whatif_thread_inputs(m, a, w);
 	} else if (w->num_workers == 0) {
@@ -621,12 +618,20 @@ void dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis 
 	} else {
 		snprintf(w->why_not, sizeof(w->why_not),
 			 "no worker figures in the window (num_workers=%d)", w->num_workers);
-		return;
+		return 0;
 	}
 	if (!(w->batch_ms > 0)) {
 		snprintf(w->why_not, sizeof(w->why_not), "no time per batch in the window");
-		return;
+		return 0;
 	}
+	return 1;
+}
+
+/* The loop's costs beside loading: receiving each batch from worker
+ * processes, epoch start-up, the GPU's step, and the loop's own floor. */
+static void loop_costs(const struct dlbn_model *m, const struct dlbn_analysis *a,
+		       struct dlbn_whatif *w, int threads)
+{
 	if (w->num_workers > 0 && !threads && a->recv_ms > 0) {
 		double exposed = 1;
 		if (a->gpu && a->exposed_s > 0)
@@ -649,7 +654,13 @@ void dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis 
 		if (hidden > 0)
 			w->loop_ms = a->loop_ms > hidden ? a->loop_ms - hidden : 0;
 	}
-	w->valid = 1;
+}
+
+/* The curve, the other settings' rows, and how the model compares with
+ * the run it was made from. */
+static void curves(const struct dlbn_model *m, const struct dlbn_analysis *a, struct dlbn_whatif *w,
+		   int dali)
+{
 	workers_curve(w);
 	if (!strcmp(w->kind, "dataloader")) {
 		persistent_rows(m, a, w);
@@ -667,6 +678,34 @@ void dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis 
 	if (a->verdict == DLBN_VERDICT_INCONCLUSIVE)
 		dlbn_whatif_note(
 			w, "the verdict is INCONCLUSIVE: these figures rest on thin evidence");
+}
+
+void dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis *a,
+			 const struct dlbn_sweep *points, struct dlbn_whatif *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->batch_size = m->config.present ? m->config.batch_size : -1;
+	if (!a->steps_window || a->wall_s <= 0 || !(a->loop_ms > 0)) {
+		snprintf(w->why_not, sizeof(w->why_not),
+			 "no steady-state window to model (%zu window steps)", a->steps_window);
+		return;
+	}
+	w->measured_ms = a->wall_s * 1e3 / (double)a->steps_window;
+	w->num_workers = a->num_workers >= 0 ? a->num_workers : (int)a->nworkers;
+	w->loop_ms = a->loop_ms;
+	const struct dlbn_gpu_win *gw = &m->gpu.win;
+	w->gpu_paced =
+		a->gpu && (a->sync_fraction >= GPU_PACED_SYNC ||
+			   (gw->wait_s > 0 && gw->wait_gpu_busy_s / gw->wait_s >= GPU_PACED_BUSY));
+	find_cores(m, a, w); /* first: w->saturated decides which waits stay */
+	int sampled = main_cpu(m, a, w);
+	int dali, process_workers, threads = 0;
+	if (!loader_knob(m, a, w, &dali, &process_workers, &threads) ||
+	    !producer_inputs(m, a, w, threads, process_workers, sampled))
+		return;
+	loop_costs(m, a, w, threads);
+	w->valid = 1;
+	curves(m, a, w, dali);
 	cannot_know(a, w, sampled || threads, threads);
 	w->prefetch = m->config.prefetch_factor > 0 ? m->config.prefetch_factor : 2;
 	dlbn_whatif_batch(a, points, w);

@@ -225,7 +225,7 @@ static int insert_meta(struct sq *s)
 			   a->predicted_speedup > 0) ||
 		 meta_text(s, st, "view", dlbn_view_name(a->view)) ||
 		 meta_text(s, st, "path", dlbn_path_name(a->path)) ||
-		 meta_text(s, st, "cause", a->cause) ||
+		 meta_text(s, st, "cause", dlbn_cause_name(a->cause)) ||
 		 meta_int(s, st, "steps_total", (int64_t)a->steps_total, 1) ||
 		 meta_int(s, st, "steps_warmup", (int64_t)a->steps_warmup, 1) ||
 		 meta_int(s, st, "steps_window", (int64_t)a->steps_window, 1) ||

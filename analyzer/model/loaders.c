@@ -113,41 +113,20 @@ static int claim_add(struct dlbn_loader_table *t, int pid, int loader, int64_t t
 	return 0;
 }
 
-/* The value of key in "k=v;k=v" (not NUL-terminated, len bytes) into buf;
- * 0 when absent. */
-static int config_value(const char *text, size_t len, const char *key, char *buf, size_t bufsz)
-{
-	size_t klen = strlen(key);
-	for (size_t i = 0; i < len;) {
-		size_t end = i;
-		while (end < len && text[end] != ';')
-			end++;
-		if (end - i > klen && !memcmp(text + i, key, klen) && text[i + klen] == '=') {
-			size_t n = end - i - klen - 1;
-			if (n >= bufsz)
-				n = bufsz - 1;
-			memcpy(buf, text + i + klen + 1, n);
-			buf[n] = 0;
-			return 1;
-		}
-		i = end + 1;
-	}
-	return 0;
-}
-
 static void boot_note(struct dlbn_loader_table *t, const char *text, size_t len)
 {
 	char v[sizeof(t->boot_reason)];
 	t->boot_note = 1;
-	if (config_value(text, len, "bootstrap", v, sizeof(v)) && !strcmp(v, "incompatible"))
+	if (dlbn_config_text_value(text, len, "bootstrap", v, sizeof(v)) &&
+	    !strcmp(v, "incompatible"))
 		t->boot_incompatible = 1;
-	if ((config_value(text, len, "stateful_dataloader", v, sizeof(v)) ||
-	     config_value(text, len, "loaders", v, sizeof(v))) &&
+	if ((dlbn_config_text_value(text, len, "stateful_dataloader", v, sizeof(v)) ||
+	     dlbn_config_text_value(text, len, "loaders", v, sizeof(v))) &&
 	    !strcmp(v, "incompatible"))
 		t->boot_partial = 1;
-	if (config_value(text, len, "reason", v, sizeof(v)))
+	if (dlbn_config_text_value(text, len, "reason", v, sizeof(v)))
 		snprintf(t->boot_reason, sizeof(t->boot_reason), "%s", v);
-	if (config_value(text, len, "torch", v, sizeof(t->torch_version)))
+	if (dlbn_config_text_value(text, len, "torch", v, sizeof(t->torch_version)))
 		memcpy(t->torch_version, v, sizeof(t->torch_version));
 }
 
@@ -164,7 +143,7 @@ static int config_record(struct dlbn_loader_table *t, uint32_t pi, const struct 
 	}
 	char v[1024];
 	int64_t key = 0;
-	if (config_value(text, len, "loader", v, sizeof(v))) {
+	if (dlbn_config_text_value(text, len, "loader", v, sizeof(v))) {
 		key = strtoll(v, NULL, 10);
 		if (key == 0)
 			key = -1; /* a loader id of 0 is not the "no id" loader */
@@ -184,7 +163,7 @@ static int config_record(struct dlbn_loader_table *t, uint32_t pi, const struct 
 		dlbn_config_parse(&l->config, text, len);
 		l->has_config = 1;
 	}
-	if (!config_value(text, len, "workers", v, sizeof(v)))
+	if (!dlbn_config_text_value(text, len, "workers", v, sizeof(v)))
 		return 0;
 	for (char *p = v; *p;) {
 		char *end;
@@ -261,10 +240,8 @@ static int64_t iter_overlap(const struct dlbn_loader_table *t, int a, int b)
 
 static int sequential_sampler(const struct dlbn_loader *l)
 {
-	for (int i = 0; i < l->config.n; i++)
-		if (!strcmp(l->config.key[i], "sampler"))
-			return !strcmp(l->config.val[i], "SequentialSampler");
-	return 0;
+	const char *sampler = dlbn_config_value(&l->config, "sampler");
+	return sampler && !strcmp(sampler, "SequentialSampler");
 }
 
 /* Drop the loaders of other processes; the survivors keep their order. */
@@ -491,12 +468,11 @@ void dlbn_loaders_free(struct dlbn_model *m)
 	m->loaders.claims = NULL;
 }
 
-static void config_text_value(const struct dlbn_config *c, const char *key, char *buf, size_t len)
+/* The value of key in c into buf, "" when absent. */
+static void config_text(const struct dlbn_config *c, const char *key, char *buf, size_t len)
 {
-	buf[0] = 0;
-	for (int i = 0; i < c->n; i++)
-		if (!strcmp(c->key[i], key))
-			snprintf(buf, len, "%s", c->val[i]);
+	const char *v = dlbn_config_value(c, key);
+	snprintf(buf, len, "%s", v ? v : "");
 }
 
 void dlbn_loader_summary(const struct dlbn_model *m, size_t i, struct dlbn_loader_summary *out)
@@ -518,8 +494,8 @@ void dlbn_loader_summary(const struct dlbn_model *m, size_t i, struct dlbn_loade
 	out->stall_s = (double)st->w.stall_ns / 1e9;
 	if (!training)
 		out->in_train_window = l->in_train_window;
-	config_text_value(&l->config, "sampler", out->sampler, sizeof(out->sampler));
-	config_text_value(&l->config, "loader_class", out->loader_class, sizeof(out->loader_class));
+	config_text(&l->config, "sampler", out->sampler, sizeof(out->sampler));
+	config_text(&l->config, "loader_class", out->loader_class, sizeof(out->loader_class));
 	snprintf(out->kind, sizeof(out->kind), "%s", dlbn_loader_kind(&l->config));
 	out->threads = l->has_config ? l->config.threads : -1;
 	out->feeds_another = l->feeder;

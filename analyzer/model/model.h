@@ -26,6 +26,7 @@
 #include "model/lib_ops.h"
 #include "model/loaders.h"
 #include "model/ranges.h"
+#include "trace/config.h"
 #include "trace/reader.h"
 #include "model/waitstacks.h"
 
@@ -217,28 +218,6 @@ struct dlbn_steps {
  * gs is NULL when the training process has no CUDA records. */
 typedef void (*dlbn_step_sink)(void *ctx, size_t index, const struct dlbn_step *s,
 			       const struct dlbn_gpu_step *gs);
-
-#define DLBN_CONFIG_MAX 28
-struct dlbn_config {
-	int present;
-	char text[512];
-	int n;
-	char key[DLBN_CONFIG_MAX][32];
-	char val[DLBN_CONFIG_MAX][64];
-	/* Parsed values; -1 unknown. */
-	int num_workers, prefetch_factor, batch_size, pin_memory, persistent_workers;
-	int threads;	     /* DALI's num_threads */
-	int intraop_threads; /* torch.get_num_threads() in the training process */
-	double cpu_quota;    /* CPUs its cgroup's quota allows, 0 none */
-	int cpus;	     /* the CPUs the training process may run on (affinity) */
-	int dali_proxy;	     /* 1: DALI's proxy DataLoader (threads, device: its pipeline's) */
-	char start_method[24], dataset_kind[24];
-	/* What kind of loader (the bootstrap's "kind"): "" torch's DataLoader,
-	 * "nodes" torchdata.nodes, "dali" DALI's iterators, "named" one the
-	 * user named (dlbn-run --loader). */
-	char kind[16];
-	char worker_method[16]; /* nodes' ParallelMapper: thread or process */
-};
 
 /* One DataLoader of the training process (loaders.h). */
 struct dlbn_loader {
@@ -440,9 +419,6 @@ void dlbn_model_free(struct dlbn_model *m);
 /* The bootstrap ran, wrapped every loader it knows and saw none fetched:
  * whatever the loop iterates is not a loader dlbn recognises. */
 int dlbn_model_loader_unrecognised(const struct dlbn_model *m);
-
-/* Parse "key=value;..." into c (also used by tests). */
-void dlbn_config_parse(struct dlbn_config *c, const char *text, size_t len);
 
 /* Worker figures over the chosen view's window. */
 struct dlbn_worker_stats {

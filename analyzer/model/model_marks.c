@@ -65,6 +65,101 @@ static struct dlbn_lead lead_of(const struct pass2 *ps, const struct dlbn_record
 	return d;
 }
 
+/* FETCH_BEGIN of loader l (st: its steps; aside: not the training
+ * loader): the fetch opens, its lead ends, and the loader's start-up
+ * since iter() joins the wait. */
+static void mark_fetch_begin(struct pass2 *ps, struct dlbn_loader *l, const struct dlbn_steps *st,
+			     int aside, const struct dlbn_record *r)
+{
+	int64_t c[LOOP_COUNTERS];
+	l->py_open = r->t_ns;
+	l->py_lead = lead_of(ps, r);
+	l->py_gil_others_at = loop_counters(r, c) ? c[LC_GIL_OTHERS] : -1;
+	l->py_lead_end = r->t_ns;
+	/* The training loader's first iter() is warm-up; another loader's
+	 * may fall inside the training window, where the reference Replay
+	 * (every loader cached before the loop) has no worker start-up. */
+	if (l->py_iter_begin >= 0 && (st->n > 0 || aside)) {
+		int64_t start_up = r->t_ns - l->py_iter_begin - (ps->waited_ns - l->py_iter_waited);
+		if (start_up > 0) {
+			l->py_carry_ns += start_up;
+			ps->waited_ns += start_up;
+		}
+		/* The start-up goes with the wait: a lead it lies in ends at
+		 * the iter() (its counters are the ITER_BEGIN mark's; a trace
+		 * without them leaves it unknown). */
+		if (start_up > 0 && ps->arrival_known && l->py_iter_begin >= ps->arrival_t) {
+			l->py_lead = l->py_iter_lead;
+			l->py_lead_end = l->py_iter_begin;
+		}
+	}
+	ps->arrival_known = 0;
+	l->py_iter_begin = -1;
+}
+
+/* FETCH_END of loader li: the step, and the batch's arrival that the
+ * next lead starts from. */
+static void mark_fetch_end(struct pass2 *ps, struct dlbn_loader *l, struct dlbn_steps *st,
+			   int aside, int li, const struct dlbn_record *r)
+{
+	if (l->py_open >= 0)
+		ps->waited_ns += r->t_ns - l->py_open;
+	if (l->py_open >= 0) {
+		/* The other threads' lock waits over the whole period: the
+		 * lead's, then the fetch's. */
+		int64_t c[LOOP_COUNTERS];
+		if (l->py_lead.known && l->py_gil_others_at >= 0 && loop_counters(r, c) &&
+		    c[LC_GIL_OTHERS] >= l->py_gil_others_at)
+			l->py_lead.gil_others_ns += c[LC_GIL_OTHERS] - l->py_gil_others_at;
+		struct dlbn_step s = {.begin = l->py_open,
+				      .end = r->t_ns,
+				      .wait_ns = r->t_ns - l->py_open + l->py_carry_ns +
+						 ps->stop_carry_ns,
+				      .aside = (uint8_t)aside,
+				      .loader = (int16_t)li,
+				      .lead = l->py_lead,
+				      .lead_end = l->py_lead_end};
+		model_number_epoch(st, &s, l->py_new_epoch);
+		l->py_new_epoch = 0;
+		l->py_carry_ns = 0;
+		ps->stop_carry_ns = 0;
+		model_feed(ps, st, &s);
+	}
+	l->py_open = -1;
+	ps->arrival_t = r->t_ns;
+	ps->arrival_known = loop_counters(r, ps->arrival_counters);
+	ps->arrival_iter = fld(r, 1);
+	ps->handoff_t = 0;
+	ps->arrival_shm = ps->shm_mapped - ps->shm_at_arrival;
+	ps->shm_at_arrival = ps->shm_mapped;
+}
+
+/* HANDOFF: the wrapper's part of the coming lead ends here; without its
+ * own counters it cannot be told from the rest and is left in the lead. */
+static void mark_handoff(struct pass2 *ps, const struct dlbn_record *r)
+{
+	int64_t c[LOOP_COUNTERS];
+	if (ps->arrival_known && !ps->handoff_t && fld(r, 1) == ps->arrival_iter &&
+	    r->t_ns >= ps->arrival_t && loop_counters(r, c)) {
+		memcpy(ps->arrival_counters, c, sizeof(c));
+		ps->handoff_t = r->t_ns;
+	}
+}
+
+/* FETCH_STOP: the next batch the loop gets, from whichever loader,
+ * carries this fetch: a val loader's last fetch of an epoch shuts its
+ * workers down between two training steps, while that loader's own next
+ * step may come after the window. */
+static void mark_fetch_stop(struct pass2 *ps, struct dlbn_loader *l, const struct dlbn_record *r)
+{
+	ps->arrival_known = 0;
+	if (l->py_open >= 0) {
+		ps->stop_carry_ns += r->t_ns - l->py_open;
+		ps->waited_ns += r->t_ns - l->py_open;
+	}
+	l->py_open = -1;
+}
+
 /*
  * A fetch mark of the loop's thread.  Each loader keeps its own fetch
  * state (zipped loaders interleave their fetches).  Loader time between
@@ -91,91 +186,17 @@ void model_mark_record(struct pass2 *ps, const struct dlbn_record *r)
 		l->py_iter_waited = ps->waited_ns;
 		l->py_iter_lead = lead_of(ps, r);
 		break;
-	case DLBN_MARK_FETCH_BEGIN: {
-		int64_t c[LOOP_COUNTERS];
-		l->py_open = r->t_ns;
-		l->py_lead = lead_of(ps, r);
-		l->py_gil_others_at = loop_counters(r, c) ? c[LC_GIL_OTHERS] : -1;
-		l->py_lead_end = r->t_ns;
-		/* The training loader's first iter() is warm-up; another
-		 * loader's may fall inside the training window, where the
-		 * reference Replay (every loader cached before the loop) has
-		 * no worker start-up. */
-		if (l->py_iter_begin >= 0 && (st->n > 0 || aside)) {
-			int64_t start_up =
-				r->t_ns - l->py_iter_begin - (ps->waited_ns - l->py_iter_waited);
-			if (start_up > 0) {
-				l->py_carry_ns += start_up;
-				ps->waited_ns += start_up;
-			}
-			/* The start-up goes with the wait: a lead it lies in
-			 * ends at the iter() (its counters are the ITER_BEGIN
-			 * mark's; a trace without them leaves it unknown). */
-			if (start_up > 0 && ps->arrival_known &&
-			    l->py_iter_begin >= ps->arrival_t) {
-				l->py_lead = l->py_iter_lead;
-				l->py_lead_end = l->py_iter_begin;
-			}
-		}
-		ps->arrival_known = 0;
-		l->py_iter_begin = -1;
+	case DLBN_MARK_FETCH_BEGIN:
+		mark_fetch_begin(ps, l, st, aside, r);
 		break;
-	}
 	case DLBN_MARK_FETCH_END:
-		if (l->py_open >= 0)
-			ps->waited_ns += r->t_ns - l->py_open;
-		if (l->py_open >= 0) {
-			/* The other threads' lock waits over the whole period: the
-			 * lead's, then the fetch's. */
-			int64_t c[LOOP_COUNTERS];
-			if (l->py_lead.known && l->py_gil_others_at >= 0 && loop_counters(r, c) &&
-			    c[LC_GIL_OTHERS] >= l->py_gil_others_at)
-				l->py_lead.gil_others_ns += c[LC_GIL_OTHERS] - l->py_gil_others_at;
-			struct dlbn_step s = {.begin = l->py_open,
-					      .end = r->t_ns,
-					      .wait_ns = r->t_ns - l->py_open + l->py_carry_ns +
-							 ps->stop_carry_ns,
-					      .aside = (uint8_t)aside,
-					      .loader = (int16_t)li,
-					      .lead = l->py_lead,
-					      .lead_end = l->py_lead_end};
-			model_number_epoch(st, &s, l->py_new_epoch);
-			l->py_new_epoch = 0;
-			l->py_carry_ns = 0;
-			ps->stop_carry_ns = 0;
-			model_feed(ps, st, &s);
-		}
-		l->py_open = -1;
-		ps->arrival_t = r->t_ns;
-		ps->arrival_known = loop_counters(r, ps->arrival_counters);
-		ps->arrival_iter = fld(r, 1);
-		ps->handoff_t = 0;
-		ps->arrival_shm = ps->shm_mapped - ps->shm_at_arrival;
-		ps->shm_at_arrival = ps->shm_mapped;
+		mark_fetch_end(ps, l, st, aside, li, r);
 		break;
-	case DLBN_MARK_HANDOFF: {
-		/* The wrapper's part of the coming lead ends here; without its
-		 * own counters it cannot be told from the rest and is left in
-		 * the lead. */
-		int64_t c[LOOP_COUNTERS];
-		if (ps->arrival_known && !ps->handoff_t && fld(r, 1) == ps->arrival_iter &&
-		    r->t_ns >= ps->arrival_t && loop_counters(r, c)) {
-			memcpy(ps->arrival_counters, c, sizeof(c));
-			ps->handoff_t = r->t_ns;
-		}
+	case DLBN_MARK_HANDOFF:
+		mark_handoff(ps, r);
 		break;
-	}
 	case DLBN_MARK_FETCH_STOP:
-		/* The next batch the loop gets, from whichever loader, carries
-		 * this fetch: a val loader's last fetch of an epoch shuts its
-		 * workers down between two training steps, while that loader's
-		 * own next step may come after the window. */
-		ps->arrival_known = 0;
-		if (l->py_open >= 0) {
-			ps->stop_carry_ns += r->t_ns - l->py_open;
-			ps->waited_ns += r->t_ns - l->py_open;
-		}
-		l->py_open = -1;
+		mark_fetch_stop(ps, l, r);
 		break;
 	default:
 		break;

@@ -78,6 +78,39 @@ static void copy_str(char *buf, size_t len, const struct dlbn_record *r, int i)
 	buf[n] = 0;
 }
 
+/* A PROCESS record: who the process is (its rank, when a launcher set one). */
+static void process_record(struct dlbn_proc *p, const struct dlbn_record *r)
+{
+	p->has_process_rec = 1;
+	p->pid = (int)fld(r, 0);
+	p->ppid = (int)fld(r, 1);
+	p->parent_proc_id = r->kind[2] == DLBN_V_INT ? r->f[2] : -1;
+	p->start = (int)fld(r, 3);
+	p->rank =
+		r->kind[4] == DLBN_V_INT && r->f[4] >= 0 && r->f[4] < INT32_MAX ? (int)r->f[4] : -1;
+	p->local_rank =
+		r->kind[5] == DLBN_V_INT && r->f[5] >= 0 && r->f[5] < INT32_MAX ? (int)r->f[5] : -1;
+	p->world_size =
+		r->kind[6] == DLBN_V_INT && r->f[6] > 0 && r->f[6] < INT32_MAX ? (int)r->f[6] : -1;
+	copy_str(p->argv0, sizeof(p->argv0), r, 9);
+	copy_str(p->host, sizeof(p->host), r, 11);
+}
+
+/* A READ or WRITE of thread ti: a pipe's transfer names it a reader or a
+ * writer of that pipe (an allocation failure leaves it unnamed). */
+static void pipe_transfer(struct dlbn_model *m, uint32_t ti, const struct dlbn_record *r)
+{
+	if (fld(r, 2) != DLBN_FD_PIPE || fld(r, 4) <= 0)
+		return;
+	struct pipe_ent *e = model_pipe_get(m->pipes, fld(r, 3));
+	if (!e)
+		return;
+	if (r->type == DLBN_REC_READ)
+		who_add(&e->readers, &e->nreaders, &e->capreaders, ti);
+	else
+		who_add(&e->writers, &e->nwriters, &e->capwriters, ti);
+}
+
 int model_pass1_record(struct dlbn_model *m, const struct dlbn_record *r)
 {
 	uint32_t ti = r->stream->index;
@@ -93,22 +126,7 @@ int model_pass1_record(struct dlbn_model *m, const struct dlbn_record *r)
 
 	switch (r->type) {
 	case DLBN_REC_PROCESS:
-		p->has_process_rec = 1;
-		p->pid = (int)fld(r, 0);
-		p->ppid = (int)fld(r, 1);
-		p->parent_proc_id = r->kind[2] == DLBN_V_INT ? r->f[2] : -1;
-		p->start = (int)fld(r, 3);
-		p->rank = r->kind[4] == DLBN_V_INT && r->f[4] >= 0 && r->f[4] < INT32_MAX
-				  ? (int)r->f[4]
-				  : -1;
-		p->local_rank = r->kind[5] == DLBN_V_INT && r->f[5] >= 0 && r->f[5] < INT32_MAX
-					? (int)r->f[5]
-					: -1;
-		p->world_size = r->kind[6] == DLBN_V_INT && r->f[6] > 0 && r->f[6] < INT32_MAX
-					? (int)r->f[6]
-					: -1;
-		copy_str(p->argv0, sizeof(p->argv0), r, 9);
-		copy_str(p->host, sizeof(p->host), r, 11);
+		process_record(p, r);
 		break;
 	case DLBN_REC_THREAD:
 		t->tid = (int)fld(r, 0);
@@ -130,15 +148,7 @@ int model_pass1_record(struct dlbn_model *m, const struct dlbn_record *r)
 		return dlbn_loaders_record(m, t->proc_index, r);
 	case DLBN_REC_READ:
 	case DLBN_REC_WRITE:
-		if (fld(r, 2) == DLBN_FD_PIPE && fld(r, 4) > 0) {
-			struct pipe_ent *e = model_pipe_get(m->pipes, fld(r, 3));
-			if (!e)
-				break;
-			if (r->type == DLBN_REC_READ)
-				who_add(&e->readers, &e->nreaders, &e->capreaders, ti);
-			else
-				who_add(&e->writers, &e->nwriters, &e->capwriters, ti);
-		}
+		pipe_transfer(m, ti, r);
 		break;
 	case DLBN_REC_POLL:
 		for (int k = 0; k < r->narr; k++) {

@@ -120,7 +120,7 @@ static void verdict_card(FILE *out, const struct dlbn_report_input *in)
 			a->predicted_speedup);
 	fputs("</span></div>\n<div class=\"tiles\">\n", out);
 	snprintf(v, sizeof(v), "%.2fx", a->predicted_speedup);
-	snprintf(d, sizeof(d), "without the loader's stall (cause: %s)", a->cause);
+	snprintf(d, sizeof(d), "without the loader's stall (cause: %s)", dlbn_cause_name(a->cause));
 	tile(out, "predicted speedup", a->predicted_speedup > 0 ? v : "-", d);
 	if (a->steps_window) {
 		snprintf(v, sizeof(v), "%.2f ms", a->wall_s * 1e3 / (double)a->steps_window);

@@ -400,7 +400,7 @@ void dlbn_report_json(FILE *out, const struct dlbn_report_input *in)
 	fputs(",\"library_operators\":", out);
 	json_lib_ops(out, &in->m->lib_ops);
 	fputs(",\"cause\":", out);
-	jstr(out, a->cause);
+	jstr(out, dlbn_cause_name(a->cause));
 	fputs(",\"recommendations\":", out);
 	jlines(out, a->recs, a->nrecs);
 	fputs(",\"advice\":", out);

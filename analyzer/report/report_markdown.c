@@ -32,7 +32,7 @@ static void md_decision(FILE *out, const struct dlbn_analysis *a)
 	fprintf(out, " | %.3f s of %.3f s (%.1f%%) | %zu | %s%s | ", a->stall_s, a->wall_s,
 		a->stall_fraction * 100, a->steps_window, dlbn_view_name(a->view),
 		a->path == DLBN_PATH_PIN ? " (pin memory)" : "");
-	md_text(out, a->cause);
+	md_text(out, dlbn_cause_name(a->cause));
 	fputs(" |\n", out);
 }
 

@@ -204,7 +204,7 @@ void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
 		dlbn_gpu_text(out, in->gpu);
 	}
 
-	fprintf(out, "\nCause: %s\n", a->cause);
+	fprintf(out, "\nCause: %s\n", dlbn_cause_name(a->cause));
 	for (size_t i = 0; i < a->nreasons; i++)
 		if (!gpu_shown || strncmp(a->reasons[i], "GPU: ", 5) != 0)
 			fprintf(out, "  - %s\n", a->reasons[i]);

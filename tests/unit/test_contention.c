@@ -53,7 +53,7 @@ static void run(const struct tgsim_params *p, struct res *x)
 		strcat(x->text, "\n");
 	}
 	printf("# %s %.2f cause=%s main_runq=%.3f workers_runq=%.3f cpus=%.2f\n%s",
-	       dlbn_verdict_name(x->a.verdict), x->a.predicted_speedup, x->a.cause,
+	       dlbn_verdict_name(x->a.verdict), x->a.predicted_speedup, dlbn_cause_name(x->a.cause),
 	       x->a.main_runq_fraction, x->a.workers_runq_share, x->a.cpus_used, x->text);
 	dlbn_analysis_free(&x->a); /* the scalar figures stay readable */
 	dlbn_model_free(&m);
@@ -82,8 +82,8 @@ static void test_contended_workers(void)
 	      "contended: workers wait for a CPU 35%% of their busy time (got %.3f)",
 	      x.a.workers_runq_share);
 	CHECK(x.a.cpu_contended, "contended: flagged");
-	CHECK(!strcmp(x.a.cause, "cpu_contention"), "contended: cause cpu_contention (got %s)",
-	      x.a.cause);
+	CHECK(!strcmp(dlbn_cause_name(x.a.cause), "cpu_contention"),
+	      "contended: cause cpu_contention (got %s)", dlbn_cause_name(x.a.cause));
 	CHECK(strstr(x.text, "the workers wait for a CPU 35% of their busy time (2 worker "
 			     "processes") != NULL,
 	      "contended: the reason gives the share and the worker count");
@@ -101,8 +101,8 @@ static void test_uncontended_workers(void)
 	run(&p, &x);
 	CHECK(fabs(x.a.workers_runq_share - 0.02) < 0.005 && !x.a.cpu_contended,
 	      "uncontended: 2%% runnable-waiting, not flagged (got %.3f)", x.a.workers_runq_share);
-	CHECK(!strcmp(x.a.cause, "workers_saturated"), "uncontended: cause workers_saturated (%s)",
-	      x.a.cause);
+	CHECK(!strcmp(dlbn_cause_name(x.a.cause), "workers_saturated"),
+	      "uncontended: cause workers_saturated (%s)", dlbn_cause_name(x.a.cause));
 	CHECK(strstr(x.text, "REC num_workers 2 -> 5") != NULL,
 	      "uncontended: num_workers 2 -> 5 (39.9 ms per batch, one consumed every 9.9 ms)");
 	CHECK(x.a.cpus_used > 1.5 && x.a.cpus_used < 3.0,

@@ -57,7 +57,7 @@ static int analyse(const uint8_t *b, size_t len, struct result *res)
 		static struct dlbn_damage d;
 		dlbn_damage_assess(&m, dlbn_reader_stats(r), &a, &d);
 		res->verdict = a.verdict;
-		snprintf(res->cause, sizeof(res->cause), "%s", a.cause);
+		snprintf(res->cause, sizeof(res->cause), "%s", dlbn_cause_name(a.cause));
 		res->damaged = d.damaged;
 		res->blocks = d.blocks_verdict;
 		res->nitems = d.nitems;

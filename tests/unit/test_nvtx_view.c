@@ -126,11 +126,11 @@ static struct res analyze(int force_view)
 	x.ranges = m.nvtx_ranges;
 	x.mean_step_ms = m.nvtx_step_ranges ? (double)m.nvtx_step_ns / 1e6 / m.nvtx_step_ranges : 0;
 	x.training_found = m.training >= 0;
-	snprintf(x.cause, sizeof(x.cause), "%s", a.cause);
+	snprintf(x.cause, sizeof(x.cause), "%s", dlbn_cause_name(a.cause));
 	printf("# view %s verdict %s speedup %.3f steps %zu data %llu step %llu cause %s\n",
 	       dlbn_view_name(a.view), dlbn_verdict_name(a.verdict), a.predicted_speedup,
 	       a.steps_total, (unsigned long long)x.data_ranges, (unsigned long long)x.step_ranges,
-	       a.cause);
+	       dlbn_cause_name(a.cause));
 	dlbn_analysis_free(&a);
 	dlbn_model_free(&m);
 	dlbn_reader_close(r);

@@ -392,7 +392,8 @@ static void test_model_threads_three(void)
 	CHECK(near(a.outside.slowed_s, want, 0.03),
 	      "three model threads: independent times off (%.4f, want %.4f)", a.outside.slowed_s,
 	      want);
-	CHECK(!strcmp(a.cause, "cpu_contention"), "three model threads: cause %s", a.cause);
+	CHECK(!strcmp(dlbn_cause_name(a.cause), "cpu_contention"), "three model threads: cause %s",
+	      dlbn_cause_name(a.cause));
 }
 
 /* The model's threads never queued: nothing slowed, and the run is the

@@ -77,7 +77,7 @@ static struct result analyze(void)
 	res.speedup = a.predicted_speedup;
 	res.window = a.steps_window;
 	res.warmup = a.steps_warmup;
-	snprintf(res.cause, sizeof(res.cause), "%s", a.cause);
+	snprintf(res.cause, sizeof(res.cause), "%s", dlbn_cause_name(a.cause));
 	for (size_t i = 0; i < a.nreasons; i++) {
 		strncat(res.reasons, a.reasons[i], sizeof(res.reasons) - strlen(res.reasons) - 2);
 		strcat(res.reasons, "\n");
