@@ -301,9 +301,14 @@ int svg_other_batch(const struct dlbn_sweep_point *p, const struct dlbn_whatif *
 	       fabs(p->batch_size - w->batch_size) >= 0.5;
 }
 
-void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep *sweep)
+/* The curve chart's frame: size and margins, in pixels. */
+enum { CURVE_W = 1100, CURVE_H = 340, CURVE_L = 64, CURVE_R = 180, CURVE_T = 16, CURVE_B = 44 };
+
+/* The curve's axes: x over the knob's values up to the largest predicted
+ * or swept (at most 256), y up to the longest step; returns x's end. */
+static int curve_scales(const struct dlbn_whatif *w, const struct dlbn_sweep *sweep,
+			struct scale *x, struct scale *y)
 {
-	const int W = 1100, H = 340, L = 64, R = 180, T = 16, B = 44;
 	double ymax = w->measured_ms;
 	int xmax = w->max_workers;
 	for (size_t i = 0; i < w->nrows; i++)
@@ -318,24 +323,20 @@ void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep 
 		if (p->value > xmax && p->value <= 256)
 			xmax = (int)ceil(p->value);
 	}
-	struct scale x = {0, xmax > 0 ? xmax : 1, L, W - R};
-	struct scale y = {0, ymax * 1.12, H - B, T};
-	char title[64];
-	snprintf(title, sizeof(title), "Predicted step time against %s", w->knob);
-	svg_open(out, W, H, "whatif-curve", title);
-	y_axis(out, &y, L, W - R, "");
-	x_axis(out, &x, T, H - B, 1, "", xmax < 12 ? xmax : 12);
-	text_at(out, (L + W - R) / 2.0, H - 8, "middle", "axislabel", w->knob);
-	fprintf(out,
-		"<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\" "
-		"class=\"axislabel\">step time (ms)</text>\n",
-		(T + H - B) / 2.0);
-	/* The predicted curve, then its points coloured by their limit. */
+	*x = (struct scale){0, xmax > 0 ? xmax : 1, CURVE_L, CURVE_W - CURVE_R};
+	*y = (struct scale){0, ymax * 1.12, CURVE_H - CURVE_B, CURVE_T};
+	return xmax;
+}
+
+/* The predicted curve, then its points coloured by their limit, and this
+ * run's measured step. */
+static void curve_points(FILE *out, const struct dlbn_whatif *w, const struct scale *x,
+			 const struct scale *y)
+{
 	fputs("<polyline class=\"curve\" points=\"", out);
 	for (size_t i = 0; i < w->nrows; i++)
 		if (!strcmp(w->rows[i].setting, w->knob))
-			fprintf(out, "%.1f,%.1f ", at(&x, w->rows[i].value),
-				at(&y, w->rows[i].step_ms));
+			fprintf(out, "%.1f,%.1f ", at(x, w->rows[i].value), at(y, w->rows[i].step_ms));
 	fputs("\"/>\n", out);
 	for (size_t i = 0; i < w->nrows; i++) {
 		const struct dlbn_whatif_row *r = &w->rows[i];
@@ -346,10 +347,10 @@ void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep 
 			"data-value=\"%d\" data-step-ms=\"%.3f\" data-limited-by=\"%s\">"
 			"<title>num_workers=%d: %.2f ms per step predicted (%.2fx), limited by "
 			"%s</title></circle>\n",
-			limit_class(r->limited_by), at(&x, r->value), at(&y, r->step_ms), r->value,
+			limit_class(r->limited_by), at(x, r->value), at(y, r->step_ms), r->value,
 			r->step_ms, r->limited_by, r->value, r->step_ms, r->speedup, r->limited_by);
 		if (r->current) {
-			double cx = at(&x, r->value), cy = at(&y, r->measured_ms);
+			double cx = at(x, r->value), cy = at(y, r->measured_ms);
 			fprintf(out,
 				"<circle class=\"measured-point\" cx=\"%.1f\" cy=\"%.1f\" r=\"8\" "
 				"data-value=\"%d\" data-measured-ms=\"%.3f\"><title>this run: "
@@ -359,14 +360,20 @@ void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep 
 				r->measured_ms);
 		}
 	}
+}
+
+/* The sweep's runs at the curve's batch size: measured, or failed. */
+static void sweep_points(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep *sweep,
+			 const struct scale *x, const struct scale *y, int xmax)
+{
 	for (size_t i = 0; sweep && i < sweep->n; i++) {
 		const struct dlbn_sweep_point *p = &sweep->v[i];
 		if (strcmp(p->setting, w->knob) != 0 || p->value < 0 || p->value > xmax ||
 		    svg_other_batch(p, w))
 			continue;
-		double cx = at(&x, p->value);
+		double cx = at(x, p->value);
 		if (p->measured_ms > 0) {
-			double cy = at(&y, p->measured_ms);
+			double cy = at(y, p->measured_ms);
 			fprintf(out,
 				"<path class=\"sweep-point\" d=\"M%.1f %.1fl6 6l-6 6l-6 -6z\" "
 				"data-value=\"%g\" data-measured-ms=\"%.3f\"><title>sweep: "
@@ -379,11 +386,14 @@ void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep 
 				p->value, p->value);
 			html_esc(out, p->error[0] ? p->error : "no measurement");
 			fprintf(out, "</title><path d=\"M%.1f %dl8 8m0 -8l-8 8\"/></g>\n", cx - 4,
-				T + 2);
-			text_at(out, cx + 8, T + 10, "start", "marklabel", "run failed");
+				CURVE_T + 2);
+			text_at(out, cx + 8, CURVE_T + 10, "start", "marklabel", "run failed");
 		}
 	}
-	/* Legend. */
+}
+
+static void curve_legend(FILE *out, int sweep)
+{
 	static const char *const legend[][2] = {{"workers", "workers' throughput"},
 						{"storage", "storage (file reads)"},
 						{"cores", "the job's CPUs"},
@@ -392,24 +402,45 @@ void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep 
 						{"handoff", "batch hand-off"},
 						{"main_thread", "loading in the loop"},
 						{"epoch_startup", "epoch start-up"}};
-	double ly = T + 8;
-	text_at(out, W - R + 16, ly, "start", "legendhead", "limited by");
+	const int lx = CURVE_W - CURVE_R;
+	double ly = CURVE_T + 8;
+	text_at(out, lx + 16, ly, "start", "legendhead", "limited by");
 	for (size_t i = 0; i < sizeof(legend) / sizeof(legend[0]); i++) {
 		ly += 18;
 		fprintf(out, "<circle class=\"lim-%s\" cx=\"%d\" cy=\"%.1f\" r=\"5\"/>",
-			legend[i][0], W - R + 22, ly - 4);
-		text_at(out, W - R + 32, ly, "start", "legend", "%s", legend[i][1]);
+			legend[i][0], lx + 22, ly - 4);
+		text_at(out, lx + 32, ly, "start", "legend", "%s", legend[i][1]);
 	}
 	ly += 26;
-	fprintf(out, "<circle class=\"measured-point\" cx=\"%d\" cy=\"%.1f\" r=\"6\"/>", W - R + 22,
+	fprintf(out, "<circle class=\"measured-point\" cx=\"%d\" cy=\"%.1f\" r=\"6\"/>", lx + 22,
 		ly - 4);
-	text_at(out, W - R + 32, ly, "start", "legend", "this run (measured)");
+	text_at(out, lx + 32, ly, "start", "legend", "this run (measured)");
 	if (sweep) {
 		ly += 18;
-		fprintf(out, "<path class=\"sweep-point\" d=\"M%d %.1fl6 6l-6 6l-6 -6z\"/>",
-			W - R + 22, ly - 10);
-		text_at(out, W - R + 32, ly, "start", "legend", "sweep (measured)");
+		fprintf(out, "<path class=\"sweep-point\" d=\"M%d %.1fl6 6l-6 6l-6 -6z\"/>", lx + 22,
+			ly - 10);
+		text_at(out, lx + 32, ly, "start", "legend", "sweep (measured)");
 	}
+}
+
+void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep *sweep)
+{
+	struct scale x, y;
+	int xmax = curve_scales(w, sweep, &x, &y);
+	char title[64];
+	snprintf(title, sizeof(title), "Predicted step time against %s", w->knob);
+	svg_open(out, CURVE_W, CURVE_H, "whatif-curve", title);
+	y_axis(out, &y, CURVE_L, CURVE_W - CURVE_R, "");
+	x_axis(out, &x, CURVE_T, CURVE_H - CURVE_B, 1, "", xmax < 12 ? xmax : 12);
+	text_at(out, (CURVE_L + CURVE_W - CURVE_R) / 2.0, CURVE_H - 8, "middle", "axislabel",
+		w->knob);
+	fprintf(out,
+		"<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\" "
+		"class=\"axislabel\">step time (ms)</text>\n",
+		(CURVE_T + CURVE_H - CURVE_B) / 2.0);
+	curve_points(out, w, &x, &y);
+	sweep_points(out, w, sweep, &x, &y, xmax);
+	curve_legend(out, sweep != NULL);
 	fputs("</svg>\n", out);
 }
 
