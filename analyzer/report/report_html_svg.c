@@ -486,11 +486,22 @@ static void diamond(FILE *out, double cx, double cy, int r)
 	fprintf(out, " d=\"M%.1f %.1fl%d %dl-%d %dl-%d -%dz\"", cx, cy - r, r, r, r, r, r, r);
 }
 
-void svg_grid(FILE *out, const struct dlbn_whatif *w, int standalone)
-{
-	const int W = 1100, H = 380, L = 70, R = 200, T = standalone ? 40 : 16, B = 44;
+/* The grid chart: its frame (the top margin leaves a standalone file room
+ * for its title), axes and batch sizes (the series, in the grid's order). */
+enum { GRID_W = 1100, GRID_H = 380, GRID_L = 70, GRID_R = 200, GRID_B = 44 };
+
+struct grid_chart {
+	const struct dlbn_whatif *w;
+	int top;
+	struct scale x, y;
 	int sizes[DLBN_WHATIF_BATCHES];
-	size_t ns = grid_sizes_of(w, sizes);
+	size_t ns;
+};
+
+/* x over the grid's units, y up to the most samples/s predicted or measured. */
+static void grid_scales(struct grid_chart *g)
+{
+	const struct dlbn_whatif *w = g->w;
 	double ymax = 0;
 	int umin = -1, umax = 0;
 	for (size_t i = 0; i < w->ngrid; i++) {
@@ -500,105 +511,142 @@ void svg_grid(FILE *out, const struct dlbn_whatif *w, int standalone)
 		umin = umin < 0 || c->units < umin ? c->units : umin;
 		umax = c->units > umax ? c->units : umax;
 	}
-	struct scale x = {umin > 0 ? 0 : umin, umax > umin ? umax : umin + 1, L, W - R};
-	struct scale y = {0, ymax > 0 ? ymax * 1.12 : 1, H - B, T};
+	g->x = (struct scale){umin > 0 ? 0 : umin, umax > umin ? umax : umin + 1, GRID_L,
+			      GRID_W - GRID_R};
+	g->y = (struct scale){0, ymax > 0 ? ymax * 1.12 : 1, GRID_H - GRID_B, g->top};
+}
+
+/* The <svg> element (a standalone file's with its own style and title),
+ * the axes and their labels. */
+static void grid_frame(FILE *out, const struct grid_chart *g, int standalone)
+{
+	const int top = g->top;
 	char title[96];
 	snprintf(title, sizeof(title), "Predicted samples/s against %s, one line per batch size",
-		 w->knob);
+		 g->w->knob);
 	if (standalone) {
 		fprintf(out,
 			"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg id=\"grid-chart\" "
 			"viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\" "
 			"aria-label=\"%s\" xmlns=\"http://www.w3.org/2000/svg\">\n<style>\n%s%s"
 			"</style>\n<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n",
-			W, H, W, H, title, standalone_css, svg_grid_css);
-		text_at(out, L, 24, "start", "title", "%s", title);
+			GRID_W, GRID_H, GRID_W, GRID_H, title, standalone_css, svg_grid_css);
+		text_at(out, GRID_L, 24, "start", "title", "%s", title);
 	} else {
-		svg_open(out, W, H, "grid-chart", title);
+		svg_open(out, GRID_W, GRID_H, "grid-chart", title);
 	}
-	y_axis(out, &y, L, W - R, "");
-	x_axis(out, &x, T, H - B, 1, "", (int)(x.hi - x.lo) < 12 ? (int)(x.hi - x.lo) : 12);
-	text_at(out, (L + W - R) / 2.0, H - 8, "middle", "axislabel", "%s", w->knob);
+	int span = (int)(g->x.hi - g->x.lo);
+	y_axis(out, &g->y, GRID_L, GRID_W - GRID_R, "");
+	x_axis(out, &g->x, top, GRID_H - GRID_B, 1, "", span < 12 ? span : 12);
+	text_at(out, (GRID_L + GRID_W - GRID_R) / 2.0, GRID_H - 8, "middle", "axislabel", "%s",
+		g->w->knob);
 	fprintf(out,
 		"<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\" "
 		"class=\"axislabel\">samples/s</text>\n",
-		(T + H - B) / 2.0);
-	for (size_t k = 0; k < ns; k++) {
+		(top + GRID_H - GRID_B) / 2.0);
+}
+
+/* One point of the grid, its series' class k, and its measurement. */
+static void grid_point(FILE *out, const struct grid_chart *g, const struct dlbn_whatif_cell *c,
+		       size_t k)
+{
+	const char *knob = g->w->knob;
+	double cx = at(&g->x, c->units);
+	fprintf(out,
+		"<circle class=\"grid-point bs-%zu\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
+		"data-batch-size=\"%d\" data-units=\"%d\" data-samples-per-s=\"%.1f\" "
+		"data-limited-by=\"%s\"><title>batch_size=%d, %s=%d: %.0f samples/s "
+		"predicted "
+		"(%.2f ms per step), limited by %s</title></circle>\n",
+		k, cx, at(&g->y, c->samples_per_s), c->batch_size, c->units, c->samples_per_s,
+		c->limited_by, c->batch_size, knob, c->units, c->samples_per_s, c->step_ms,
+		c->limited_by);
+	if (!(c->measured_ms > 0))
+		return;
+	double meas = c->batch_size * 1e3 / c->measured_ms, cy = at(&g->y, meas);
+	fprintf(out, "<path class=\"grid-measured bs-%zu\"", k);
+	diamond(out, cx, cy, 6);
+	fprintf(out,
+		" data-batch-size=\"%d\" data-units=\"%d\" "
+		"data-measured-samples-per-s=\"%.1f\"><title>batch_size=%d, %s=%d: "
+		"%.0f samples/s measured%s</title></path>\n",
+		c->batch_size, c->units, meas, c->batch_size, knob, c->units, meas,
+		c->current ? " (this run)" : "");
+	if (c->current) {
+		fprintf(out,
+			"<circle class=\"measured-point\" cx=\"%.1f\" cy=\"%.1f\" "
+			"r=\"10\"/>\n",
+			cx, cy);
+		text_at(out, cx + 12, cy + 16, "start", "marklabel", "this run");
+	}
+}
+
+/* One line per batch size, its points, and the best point ringed. */
+static void grid_series(FILE *out, const struct grid_chart *g)
+{
+	const struct dlbn_whatif *w = g->w;
+	for (size_t k = 0; k < g->ns; k++) {
 		fprintf(out,
 			"<polyline class=\"grid-line bs-%zu\" data-batch-size=\"%d\" points=\"", k,
-			sizes[k]);
+			g->sizes[k]);
 		for (size_t i = 0; i < w->ngrid; i++)
-			if (w->grid[i].batch_size == sizes[k])
-				fprintf(out, "%.1f,%.1f ", at(&x, w->grid[i].units),
-					at(&y, w->grid[i].samples_per_s));
+			if (w->grid[i].batch_size == g->sizes[k])
+				fprintf(out, "%.1f,%.1f ", at(&g->x, w->grid[i].units),
+					at(&g->y, w->grid[i].samples_per_s));
 		fputs("\"/>\n", out);
 	}
 	for (size_t i = 0; i < w->ngrid; i++) {
-		const struct dlbn_whatif_cell *c = &w->grid[i];
 		size_t k = 0;
-		while (k + 1 < ns && sizes[k] != c->batch_size)
+		while (k + 1 < g->ns && g->sizes[k] != w->grid[i].batch_size)
 			k++;
-		double cx = at(&x, c->units);
-		fprintf(out,
-			"<circle class=\"grid-point bs-%zu\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
-			"data-batch-size=\"%d\" data-units=\"%d\" data-samples-per-s=\"%.1f\" "
-			"data-limited-by=\"%s\"><title>batch_size=%d, %s=%d: %.0f samples/s "
-			"predicted "
-			"(%.2f ms per step), limited by %s</title></circle>\n",
-			k, cx, at(&y, c->samples_per_s), c->batch_size, c->units, c->samples_per_s,
-			c->limited_by, c->batch_size, w->knob, c->units, c->samples_per_s,
-			c->step_ms, c->limited_by);
-		if (c->measured_ms > 0) {
-			double meas = c->batch_size * 1e3 / c->measured_ms, cy = at(&y, meas);
-			fprintf(out, "<path class=\"grid-measured bs-%zu\"", k);
-			diamond(out, cx, cy, 6);
-			fprintf(out,
-				" data-batch-size=\"%d\" data-units=\"%d\" "
-				"data-measured-samples-per-s=\"%.1f\"><title>batch_size=%d, %s=%d: "
-				"%.0f samples/s measured%s</title></path>\n",
-				c->batch_size, c->units, meas, c->batch_size, w->knob, c->units,
-				meas, c->current ? " (this run)" : "");
-			if (c->current) {
-				fprintf(out,
-					"<circle class=\"measured-point\" cx=\"%.1f\" cy=\"%.1f\" "
-					"r=\"10\"/>\n",
-					cx, cy);
-				text_at(out, cx + 12, cy + 16, "start", "marklabel", "this run");
-			}
-		}
+		grid_point(out, g, &w->grid[i], k);
 	}
-	if (w->grid_best >= 0) {
-		const struct dlbn_whatif_cell *b = &w->grid[w->grid_best];
-		double cx = at(&x, b->units), cy = at(&y, b->samples_per_s);
-		fprintf(out,
-			"<circle class=\"grid-best\" cx=\"%.1f\" cy=\"%.1f\" r=\"9\" "
-			"data-batch-size=\"%d\" data-units=\"%d\"/>\n",
-			cx, cy, b->batch_size, b->units);
-		int right = cx > (L + W - R) / 2.0;
-		text_at(out, right ? cx - 14 : cx + 14, cy - 12, right ? "end" : "start",
-			"marklabel", "best: batch_size %d, %s %d: %.0f/s", b->batch_size, w->knob,
-			b->units, b->samples_per_s);
-	}
-	/* Legend: one line per batch size, then the marks. */
-	double ly = T + 8;
-	text_at(out, W - R + 16, ly, "start", "legendhead", "batch size");
-	for (size_t k = 0; k < ns; k++) {
+	if (w->grid_best < 0)
+		return;
+	const struct dlbn_whatif_cell *b = &w->grid[w->grid_best];
+	double cx = at(&g->x, b->units), cy = at(&g->y, b->samples_per_s);
+	fprintf(out,
+		"<circle class=\"grid-best\" cx=\"%.1f\" cy=\"%.1f\" r=\"9\" "
+		"data-batch-size=\"%d\" data-units=\"%d\"/>\n",
+		cx, cy, b->batch_size, b->units);
+	int right = cx > (GRID_L + GRID_W - GRID_R) / 2.0;
+	text_at(out, right ? cx - 14 : cx + 14, cy - 12, right ? "end" : "start", "marklabel",
+		"best: batch_size %d, %s %d: %.0f/s", b->batch_size, w->knob, b->units,
+		b->samples_per_s);
+}
+
+/* Legend: one line per batch size, then the marks. */
+static void grid_legend(FILE *out, const struct grid_chart *g)
+{
+	const int lx = GRID_W - GRID_R;
+	double ly = g->top + 8;
+	text_at(out, lx + 16, ly, "start", "legendhead", "batch size");
+	for (size_t k = 0; k < g->ns; k++) {
 		ly += 18;
 		fprintf(out,
 			"<line class=\"grid-line bs-%zu\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" "
 			"y2=\"%.1f\"/>",
-			k, W - R + 16, ly - 4, W - R + 34, ly - 4);
-		text_at(out, W - R + 40, ly, "start", "legend", "%d%s", sizes[k],
-			sizes[k] == w->batch_size ? " (this run)" : "");
+			k, lx + 16, ly - 4, lx + 34, ly - 4);
+		text_at(out, lx + 40, ly, "start", "legend", "%d%s", g->sizes[k],
+			g->sizes[k] == g->w->batch_size ? " (this run)" : "");
 	}
 	ly += 26;
 	fprintf(out, "<path class=\"grid-measured bs-0\"");
-	diamond(out, W - R + 25, ly - 4, 6);
+	diamond(out, lx + 25, ly - 4, 6);
 	fputs("/>", out);
-	text_at(out, W - R + 40, ly, "start", "legend", "measured");
+	text_at(out, lx + 40, ly, "start", "legend", "measured");
 	ly += 20;
-	fprintf(out, "<circle class=\"grid-best\" cx=\"%d\" cy=\"%.1f\" r=\"7\"/>", W - R + 25,
-		ly - 4);
-	text_at(out, W - R + 40, ly, "start", "legend", "best predicted");
+	fprintf(out, "<circle class=\"grid-best\" cx=\"%d\" cy=\"%.1f\" r=\"7\"/>", lx + 25, ly - 4);
+	text_at(out, lx + 40, ly, "start", "legend", "best predicted");
+}
+
+void svg_grid(FILE *out, const struct dlbn_whatif *w, int standalone)
+{
+	struct grid_chart g = {.w = w, .top = standalone ? 40 : 16};
+	g.ns = grid_sizes_of(w, g.sizes);
+	grid_scales(&g);
+	grid_frame(out, &g, standalone);
+	grid_series(out, &g);
+	grid_legend(out, &g);
 	fputs("</svg>\n", out);
 }
