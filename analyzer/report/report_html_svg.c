@@ -110,36 +110,33 @@ static void y_axis(FILE *out, const struct scale *y, double x0, double x1, const
 #define TL_GAP	 6
 #define TL_TOP	 8
 
-void svg_timeline(FILE *out, const struct html_data *d, const struct dlbn_model *m,
-		  const struct dlbn_analysis *a)
+/* The steady-state window, behind the rows (down to bottom). */
+static void tl_window(FILE *out, const struct scale *x, const struct dlbn_model *m,
+		      const struct dlbn_analysis *a, double bottom)
 {
-	int rows = 1 + (d->gpu ? 1 : 0) + (int)d->nrows;
-	int h = TL_TOP + rows * (TL_ROW + TL_GAP) + 30;
-	struct scale x = {(double)(d->t_lo - m->t0), (double)(d->t_hi - m->t0), TL_LEFT,
-			  TL_W - TL_RIGHT};
-	double span_s = (x.hi - x.lo) / 1e9;
-	double unit = span_s < 2 ? 1e6 : 1e9;
-	svg_open(out, TL_W, h, "timeline", "Timeline of training steps and worker batches");
-	double y = TL_TOP, bottom = TL_TOP + rows * (TL_ROW + TL_GAP);
-	/* The steady-state window behind everything. */
-	if (a->steps_window) {
-		double ws = at(&x, (double)(a->window_begin - m->t0)),
-		       we = at(&x, (double)(a->window_end - m->t0));
-		if (ws < x.p0)
-			ws = x.p0;
-		if (we > x.p1)
-			we = x.p1;
-		if (we > ws)
-			rect(out, ws, TL_TOP - 4, we - ws, bottom - TL_TOP + 4, "tl-window");
-	}
-	x_axis(out, &x, TL_TOP - 4, bottom, unit, unit == 1e6 ? " ms" : " s", 10);
+	if (!a->steps_window)
+		return;
+	double ws = at(x, (double)(a->window_begin - m->t0)),
+	       we = at(x, (double)(a->window_end - m->t0));
+	if (ws < x->p0)
+		ws = x->p0;
+	if (we > x->p1)
+		we = x->p1;
+	if (we > ws)
+		rect(out, ws, TL_TOP - 4, we - ws, bottom - TL_TOP + 4, "tl-window");
+}
 
+/* The training loop's row at y: each fetch (hidden wait, stall) and the
+ * loop's own work until the next. */
+static void tl_loop(FILE *out, const struct scale *x, const struct html_data *d,
+		    const struct dlbn_model *m, double y)
+{
 	text_at(out, TL_LEFT - 8, y + 15, "end", "rowlabel", "training loop");
 	for (size_t i = 0; i < d->nsteps; i++) {
 		const struct html_step *s = &d->steps[i];
-		double b = at(&x, (double)(s->begin - m->t0)), e = at(&x, (double)(s->end - m->t0));
+		double b = at(x, (double)(s->begin - m->t0)), e = at(x, (double)(s->end - m->t0));
 		if (i + 1 < d->nsteps) { /* the loop's own work until the next fetch */
-			double nb = at(&x, (double)(d->steps[i + 1].begin - m->t0));
+			double nb = at(x, (double)(d->steps[i + 1].begin - m->t0));
 			rect(out, e, y + 4, nb - e, TL_ROW - 8, "tl-loop");
 		}
 		fprintf(out,
@@ -158,39 +155,66 @@ void svg_timeline(FILE *out, const struct html_data *d, const struct dlbn_model 
 			     "tl-stall");
 		fputs("</g>\n", out);
 	}
+}
+
+/* The GPU's row at y: busy and idle during each wait. */
+static void tl_gpu(FILE *out, const struct scale *x, const struct html_data *d,
+		   const struct dlbn_model *m, double y)
+{
+	text_at(out, TL_LEFT - 8, y + 15, "end", "rowlabel", "GPU at the waits");
+	for (size_t i = 0; i < d->nsteps; i++) {
+		const struct html_step *s = &d->steps[i];
+		double b = at(x, (double)(s->begin - m->t0));
+		double e = at(x, (double)(s->end - m->t0));
+		double px = (e - b) / (double)(s->end - s->begin > 0 ? s->end - s->begin : 1);
+		if (s->gpu_busy > 0)
+			rect(out, b, y + 3, (double)s->gpu_busy * px, TL_ROW - 6, "tl-gpu");
+		if (s->stall > 0)
+			rect(out, b + (double)(s->wait - s->stall) * px, y + 3,
+			     (double)s->stall * px, TL_ROW - 6, "tl-gpuidle");
+	}
+}
+
+/* Worker row r at y: its batches, clipped to the chart. */
+static void tl_worker(FILE *out, const struct scale *x, const struct html_data *d,
+		      const struct dlbn_model *m, size_t r, double y)
+{
+	text_at(out, TL_LEFT - 8, y + 15, "end", "rowlabel", "worker %d", d->row_pid[r]);
+	for (size_t i = 0; i < d->nbatches; i++) {
+		const struct html_batch *bt = &d->batches[i];
+		if (bt->row != (int)r)
+			continue;
+		double b = at(x, (double)(bt->begin - m->t0)), e = at(x, (double)(bt->end - m->t0));
+		if (b < x->p0)
+			b = x->p0;
+		if (e > x->p1)
+			e = x->p1;
+		if (e > b)
+			rect(out, b, y + 3, e - b - (e - b > 2 ? 0.8 : 0), TL_ROW - 6, "tl-batch");
+	}
+}
+
+void svg_timeline(FILE *out, const struct html_data *d, const struct dlbn_model *m,
+		  const struct dlbn_analysis *a)
+{
+	int rows = 1 + (d->gpu ? 1 : 0) + (int)d->nrows;
+	int h = TL_TOP + rows * (TL_ROW + TL_GAP) + 30;
+	struct scale x = {(double)(d->t_lo - m->t0), (double)(d->t_hi - m->t0), TL_LEFT,
+			  TL_W - TL_RIGHT};
+	double span_s = (x.hi - x.lo) / 1e9;
+	double unit = span_s < 2 ? 1e6 : 1e9;
+	svg_open(out, TL_W, h, "timeline", "Timeline of training steps and worker batches");
+	double y = TL_TOP, bottom = TL_TOP + rows * (TL_ROW + TL_GAP);
+	tl_window(out, &x, m, a, bottom);
+	x_axis(out, &x, TL_TOP - 4, bottom, unit, unit == 1e6 ? " ms" : " s", 10);
+	tl_loop(out, &x, d, m, y);
 	y += TL_ROW + TL_GAP;
 	if (d->gpu) {
-		text_at(out, TL_LEFT - 8, y + 15, "end", "rowlabel", "GPU at the waits");
-		for (size_t i = 0; i < d->nsteps; i++) {
-			const struct html_step *s = &d->steps[i];
-			double b = at(&x, (double)(s->begin - m->t0));
-			double e = at(&x, (double)(s->end - m->t0));
-			double px =
-				(e - b) / (double)(s->end - s->begin > 0 ? s->end - s->begin : 1);
-			if (s->gpu_busy > 0)
-				rect(out, b, y + 3, (double)s->gpu_busy * px, TL_ROW - 6, "tl-gpu");
-			if (s->stall > 0)
-				rect(out, b + (double)(s->wait - s->stall) * px, y + 3,
-				     (double)s->stall * px, TL_ROW - 6, "tl-gpuidle");
-		}
+		tl_gpu(out, &x, d, m, y);
 		y += TL_ROW + TL_GAP;
 	}
 	for (size_t r = 0; r < d->nrows; r++) {
-		text_at(out, TL_LEFT - 8, y + 15, "end", "rowlabel", "worker %d", d->row_pid[r]);
-		for (size_t i = 0; i < d->nbatches; i++) {
-			const struct html_batch *bt = &d->batches[i];
-			if (bt->row != (int)r)
-				continue;
-			double b = at(&x, (double)(bt->begin - m->t0)),
-			       e = at(&x, (double)(bt->end - m->t0));
-			if (b < x.p0)
-				b = x.p0;
-			if (e > x.p1)
-				e = x.p1;
-			if (e > b)
-				rect(out, b, y + 3, e - b - (e - b > 2 ? 0.8 : 0), TL_ROW - 6,
-				     "tl-batch");
-		}
+		tl_worker(out, &x, d, m, r, y);
 		y += TL_ROW + TL_GAP;
 	}
 	fputs("</svg>\n", out);

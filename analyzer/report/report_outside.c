@@ -72,6 +72,35 @@ static int model_thread_lines(const struct dlbn_analysis *a, struct outside_line
 	return n;
 }
 
+/* The loop's wait for the interpreter's lock, and the other threads'. */
+static void gil_line(const struct dlbn_analysis *a, struct outside_line *v)
+{
+	const struct dlbn_outside *o = &a->outside;
+	double w = a->wall_s;
+	char others[96] = "";
+	if (o->gil_others_s > 0)
+		snprintf(others, sizeof(others),
+			 "; the process's other threads waited %.3f s for it, summed",
+			 o->gil_others_s);
+	v->label = "gil wait";
+	int len;
+	if (o->gil_why_kept[0])
+		len = snprintf(v->text, DLBN_LINE,
+			       "%.3f s (%.1f%%) the loop's thread off the CPU waiting for the "
+			       "Python interpreter's lock: kept, as Replay keeps it (%s)%s",
+			       o->gil_s, share(o->gil_s, w), o->gil_why_kept, others);
+	else
+		len = snprintf(v->text, DLBN_LINE,
+			       "%.3f s (%.1f%%) the loop's thread off the CPU waiting for the "
+			       "Python interpreter's lock, %.3f s of it while the loader's "
+			       "threads held it (at most the process's other threads' CPU "
+			       "time); %.3f s in the stall%s",
+			       o->gil_s, share(o->gil_s, w), o->gil_loader_s, o->charged_gil_s,
+			       others);
+	if (len >= DLBN_LINE) /* the reason and the others' waits may not both fit */
+		memcpy(v->text + DLBN_LINE - 4, "...", 4);
+}
+
 /* The lines both the terminal and markdown reports show; returns count. */
 static int outside_lines(const struct dlbn_analysis *a, struct outside_line *v)
 {
@@ -110,33 +139,8 @@ static int outside_lines(const struct dlbn_analysis *a, struct outside_line *v)
 		 "memory, %.0f page faults per step); %.3f s in the stall",
 		 o->touch_s, share(o->touch_s, w), o->shm_mib_per_step, o->minflt_per_step,
 		 o->charged_touch_s);
-	if (o->gil_s > 0 || o->gil_others_s > 0) {
-		char others[96] = "";
-		if (o->gil_others_s > 0)
-			snprintf(others, sizeof(others),
-				 "; the process's other threads waited %.3f s for it, summed",
-				 o->gil_others_s);
-		v[n].label = "gil wait";
-		int len;
-		if (o->gil_why_kept[0])
-			len = snprintf(
-				v[n].text, DLBN_LINE,
-				"%.3f s (%.1f%%) the loop's thread off the CPU waiting for the "
-				"Python interpreter's lock: kept, as Replay keeps it (%s)%s",
-				o->gil_s, share(o->gil_s, w), o->gil_why_kept, others);
-		else
-			len = snprintf(
-				v[n].text, DLBN_LINE,
-				"%.3f s (%.1f%%) the loop's thread off the CPU waiting for the "
-				"Python interpreter's lock, %.3f s of it while the loader's "
-				"threads held it (at most the process's other threads' CPU "
-				"time); %.3f s in the stall%s",
-				o->gil_s, share(o->gil_s, w), o->gil_loader_s, o->charged_gil_s,
-				others);
-		if (len >= DLBN_LINE) /* the reason and the others' waits may not both fit */
-			memcpy(v[n].text + DLBN_LINE - 4, "...", 4);
-		n++;
-	}
+	if (o->gil_s > 0 || o->gil_others_s > 0)
+		gil_line(a, &v[n++]);
 	n += model_thread_lines(a, v + n);
 	if (o->gpu_rule) {
 		double in_waits = a->stall_s - o->charged_s - o->refill_s;
