@@ -16,7 +16,8 @@ void dlbn_baseline_json(FILE *out, const struct dlbn_baseline *b)
 	/* a count, but written as the other figures are (%.6g) */
 	dlbn_json_key_number_or_null(out, "replay_batches", b->replay_batches,
 				     b->replay_batches >= 0, &first);
-	dlbn_json_key_number_or_null(out, "measured_speedup", b->measured_speedup, measured, &first);
+	dlbn_json_key_number_or_null(out, "measured_speedup", b->measured_speedup, measured,
+				     &first);
 	dlbn_json_key_number_or_null(out, "predicted_speedup", b->predicted_speedup,
 				     b->predicted_speedup > 0, &first);
 	dlbn_json_key_number_or_null(out, "error_pct", b->error_pct, b->has_error, &first);

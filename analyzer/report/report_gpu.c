@@ -83,8 +83,8 @@ static void json_window(FILE *out, const struct dlbn_gpu_win *w, int *outer)
 		dlbn_json_key_null(out, "window", outer);
 		return;
 	}
-	const struct gpu_waits waits = {w->waits,	   w->waits_with_probe, w->waits_no_work,
-					w->waits_unknown,  w->wait_s,		w->wait_gpu_busy_s,
+	const struct gpu_waits waits = {w->waits,	    w->waits_with_probe, w->waits_no_work,
+					w->waits_unknown,   w->wait_s,		 w->wait_gpu_busy_s,
 					w->wait_gpu_idle_s, w->wait_unknown_s};
 	int first = dlbn_json_open(out, "window", '{', outer);
 	dlbn_json_key_uint(out, "steps", w->steps, &first);
@@ -92,8 +92,7 @@ static void json_window(FILE *out, const struct dlbn_gpu_win *w, int *outer)
 	json_waits(out, &waits, &first);
 	dlbn_json_key_number(out, "wait_unknown_idle_s", w->wait_unknown_idle_s, &first);
 	dlbn_json_key_number(out, "host_sync_fraction",
-			     w->wall_s > 0 ? seconds(dlbn_gpu_sync_total(&w->host)) / w->wall_s
-					   : 0,
+			     w->wall_s > 0 ? seconds(dlbn_gpu_sync_total(&w->host)) / w->wall_s : 0,
 			     &first);
 	json_host(out, "host", &w->host, w->steps, &first);
 	fputc('}', out);
@@ -101,8 +100,8 @@ static void json_window(FILE *out, const struct dlbn_gpu_win *w, int *outer)
 
 void dlbn_gpu_json(FILE *out, const struct dlbn_gpu *g)
 {
-	const struct gpu_waits waits = {g->waits,	   g->waits_with_probe, g->waits_no_work,
-					g->waits_unknown,  g->wait_s,		g->wait_gpu_busy_s,
+	const struct gpu_waits waits = {g->waits,	    g->waits_with_probe, g->waits_no_work,
+					g->waits_unknown,   g->wait_s,		 g->wait_gpu_busy_s,
 					g->wait_gpu_idle_s, g->wait_unknown_s};
 	int first = 1;
 	fputc('{', out);

@@ -360,7 +360,8 @@ static void curve_points(FILE *out, const struct dlbn_whatif *w, const struct sc
 	fputs("<polyline class=\"curve\" points=\"", out);
 	for (size_t i = 0; i < w->nrows; i++)
 		if (!strcmp(w->rows[i].setting, w->knob))
-			fprintf(out, "%.1f,%.1f ", at(x, w->rows[i].value), at(y, w->rows[i].step_ms));
+			fprintf(out, "%.1f,%.1f ", at(x, w->rows[i].value),
+				at(y, w->rows[i].step_ms));
 	fputs("\"/>\n", out);
 	for (size_t i = 0; i < w->nrows; i++) {
 		const struct dlbn_whatif_row *r = &w->rows[i];
@@ -441,8 +442,8 @@ static void curve_legend(FILE *out, int sweep)
 	text_at(out, lx + 32, ly, "start", "legend", "this run (measured)");
 	if (sweep) {
 		ly += 18;
-		fprintf(out, "<path class=\"sweep-point\" d=\"M%d %.1fl6 6l-6 6l-6 -6z\"/>", lx + 22,
-			ly - 10);
+		fprintf(out, "<path class=\"sweep-point\" d=\"M%d %.1fl6 6l-6 6l-6 -6z\"/>",
+			lx + 22, ly - 10);
 		text_at(out, lx + 32, ly, "start", "legend", "sweep (measured)");
 	}
 }
@@ -660,7 +661,8 @@ static void grid_legend(FILE *out, const struct grid_chart *g)
 	fputs("/>", out);
 	text_at(out, lx + 40, ly, "start", "legend", "measured");
 	ly += 20;
-	fprintf(out, "<circle class=\"grid-best\" cx=\"%d\" cy=\"%.1f\" r=\"7\"/>", lx + 25, ly - 4);
+	fprintf(out, "<circle class=\"grid-best\" cx=\"%d\" cy=\"%.1f\" r=\"7\"/>", lx + 25,
+		ly - 4);
 	text_at(out, lx + 40, ly, "start", "legend", "best predicted");
 }
 

@@ -15,14 +15,14 @@ static void json_worker(FILE *out, const struct dlbn_worker_stats *w, int *items
 	int first = dlbn_json_open(out, NULL, '{', items);
 	dlbn_json_key_int(out, "pid", w->pid, &first);
 	dlbn_json_key_uint(out, "batches", w->batches, &first);
-	dlbn_json_key_number_or_null(out, "busy_fraction", w->busy_fraction,
-				     w->busy_fraction >= 0, &first);
+	dlbn_json_key_number_or_null(out, "busy_fraction", w->busy_fraction, w->busy_fraction >= 0,
+				     &first);
 	dlbn_json_key_number(out, "mean_batch_ms", w->mean_batch_ms, &first);
 	dlbn_json_key_number(out, "file_read_s", w->file_read_s, &first);
 	/* Busy time outside file reads: decoding, transforms, collation. */
 	dlbn_json_key_number(out, "busy_s", w->busy_s, &first);
-	dlbn_json_key_number(out, "cpu_s", w->busy_s > w->file_read_s ? w->busy_s - w->file_read_s : 0,
-			     &first);
+	dlbn_json_key_number(out, "cpu_s",
+			     w->busy_s > w->file_read_s ? w->busy_s - w->file_read_s : 0, &first);
 	dlbn_json_key_bool(out, "exited", w->exited, &first);
 	dlbn_json_key_number(out, "ended_s", w->ended_s, &first);
 	fputc('}', out);
@@ -80,7 +80,7 @@ static void json_loss(FILE *out, const struct dlbn_model *m, const struct dlbn_d
 	json_time(out, "to_s", m, x->kind == DLBN_DAMAGE_PASSIVE ? DLBN_LOSS_T_UNKNOWN : x->t_to,
 		  &first);
 	dlbn_json_key_str(out, "window",
-			  x->touches == DLBN_TOUCH_YES   ? "in"
+			  x->touches == DLBN_TOUCH_YES	 ? "in"
 			  : x->touches == DLBN_TOUCH_MAY ? "may"
 							 : "outside",
 			  &first);
@@ -168,10 +168,11 @@ static void json_nvtx(FILE *out, const struct dlbn_model *m, int *outer)
 	dlbn_json_key_uint(out, "ranges", m->nvtx_ranges, &first);
 	dlbn_json_key_uint(out, "data_ranges", m->nvtx_data_ranges, &first);
 	dlbn_json_key_uint(out, "step_ranges", m->nvtx_step_ranges, &first);
-	dlbn_json_key_number_or_null(
-		out, "mean_step_ms",
-		m->nvtx_step_ranges ? (double)m->nvtx_step_ns / 1e6 / (double)m->nvtx_step_ranges : 0,
-		m->nvtx_step_ranges != 0, &first);
+	dlbn_json_key_number_or_null(out, "mean_step_ms",
+				     m->nvtx_step_ranges ? (double)m->nvtx_step_ns / 1e6 /
+								   (double)m->nvtx_step_ranges
+							 : 0,
+				     m->nvtx_step_ranges != 0, &first);
 	fputc('}', out);
 }
 

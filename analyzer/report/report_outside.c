@@ -264,8 +264,8 @@ void dlbn_outside_json(FILE *out, const struct dlbn_analysis *a)
 	dlbn_json_key_uint(out, "wrapped_periods", o->wrapped, &first);
 	dlbn_json_key_str(out, "rule", o->gpu_rule ? "gpu" : "cpu", &first);
 	outside_costs_json(out, o, &first);
-	dlbn_json_key_str_or_null(out, "gil_wait_kept_why", o->gil_why_kept, o->gil_why_kept[0] != 0,
-				  &first);
+	dlbn_json_key_str_or_null(out, "gil_wait_kept_why", o->gil_why_kept,
+				  o->gil_why_kept[0] != 0, &first);
 	model_threads_json(out, &o->cores, &first);
 	gpu_idle_json(out, a, &first);
 	fputc('}', out);

@@ -165,10 +165,10 @@ static void text_steps(FILE *out, const struct dlbn_report_input *in)
 		"  loader wait      %.3f s exposed (%.1f%% of the window); stall %.3f s "
 		"%s\n",
 		a->exposed_s, a->exposed_fraction * 100, a->stall_s,
-		gpu ? (a->outside.charged_s > 0
-			       ? "(the GPU-idle part of the waits, and of loading after "
-				 "them)"
-			       : "(the part of the waits the GPU sat idle)")
+		gpu			   ? (a->outside.charged_s > 0
+						      ? "(the GPU-idle part of the waits, and of loading after "
+							"them)"
+						      : "(the part of the waits the GPU sat idle)")
 		: a->outside.charged_s > 0 ? "(no GPU recorded: exposed wait and loading after it)"
 					   : "(no GPU recorded: stall = exposed wait)");
 	fprintf(out,

@@ -229,8 +229,7 @@ static void basis_figures_json(FILE *out, const struct dlbn_whatif *w, int *firs
 	dlbn_json_key_number(out, "startup_ms", w->startup_ms, first);
 	dlbn_json_key_number(out, "file_share", w->file_share, first);
 	dlbn_json_key_number_or_null(out, "cores", w->cores, w->cores > 0, first);
-	dlbn_json_key_number_or_null(out, "gpu_step_ms", w->gpu_step_ms, w->gpu_step_ms > 0,
-				     first);
+	dlbn_json_key_number_or_null(out, "gpu_step_ms", w->gpu_step_ms, w->gpu_step_ms > 0, first);
 	dlbn_json_key_number(out, "stage_ms", w->stage_ms, first);
 	dlbn_json_key_number(out, "loop_fixed_ms", w->loop_fixed_ms, first);
 	dlbn_json_key_number(out, "gpu_fixed_ms", w->gpu_fixed_ms, first);
