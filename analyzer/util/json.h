@@ -23,14 +23,17 @@ void dlbn_json_string(FILE *out, const char *s, size_t len);
 void dlbn_json_str(FILE *out, const char *s);
 /* Write v as a JSON number (%.6g), or null when it is not finite. */
 void dlbn_json_number(FILE *out, double v);
+
 /*
- * Key helpers: every object member and array item the reports write goes
- * through them.  `first` is the caller's flag for the container being
- * written: 1 before its first member, cleared by the first helper, so the
- * helpers put the comma between members and never before the first.
- * The `_or_null` forms write null where the caller says the value is not
- * known (a sentinel, a count of zero...): the test is the call site's, the
- * format the helper's.  Numbers are %.6g (dlbn_json_number).
+ * Key helpers: the object members and array items the reports and rank
+ * summaries write go through them (a value in a format of its own, e.g. a
+ * summary's %.17g, follows a bare dlbn_json_key).  `first` is the caller's
+ * flag for the container being written: 1 before its first member, cleared
+ * by the first helper, so the helpers put the comma between members and
+ * never before the first.  The `_or_null` forms write null where the caller
+ * says the value is not known (a sentinel, a count of zero...): the test is
+ * the call site's, the format the helper's.  Numbers are %.6g
+ * (dlbn_json_number).
  */
 /* Write `"k":`, preceded by a comma unless *first (which it clears). */
 void dlbn_json_key(FILE *out, const char *k, int *first);
