@@ -139,62 +139,35 @@ static void write_fields(FILE *out, const void *base, const struct field *t, siz
 	}
 }
 
-static void write_lines(FILE *out, const char *key, const char (*lines)[DLBN_LINE], size_t n,
-			int *first)
-{
-	dlbn_json_key(out, key, first);
-	fputc('[', out);
-	for (size_t i = 0; i < n; i++) {
-		if (i)
-			fputc(',', out);
-		dlbn_json_str(out, lines[i]);
-	}
-	fputc(']', out);
-}
-
 void dlbn_summary_json(FILE *out, const struct dlbn_rank_row *row, const char *version)
 {
 	int first = 1;
 	fputc('{', out);
-	dlbn_json_key(out, "format", &first);
-	dlbn_json_str(out, DLBN_SUMMARY_FORMAT);
-	dlbn_json_key(out, "version", &first);
-	fprintf(out, "%d", DLBN_SUMMARY_VERSION);
-	dlbn_json_key(out, "dlbn_version", &first);
-	dlbn_json_str(out, version);
-	dlbn_json_key(out, "rank", &first);
-	if (row->rank_known)
-		fprintf(out, "%d", row->rank);
-	else
-		fputs("null", out);
-	dlbn_json_key(out, "verdict", &first);
-	dlbn_json_str(out, dlbn_verdict_name(row->verdict));
-	dlbn_json_key(out, "state", &first);
-	dlbn_json_str(out, state_names[row->state]);
+	dlbn_json_key_str(out, "format", DLBN_SUMMARY_FORMAT, &first);
+	dlbn_json_key_int(out, "version", DLBN_SUMMARY_VERSION, &first);
+	dlbn_json_key_str(out, "dlbn_version", version, &first);
+	dlbn_json_key_int_or_null(out, "rank", row->rank, row->rank_known, &first);
+	dlbn_json_key_str(out, "verdict", dlbn_verdict_name(row->verdict), &first);
+	dlbn_json_key_str(out, "state", state_names[row->state], &first);
 	write_fields(out, row, row_fields, NFIELDS(row_fields), &first);
-	dlbn_json_key(out, "loaders", &first);
-	fputc('[', out);
+	int items = dlbn_json_open(out, "loaders", '[', &first);
 	for (size_t i = 0; i < row->nloaders && i < DLBN_ROW_LOADERS; i++) {
-		int f1 = 1;
-		fputs(i ? ",{" : "{", out);
-		write_fields(out, &row->loaders[i], loader_fields, NFIELDS(loader_fields), &f1);
+		int f = dlbn_json_open(out, NULL, '{', &items);
+		write_fields(out, &row->loaders[i], loader_fields, NFIELDS(loader_fields), &f);
 		fputc('}', out);
 	}
 	fputc(']', out);
-	dlbn_json_key(out, "hot_spots", &first);
-	fputc('[', out);
+	items = dlbn_json_open(out, "hot_spots", '[', &first);
 	for (size_t i = 0; i < row->nhot; i++) {
-		int f1 = 1;
-		fputs(i ? ",{" : "{", out);
-		write_fields(out, &row->hot[i], hot_fields, NFIELDS(hot_fields), &f1);
+		int f = dlbn_json_open(out, NULL, '{', &items);
+		write_fields(out, &row->hot[i], hot_fields, NFIELDS(hot_fields), &f);
 		fputc('}', out);
 	}
 	fputc(']', out);
-	write_lines(out, "reasons", (const char(*)[DLBN_LINE])row->reasons, row->nreasons, &first);
-	write_lines(out, "recommendations", (const char(*)[DLBN_LINE])row->recs, row->nrecs,
-		    &first);
-	write_lines(out, "warnings", (const char(*)[DLBN_LINE])row->warnings, row->nwarnings,
-		    &first);
+	dlbn_json_key_lines(out, "reasons", DLBN_JSON_TABLE(row->reasons), row->nreasons, &first);
+	dlbn_json_key_lines(out, "recommendations", DLBN_JSON_TABLE(row->recs), row->nrecs, &first);
+	dlbn_json_key_lines(out, "warnings", DLBN_JSON_TABLE(row->warnings), row->nwarnings,
+			    &first);
 	fputc('}', out);
 }
 

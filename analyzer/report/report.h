@@ -49,10 +49,12 @@ struct dlbn_report_input {
 };
 
 /* report_hotspots.c: the table per loader, the loop's next() call sites,
- * and the "hotspots" / "callsites" JSON values. */
+ * and the "hotspots" / "callsites" JSON members.  The JSON writers that
+ * take `first` write members of the object being written, with its comma
+ * flag (util/json.h). */
 void dlbn_hotspots_text(FILE *out, const struct dlbn_report_input *in);
 void dlbn_hotspots_markdown(FILE *out, const struct dlbn_report_input *in);
-void dlbn_hotspots_json(FILE *out, const struct dlbn_report_input *in);
+void dlbn_hotspots_json(FILE *out, const struct dlbn_report_input *in, int *first);
 void dlbn_callsites_text(FILE *out, const struct dlbn_report_input *in);
 /* The longest waits: Python frames, native ones where none or --native-stacks. */
 void dlbn_waits_text(FILE *out, const struct dlbn_report_input *in);
@@ -61,12 +63,12 @@ void dlbn_waits_markdown(FILE *out, const struct dlbn_report_input *in);
 /* report_ranks.c: the job section (text / Markdown), printed when
  * several ranks or inputs were given; the rank report of a rank known
  * from its summary alone (in->subject; md: Markdown); the job verdict's
- * reason.  report_ranks_json.c: the "ranks", "job" and "subject" values. */
+ * reason.  report_ranks_json.c: the "ranks", "job" and "subject" members. */
 void dlbn_ranks_text(FILE *out, const struct dlbn_report_input *in);
 void dlbn_ranks_markdown(FILE *out, const struct dlbn_report_input *in);
 void dlbn_subject_text(FILE *out, const struct dlbn_report_input *in, int md);
 const char *dlbn_ranks_why(const struct dlbn_job *job);
-void dlbn_ranks_json(FILE *out, const struct dlbn_report_input *in);
+void dlbn_ranks_json(FILE *out, const struct dlbn_report_input *in, int *first);
 
 /* report_gpu.c: the "gpu" JSON value (stable keys) and the text GPU section. */
 void dlbn_gpu_json(FILE *out, const struct dlbn_gpu *g);

@@ -3,53 +3,43 @@
  * "baseline" JSON value, for `--baseline REPLAY` (baseline.c measures).
  */
 #include <stdio.h>
-#include <string.h>
 
 #include "analysis/baseline.h"
 #include "util/json.h"
 
-static void json_number(FILE *out, double v, int valid)
-{
-	if (valid)
-		dlbn_json_number(out, v);
-	else
-		fputs("null", out);
-}
-
 void dlbn_baseline_json(FILE *out, const struct dlbn_baseline *b)
 {
 	int measured = b->measured_speedup > 0;
-	fputs("{\"path\":", out);
-	dlbn_json_string(out, b->path ? b->path : "", b->path ? strlen(b->path) : 0);
-	fputs(",\"replay_batches\":", out);
-	json_number(out, b->replay_batches, b->replay_batches >= 0);
-	fputs(",\"measured_speedup\":", out);
-	json_number(out, b->measured_speedup, measured);
-	fputs(",\"predicted_speedup\":", out);
-	json_number(out, b->predicted_speedup, b->predicted_speedup > 0);
-	fputs(",\"error_pct\":", out);
-	json_number(out, b->error_pct, b->has_error);
-	fprintf(out, ",\"steps\":{\"real\":%zu,\"replay\":%zu}", b->real_steps, b->replay_steps);
-	fputs(",\"window\":", out);
+	int first = 1;
+	fputc('{', out);
+	dlbn_json_key_str(out, "path", b->path ? b->path : "", &first);
+	/* a count, but written as the other figures are (%.6g) */
+	dlbn_json_key_number_or_null(out, "replay_batches", b->replay_batches,
+				     b->replay_batches >= 0, &first);
+	dlbn_json_key_number_or_null(out, "measured_speedup", b->measured_speedup, measured,
+				     &first);
+	dlbn_json_key_number_or_null(out, "predicted_speedup", b->predicted_speedup,
+				     b->predicted_speedup > 0, &first);
+	dlbn_json_key_number_or_null(out, "error_pct", b->error_pct, b->has_error, &first);
+	int f = dlbn_json_open(out, "steps", '{', &first);
+	dlbn_json_key_uint(out, "real", b->real_steps, &f);
+	dlbn_json_key_uint(out, "replay", b->replay_steps, &f);
+	fputc('}', out);
 	if (measured) {
-		fprintf(out, "{\"first_step\":%zu,\"last_step\":%zu,\"real_s\":", b->first_step,
-			b->last_step);
-		json_number(out, b->real_wall_s, 1);
-		fputs(",\"replay_s\":", out);
-		json_number(out, b->replay_wall_s, 1);
+		f = dlbn_json_open(out, "window", '{', &first);
+		dlbn_json_key_uint(out, "first_step", b->first_step, &f);
+		dlbn_json_key_uint(out, "last_step", b->last_step, &f);
+		dlbn_json_key_number(out, "real_s", b->real_wall_s, &f);
+		dlbn_json_key_number(out, "replay_s", b->replay_wall_s, &f);
 		fputc('}', out);
 	} else {
-		fputs("null", out);
+		dlbn_json_key_null(out, "window", &first);
 	}
-	fputs(",\"replay_own_predicted_speedup\":", out);
-	json_number(out, b->replay_own_speedup, b->replay_own_speedup > 0);
-	fprintf(out, ",\"equivalent\":%s,\"notes\":[", b->equivalent ? "true" : "false");
-	for (size_t i = 0; i < b->nnotes; i++) {
-		if (i)
-			fputc(',', out);
-		dlbn_json_string(out, b->notes[i], strlen(b->notes[i]));
-	}
-	fputs("]}", out);
+	dlbn_json_key_number_or_null(out, "replay_own_predicted_speedup", b->replay_own_speedup,
+				     b->replay_own_speedup > 0, &first);
+	dlbn_json_key_bool(out, "equivalent", b->equivalent, &first);
+	dlbn_json_key_lines(out, "notes", DLBN_JSON_TABLE(b->notes), b->nnotes, &first);
+	fputc('}', out);
 }
 
 void dlbn_baseline_text(FILE *out, const struct dlbn_baseline *b)

@@ -8,111 +8,119 @@
 #include "util/json.h"
 #include "report/report.h"
 
-static void json_host(FILE *out, const struct dlbn_gpu_host *h, size_t steps)
+static double seconds(int64_t ns)
 {
-	fprintf(out, "{\"launches\":%lld,\"syncs\":%lld,\"host_sync_s\":{", (long long)h->launches,
-		(long long)h->syncs);
-	fputs("\"stream\":", out);
-	dlbn_json_number(out, (double)h->sync_ns[DLBN_GPU_SYNC_STREAM] / 1e9);
-	fputs(",\"context\":", out);
-	dlbn_json_number(out, (double)h->sync_ns[DLBN_GPU_SYNC_CTX] / 1e9);
-	fputs(",\"event\":", out);
-	dlbn_json_number(out, (double)h->sync_ns[DLBN_GPU_SYNC_EVENT] / 1e9);
-	fputs(",\"other\":", out);
-	dlbn_json_number(out, (double)h->sync_ns[DLBN_GPU_SYNC_OTHER] / 1e9);
-	fputs(",\"total\":", out);
-	dlbn_json_number(out, (double)dlbn_gpu_sync_total(h) / 1e9);
-	fputs("},\"copy_blocked_s\":{\"htod\":", out);
-	dlbn_json_number(out, (double)h->copy_blocked_ns[DLBN_GPU_COPY_HTOD] / 1e9);
-	fputs(",\"dtoh\":", out);
-	dlbn_json_number(out, (double)h->copy_blocked_ns[DLBN_GPU_COPY_DTOH] / 1e9);
-	fputs(",\"dtod\":", out);
-	dlbn_json_number(out, (double)h->copy_blocked_ns[DLBN_GPU_COPY_DTOD] / 1e9);
-	fputs(",\"other\":", out);
-	dlbn_json_number(out, (double)h->copy_blocked_ns[DLBN_GPU_COPY_OTHER] / 1e9);
-	fprintf(out, "},\"pageable_h2d\":{\"count\":%lld,\"bytes\":%lld,\"blocked_s\":",
-		(long long)h->pageable_h2d, (long long)h->pageable_h2d_bytes);
-	dlbn_json_number(out, (double)h->pageable_h2d_ns / 1e9);
-	fputs(",\"per_step_ms\":", out);
-	dlbn_json_number(out, steps ? (double)h->pageable_h2d_ns / 1e6 / (double)steps : 0);
-	fprintf(out,
-		"},\"pinned_h2d\":{\"count\":%lld,\"bytes\":%lld},\"async_copies\":%lld,"
-		"\"sync_copies\":%lld}",
-		(long long)h->pinned_h2d, (long long)h->pinned_h2d_bytes,
-		(long long)h->async_copies, (long long)h->sync_copies);
+	return (double)ns / 1e9;
 }
 
-static void json_waits(FILE *out, size_t waits, size_t probed, size_t no_work, size_t unknown,
-		       double wait_s, double busy_s, double idle_s, double unknown_s)
+/* "host_sync_s" and "copy_blocked_s": where the host blocked, by kind. */
+static void json_blocked(FILE *out, const struct dlbn_gpu_host *h, int *outer)
 {
-	fprintf(out,
-		"\"waits\":%zu,\"waits_with_probe\":%zu,\"waits_no_gpu_work\":%zu,"
-		"\"waits_unknown\":%zu,\"wait_s\":",
-		waits, probed, no_work, unknown);
-	dlbn_json_number(out, wait_s);
-	fputs(",\"wait_gpu_busy_s\":", out);
-	dlbn_json_number(out, busy_s);
-	fputs(",\"wait_gpu_idle_s\":", out);
-	dlbn_json_number(out, idle_s);
-	fputs(",\"wait_unknown_s\":", out);
-	dlbn_json_number(out, unknown_s);
-	fputs(",\"wait_gpu_busy_fraction\":", out);
-	if (wait_s > 0)
-		dlbn_json_number(out, busy_s / wait_s);
-	else
-		fputs("null", out);
+	int first = dlbn_json_open(out, "host_sync_s", '{', outer);
+	dlbn_json_key_number(out, "stream", seconds(h->sync_ns[DLBN_GPU_SYNC_STREAM]), &first);
+	dlbn_json_key_number(out, "context", seconds(h->sync_ns[DLBN_GPU_SYNC_CTX]), &first);
+	dlbn_json_key_number(out, "event", seconds(h->sync_ns[DLBN_GPU_SYNC_EVENT]), &first);
+	dlbn_json_key_number(out, "other", seconds(h->sync_ns[DLBN_GPU_SYNC_OTHER]), &first);
+	dlbn_json_key_number(out, "total", seconds(dlbn_gpu_sync_total(h)), &first);
+	fputc('}', out);
+	first = dlbn_json_open(out, "copy_blocked_s", '{', outer);
+	dlbn_json_key_number(out, "htod", seconds(h->copy_blocked_ns[DLBN_GPU_COPY_HTOD]), &first);
+	dlbn_json_key_number(out, "dtoh", seconds(h->copy_blocked_ns[DLBN_GPU_COPY_DTOH]), &first);
+	dlbn_json_key_number(out, "dtod", seconds(h->copy_blocked_ns[DLBN_GPU_COPY_DTOD]), &first);
+	dlbn_json_key_number(out, "other", seconds(h->copy_blocked_ns[DLBN_GPU_COPY_OTHER]),
+			     &first);
+	fputc('}', out);
+}
+
+static void json_host(FILE *out, const char *k, const struct dlbn_gpu_host *h, size_t steps,
+		      int *outer)
+{
+	int first = dlbn_json_open(out, k, '{', outer);
+	dlbn_json_key_int(out, "launches", h->launches, &first);
+	dlbn_json_key_int(out, "syncs", h->syncs, &first);
+	json_blocked(out, h, &first);
+	int f = dlbn_json_open(out, "pageable_h2d", '{', &first);
+	dlbn_json_key_int(out, "count", h->pageable_h2d, &f);
+	dlbn_json_key_int(out, "bytes", h->pageable_h2d_bytes, &f);
+	dlbn_json_key_number(out, "blocked_s", seconds(h->pageable_h2d_ns), &f);
+	dlbn_json_key_number(out, "per_step_ms",
+			     steps ? (double)h->pageable_h2d_ns / 1e6 / (double)steps : 0, &f);
+	fputc('}', out);
+	f = dlbn_json_open(out, "pinned_h2d", '{', &first);
+	dlbn_json_key_int(out, "count", h->pinned_h2d, &f);
+	dlbn_json_key_int(out, "bytes", h->pinned_h2d_bytes, &f);
+	fputc('}', out);
+	dlbn_json_key_int(out, "async_copies", h->async_copies, &first);
+	dlbn_json_key_int(out, "sync_copies", h->sync_copies, &first);
+	fputc('}', out);
+}
+
+/* The waits' keys, the same for the run and the window. */
+struct gpu_waits {
+	size_t waits, probed, no_work, unknown;
+	double wait_s, busy_s, idle_s, unknown_s;
+};
+
+static void json_waits(FILE *out, const struct gpu_waits *w, int *first)
+{
+	dlbn_json_key_uint(out, "waits", w->waits, first);
+	dlbn_json_key_uint(out, "waits_with_probe", w->probed, first);
+	dlbn_json_key_uint(out, "waits_no_gpu_work", w->no_work, first);
+	dlbn_json_key_uint(out, "waits_unknown", w->unknown, first);
+	dlbn_json_key_number(out, "wait_s", w->wait_s, first);
+	dlbn_json_key_number(out, "wait_gpu_busy_s", w->busy_s, first);
+	dlbn_json_key_number(out, "wait_gpu_idle_s", w->idle_s, first);
+	dlbn_json_key_number(out, "wait_unknown_s", w->unknown_s, first);
+	dlbn_json_key_number_or_null(out, "wait_gpu_busy_fraction",
+				     w->wait_s > 0 ? w->busy_s / w->wait_s : 0, w->wait_s > 0,
+				     first);
+}
+
+/* "window": the same figures over the verdict's window (null: none). */
+static void json_window(FILE *out, const struct dlbn_gpu_win *w, int *outer)
+{
+	if (!w->valid) {
+		dlbn_json_key_null(out, "window", outer);
+		return;
+	}
+	const struct gpu_waits waits = {w->waits,	    w->waits_with_probe, w->waits_no_work,
+					w->waits_unknown,   w->wait_s,		 w->wait_gpu_busy_s,
+					w->wait_gpu_idle_s, w->wait_unknown_s};
+	int first = dlbn_json_open(out, "window", '{', outer);
+	dlbn_json_key_uint(out, "steps", w->steps, &first);
+	dlbn_json_key_number(out, "wall_s", w->wall_s, &first);
+	json_waits(out, &waits, &first);
+	dlbn_json_key_number(out, "wait_unknown_idle_s", w->wait_unknown_idle_s, &first);
+	dlbn_json_key_number(out, "host_sync_fraction",
+			     w->wall_s > 0 ? seconds(dlbn_gpu_sync_total(&w->host)) / w->wall_s : 0,
+			     &first);
+	json_host(out, "host", &w->host, w->steps, &first);
+	fputc('}', out);
 }
 
 void dlbn_gpu_json(FILE *out, const struct dlbn_gpu *g)
 {
-	const struct dlbn_gpu_win *w = &g->win;
-
-	fprintf(out, "{\"present\":%s,\"streams\":%zu,\"streams_saturated\":%s,",
-		g->present ? "true" : "false", g->streams, g->streams_saturated ? "true" : "false");
-	fprintf(out,
-		"\"probes\":%llu,\"probes_resolved\":%llu,\"probes_lost\":%llu,"
-		"\"probes_lost_bounded\":%llu,\"probes_unresolved\":%llu,"
-		"\"probing_stopped\":%s,\"driver_version\":%d,",
-		(unsigned long long)g->probes, (unsigned long long)g->probes_resolved,
-		(unsigned long long)g->probes_lost, (unsigned long long)g->probes_lost_bounded,
-		(unsigned long long)g->probes_unresolved, g->probing_stopped ? "true" : "false",
-		g->driver_version);
-	json_waits(out, g->waits, g->waits_with_probe, g->waits_no_work, g->waits_unknown,
-		   g->wait_s, g->wait_gpu_busy_s, g->wait_gpu_idle_s, g->wait_unknown_s);
-	fputs(",\"run\":", out);
-	json_host(out, &g->host, g->waits);
-	fputs(",\"window\":", out);
-	if (w->valid) {
-		fprintf(out, "{\"steps\":%zu,\"wall_s\":", w->steps);
-		dlbn_json_number(out, w->wall_s);
-		fputc(',', out);
-		json_waits(out, w->waits, w->waits_with_probe, w->waits_no_work, w->waits_unknown,
-			   w->wait_s, w->wait_gpu_busy_s, w->wait_gpu_idle_s, w->wait_unknown_s);
-		fputs(",\"wait_unknown_idle_s\":", out);
-		dlbn_json_number(out, w->wait_unknown_idle_s);
-		fputs(",\"host_sync_fraction\":", out);
-		dlbn_json_number(out, w->wall_s > 0 ? (double)dlbn_gpu_sync_total(&w->host) / 1e9 /
-							      w->wall_s
-						    : 0);
-		fputs(",\"host\":", out);
-		json_host(out, &w->host, w->steps);
-		fputc('}', out);
-	} else {
-		fputs("null", out);
-	}
-	fputs(",\"driver_notes\":[", out);
-	for (size_t i = 0; i < g->nnotes; i++) {
-		if (i)
-			fputc(',', out);
-		dlbn_json_str(out, g->notes[i]);
-	}
-	fputs("],\"reasons\":[", out);
-	for (size_t i = 0; i < g->nreasons; i++) {
-		if (i)
-			fputc(',', out);
-		dlbn_json_str(out, g->reasons[i]);
-	}
-	fputs("]}", out);
+	const struct gpu_waits waits = {g->waits,	    g->waits_with_probe, g->waits_no_work,
+					g->waits_unknown,   g->wait_s,		 g->wait_gpu_busy_s,
+					g->wait_gpu_idle_s, g->wait_unknown_s};
+	int first = 1;
+	fputc('{', out);
+	dlbn_json_key_bool(out, "present", g->present, &first);
+	dlbn_json_key_uint(out, "streams", g->streams, &first);
+	dlbn_json_key_bool(out, "streams_saturated", g->streams_saturated, &first);
+	dlbn_json_key_uint(out, "probes", g->probes, &first);
+	dlbn_json_key_uint(out, "probes_resolved", g->probes_resolved, &first);
+	dlbn_json_key_uint(out, "probes_lost", g->probes_lost, &first);
+	dlbn_json_key_uint(out, "probes_lost_bounded", g->probes_lost_bounded, &first);
+	dlbn_json_key_uint(out, "probes_unresolved", g->probes_unresolved, &first);
+	dlbn_json_key_bool(out, "probing_stopped", g->probing_stopped, &first);
+	dlbn_json_key_int(out, "driver_version", g->driver_version, &first);
+	json_waits(out, &waits, &first);
+	json_host(out, "run", &g->host, g->waits, &first);
+	json_window(out, &g->win, &first);
+	dlbn_json_key_lines(out, "driver_notes", DLBN_JSON_TABLE(g->notes), g->nnotes, &first);
+	dlbn_json_key_lines(out, "reasons", DLBN_JSON_TABLE(g->reasons), g->nreasons, &first);
+	fputc('}', out);
 }
 
 void dlbn_gpu_text(FILE *out, const struct dlbn_gpu *g)

@@ -202,108 +202,96 @@ void dlbn_hotspots_markdown(FILE *out, const struct dlbn_report_input *in)
 		fprintf(out, "\n**Recommendation:** %s.\n", h->recommendation);
 }
 
-static void json_int(FILE *out, const char *k, long long v, int *first)
+/* A loader's number in the JSON (1-based), or -1 when unknown. */
+static long long loader_number(int loader)
 {
-	dlbn_json_key(out, k, first);
-	fprintf(out, "%lld", v);
+	return loader >= 0 ? loader + 1 : -1;
 }
 
-void dlbn_hotspots_json(FILE *out, const struct dlbn_report_input *in)
+static void hotspot_json(FILE *out, const struct dlbn_hotspot *e, int *items)
+{
+	int first = dlbn_json_open(out, NULL, '{', items);
+	dlbn_json_key_int(out, "loader", loader_number(e->loader), &first);
+	dlbn_json_key_str(out, e->exact ? "stage" : "function", e->name, &first);
+	dlbn_json_key_str(out, "file", e->file, &first);
+	dlbn_json_key_int(out, "line", e->line, &first);
+	dlbn_json_key_number(out, "share", e->share, &first);
+	dlbn_json_key_str(out, "measure", measure(e), &first);
+	dlbn_json_key_str(out, "cpu_or_io", on_text(e), &first);
+	dlbn_json_key_str(out, "category", dlbn_hot_category_name(e->category), &first);
+	dlbn_json_key_number(out, "seconds", (double)e->ns / 1e9, &first);
+	dlbn_json_key_str(out, "callers", e->callers, &first);
+	fputc('}', out);
+}
+
+/* a / b, or 0 when b is not positive. */
+static double ratio(int64_t a, int64_t b)
+{
+	return b > 0 ? (double)a / (double)b : 0;
+}
+
+static void hot_loader_json(FILE *out, const struct dlbn_hot_loader *l, int *items)
+{
+	int first = dlbn_json_open(out, NULL, '{', items);
+	dlbn_json_key_int(out, "loader", loader_number(l->loader), &first);
+	dlbn_json_key_int(out, "processes", l->procs, &first);
+	dlbn_json_key_int(out, "main_process", l->main_process, &first);
+	dlbn_json_key_int(out, "batches", (long long)l->batches, &first);
+	dlbn_json_key_number(out, "busy_s", (double)l->busy_ns / 1e9, &first);
+	dlbn_json_key_number(out, "collate_send_share",
+			     share_of(l, l->collate_ns + l->send_ns) / 100, &first);
+	dlbn_json_key_number(out, "file_read_share", share_of(l, l->file_ns) / 100, &first);
+	dlbn_json_key_number(out, "runq_share", share_of(l, l->runq_ns) / 100, &first);
+	dlbn_json_key_int(out, "samples", (long long)l->samples, &first);
+	dlbn_json_key_number(out, "sampler_cost_share", ratio(l->sampler_cost_ns, l->fetch_cpu_ns),
+			     &first);
+	dlbn_json_key_str(out, "sampler", l->sampler_on ? "on" : l->sampler_note, &first);
+	dlbn_json_key_int(out, "threads", l->threads, &first);
+	dlbn_json_key_number(out, "thread_busy_s", (double)l->thread_busy_ns / 1e9, &first);
+	dlbn_json_key_number(out, "thread_busy_share",
+			     ratio(l->thread_busy_ns, l->thread_watched_ns), &first);
+	dlbn_json_key_int(out, "thread_samples", (long long)l->thread_samples, &first);
+	dlbn_json_key_number(out, "thread_gil_wait_share",
+			     ratio(l->thread_lock_ns, l->thread_busy_ns), &first);
+	dlbn_json_key_str(out, "busiest_thread", l->busiest_thread, &first);
+	dlbn_json_key_number(out, "busiest_thread_busy_share", l->busiest_thread_share, &first);
+	fputc('}', out);
+}
+
+/* A call site: its Python frames, one a line in c->text. */
+static void callsite_json(FILE *out, const struct dlbn_callsite *c, int *items)
+{
+	int first = dlbn_json_open(out, NULL, '{', items);
+	dlbn_json_key_int(out, "loader", loader_number(c->loader), &first);
+	dlbn_json_key_int(out, "iter_id", (long long)c->iter_id, &first);
+	int frames = dlbn_json_open(out, "frames", '[', &first);
+	for (const char *p = c->text; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		dlbn_json_item(out, &frames);
+		dlbn_json_string(out, p, len);
+		p += len + (nl ? 1 : 0);
+	}
+	fputs("]}", out);
+}
+
+/* "hotspots", "hotspot_loaders", "hotspots_recommendation", "callsites". */
+void dlbn_hotspots_json(FILE *out, const struct dlbn_report_input *in, int *first)
 {
 	const struct dlbn_hotspots *h = in->hot;
-	fputs(",\"hotspots\":[", out);
-	for (size_t i = 0; h && i < h->n; i++) {
-		const struct dlbn_hotspot *e = &h->v[i];
-		int first = 1;
-		fputs(i ? ",{" : "{", out);
-		json_int(out, "loader", e->loader >= 0 ? e->loader + 1 : -1, &first);
-		dlbn_json_key(out, e->exact ? "stage" : "function", &first);
-		dlbn_json_str(out, e->name);
-		dlbn_json_key(out, "file", &first);
-		dlbn_json_str(out, e->file);
-		json_int(out, "line", e->line, &first);
-		dlbn_json_key(out, "share", &first);
-		dlbn_json_number(out, e->share);
-		dlbn_json_key(out, "measure", &first);
-		dlbn_json_str(out, measure(e));
-		dlbn_json_key(out, "cpu_or_io", &first);
-		dlbn_json_str(out, on_text(e));
-		dlbn_json_key(out, "category", &first);
-		dlbn_json_str(out, dlbn_hot_category_name(e->category));
-		dlbn_json_key(out, "seconds", &first);
-		dlbn_json_number(out, (double)e->ns / 1e9);
-		dlbn_json_key(out, "callers", &first);
-		dlbn_json_str(out, e->callers);
-		fputc('}', out);
-	}
-	fputs("],\"hotspot_loaders\":[", out);
-	for (size_t li = 0; h && li < h->nloaders; li++) {
-		const struct dlbn_hot_loader *l = &h->loaders[li];
-		int first = 1;
-		fputs(li ? ",{" : "{", out);
-		json_int(out, "loader", l->loader >= 0 ? l->loader + 1 : -1, &first);
-		json_int(out, "processes", l->procs, &first);
-		json_int(out, "main_process", l->main_process, &first);
-		json_int(out, "batches", (long long)l->batches, &first);
-		dlbn_json_key(out, "busy_s", &first);
-		dlbn_json_number(out, (double)l->busy_ns / 1e9);
-		dlbn_json_key(out, "collate_send_share", &first);
-		dlbn_json_number(out, share_of(l, l->collate_ns + l->send_ns) / 100);
-		dlbn_json_key(out, "file_read_share", &first);
-		dlbn_json_number(out, share_of(l, l->file_ns) / 100);
-		dlbn_json_key(out, "runq_share", &first);
-		dlbn_json_number(out, share_of(l, l->runq_ns) / 100);
-		json_int(out, "samples", (long long)l->samples, &first);
-		dlbn_json_key(out, "sampler_cost_share", &first);
-		dlbn_json_number(out, l->fetch_cpu_ns > 0
-					      ? (double)l->sampler_cost_ns / (double)l->fetch_cpu_ns
-					      : 0);
-		dlbn_json_key(out, "sampler", &first);
-		dlbn_json_str(out, l->sampler_on ? "on" : l->sampler_note);
-		json_int(out, "threads", l->threads, &first);
-		dlbn_json_key(out, "thread_busy_s", &first);
-		dlbn_json_number(out, (double)l->thread_busy_ns / 1e9);
-		dlbn_json_key(out, "thread_busy_share", &first);
-		dlbn_json_number(out,
-				 l->thread_watched_ns > 0
-					 ? (double)l->thread_busy_ns / (double)l->thread_watched_ns
-					 : 0);
-		json_int(out, "thread_samples", (long long)l->thread_samples, &first);
-		dlbn_json_key(out, "thread_gil_wait_share", &first);
-		dlbn_json_number(out, l->thread_busy_ns > 0 ? (double)l->thread_lock_ns /
-								      (double)l->thread_busy_ns
-							    : 0);
-		dlbn_json_key(out, "busiest_thread", &first);
-		dlbn_json_str(out, l->busiest_thread);
-		dlbn_json_key(out, "busiest_thread_busy_share", &first);
-		dlbn_json_number(out, l->busiest_thread_share);
-		fputc('}', out);
-	}
-	fputs("],\"hotspots_recommendation\":", out);
-	if (h && h->recommendation[0])
-		dlbn_json_str(out, h->recommendation);
-	else
-		fputs("null", out);
-	fputs(",\"callsites\":[", out);
-	for (size_t i = 0; h && i < h->ncallsites; i++) {
-		const struct dlbn_callsite *c = &h->callsites[i];
-		int first = 1;
-		fputs(i ? ",{" : "{", out);
-		json_int(out, "loader", c->loader >= 0 ? c->loader + 1 : -1, &first);
-		json_int(out, "iter_id", (long long)c->iter_id, &first);
-		dlbn_json_key(out, "frames", &first);
-		fputc('[', out);
-		const char *p = c->text;
-		for (int n = 0; *p; n++) {
-			const char *nl = strchr(p, '\n');
-			size_t len = nl ? (size_t)(nl - p) : strlen(p);
-			if (n)
-				fputc(',', out);
-			dlbn_json_string(out, p, len);
-			p += len + (nl ? 1 : 0);
-		}
-		fputs("]}", out);
-	}
+	int items = dlbn_json_open(out, "hotspots", '[', first);
+	for (size_t i = 0; h && i < h->n; i++)
+		hotspot_json(out, &h->v[i], &items);
+	fputc(']', out);
+	items = dlbn_json_open(out, "hotspot_loaders", '[', first);
+	for (size_t li = 0; h && li < h->nloaders; li++)
+		hot_loader_json(out, &h->loaders[li], &items);
+	fputc(']', out);
+	dlbn_json_key_str_or_null(out, "hotspots_recommendation", h ? h->recommendation : "",
+				  h && h->recommendation[0], first);
+	items = dlbn_json_open(out, "callsites", '[', first);
+	for (size_t i = 0; h && i < h->ncallsites; i++)
+		callsite_json(out, &h->callsites[i], &items);
 	fputc(']', out);
 }
 

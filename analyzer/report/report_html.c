@@ -271,19 +271,11 @@ static double sweep_at(const struct dlbn_sweep *s, const struct dlbn_whatif *w,
 	return -2;
 }
 
-static void whatif_card(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep *sweep)
+/* The inputs of the prediction, the table of settings (a sweep's
+ * measurement beside each row it ran), the notes. */
+static void whatif_table(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep *sweep)
 {
 	char buf[16];
-	fputs("<section class=\"card\" id=\"whatif\"><h2>What-if<span class=\"hint\">predicted "
-	      "steady-state step time per loader setting (dlbn-analyze --what-if)</span></h2>\n",
-	      out);
-	if (!w || !w->valid) {
-		fputs("<p class=\"muted\">No prediction: ", out);
-		html_esc(out, w ? w->why_not : "not computed");
-		fputs(".</p></section>\n", out);
-		return;
-	}
-	svg_whatif(out, w, sweep);
 	fprintf(out,
 		"<p class=\"muted small\">Inputs: a worker needs %.1f ms per batch (%.1f ms "
 		"CPU), the loop %.2f ms per step (%.2f ms CPU), hand-off %.2f ms, epoch "
@@ -316,26 +308,46 @@ static void whatif_card(FILE *out, const struct dlbn_whatif *w, const struct dlb
 		fputs("</li>\n", out);
 	}
 	fputs("</ul>\n", out);
-	if (w->ngrid) {
-		fprintf(out, "<h3>Batch size &times; %s</h3>\n", w->knob);
-		svg_grid(out, w, 0);
-		if (w->grid_best >= 0) {
-			const struct dlbn_whatif_cell *b = &w->grid[w->grid_best];
-			fprintf(out,
-				"<p class=\"muted small\" id=\"grid-best\">Best predicted: "
-				"batch_size "
-				"<b>%d</b>, %s <b>%d</b>: %.0f samples/s (%.2f ms per step, "
-				"limited "
-				"by %s). %s</p>\n",
-				b->batch_size, w->knob, b->units, b->samples_per_s, b->step_ms,
-				b->limited_by,
-				w->split_measured ? "The loop's and the GPU's fixed parts per step "
-						    "come from runs of another batch size."
-						  : "The loop's and the GPU's time per step are "
-						    "taken as proportional to the batch (no run of "
-						    "another batch size).");
-		}
+}
+
+/* The batch size x units grid: its chart and its best point. */
+static void whatif_grid(FILE *out, const struct dlbn_whatif *w)
+{
+	if (!w->ngrid)
+		return;
+	fprintf(out, "<h3>Batch size &times; %s</h3>\n", w->knob);
+	svg_grid(out, w, 0);
+	if (w->grid_best < 0)
+		return;
+	const struct dlbn_whatif_cell *b = &w->grid[w->grid_best];
+	fprintf(out,
+		"<p class=\"muted small\" id=\"grid-best\">Best predicted: "
+		"batch_size "
+		"<b>%d</b>, %s <b>%d</b>: %.0f samples/s (%.2f ms per step, "
+		"limited "
+		"by %s). %s</p>\n",
+		b->batch_size, w->knob, b->units, b->samples_per_s, b->step_ms, b->limited_by,
+		w->split_measured ? "The loop's and the GPU's fixed parts per step "
+				    "come from runs of another batch size."
+				  : "The loop's and the GPU's time per step are "
+				    "taken as proportional to the batch (no run of "
+				    "another batch size).");
+}
+
+static void whatif_card(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep *sweep)
+{
+	fputs("<section class=\"card\" id=\"whatif\"><h2>What-if<span class=\"hint\">predicted "
+	      "steady-state step time per loader setting (dlbn-analyze --what-if)</span></h2>\n",
+	      out);
+	if (!w || !w->valid) {
+		fputs("<p class=\"muted\">No prediction: ", out);
+		html_esc(out, w ? w->why_not : "not computed");
+		fputs(".</p></section>\n", out);
+		return;
 	}
+	svg_whatif(out, w, sweep);
+	whatif_table(out, w, sweep);
+	whatif_grid(out, w);
 	for (size_t i = 0; sweep && i < sweep->n; i++)
 		if (sweep->v[i].measured_ms <= 0) {
 			fprintf(out,

@@ -110,36 +110,33 @@ static void y_axis(FILE *out, const struct scale *y, double x0, double x1, const
 #define TL_GAP	 6
 #define TL_TOP	 8
 
-void svg_timeline(FILE *out, const struct html_data *d, const struct dlbn_model *m,
-		  const struct dlbn_analysis *a)
+/* The steady-state window, behind the rows (down to bottom). */
+static void tl_window(FILE *out, const struct scale *x, const struct dlbn_model *m,
+		      const struct dlbn_analysis *a, double bottom)
 {
-	int rows = 1 + (d->gpu ? 1 : 0) + (int)d->nrows;
-	int h = TL_TOP + rows * (TL_ROW + TL_GAP) + 30;
-	struct scale x = {(double)(d->t_lo - m->t0), (double)(d->t_hi - m->t0), TL_LEFT,
-			  TL_W - TL_RIGHT};
-	double span_s = (x.hi - x.lo) / 1e9;
-	double unit = span_s < 2 ? 1e6 : 1e9;
-	svg_open(out, TL_W, h, "timeline", "Timeline of training steps and worker batches");
-	double y = TL_TOP, bottom = TL_TOP + rows * (TL_ROW + TL_GAP);
-	/* The steady-state window behind everything. */
-	if (a->steps_window) {
-		double ws = at(&x, (double)(a->window_begin - m->t0)),
-		       we = at(&x, (double)(a->window_end - m->t0));
-		if (ws < x.p0)
-			ws = x.p0;
-		if (we > x.p1)
-			we = x.p1;
-		if (we > ws)
-			rect(out, ws, TL_TOP - 4, we - ws, bottom - TL_TOP + 4, "tl-window");
-	}
-	x_axis(out, &x, TL_TOP - 4, bottom, unit, unit == 1e6 ? " ms" : " s", 10);
+	if (!a->steps_window)
+		return;
+	double ws = at(x, (double)(a->window_begin - m->t0)),
+	       we = at(x, (double)(a->window_end - m->t0));
+	if (ws < x->p0)
+		ws = x->p0;
+	if (we > x->p1)
+		we = x->p1;
+	if (we > ws)
+		rect(out, ws, TL_TOP - 4, we - ws, bottom - TL_TOP + 4, "tl-window");
+}
 
+/* The training loop's row at y: each fetch (hidden wait, stall) and the
+ * loop's own work until the next. */
+static void tl_loop(FILE *out, const struct scale *x, const struct html_data *d,
+		    const struct dlbn_model *m, double y)
+{
 	text_at(out, TL_LEFT - 8, y + 15, "end", "rowlabel", "training loop");
 	for (size_t i = 0; i < d->nsteps; i++) {
 		const struct html_step *s = &d->steps[i];
-		double b = at(&x, (double)(s->begin - m->t0)), e = at(&x, (double)(s->end - m->t0));
+		double b = at(x, (double)(s->begin - m->t0)), e = at(x, (double)(s->end - m->t0));
 		if (i + 1 < d->nsteps) { /* the loop's own work until the next fetch */
-			double nb = at(&x, (double)(d->steps[i + 1].begin - m->t0));
+			double nb = at(x, (double)(d->steps[i + 1].begin - m->t0));
 			rect(out, e, y + 4, nb - e, TL_ROW - 8, "tl-loop");
 		}
 		fprintf(out,
@@ -158,39 +155,66 @@ void svg_timeline(FILE *out, const struct html_data *d, const struct dlbn_model 
 			     "tl-stall");
 		fputs("</g>\n", out);
 	}
+}
+
+/* The GPU's row at y: busy and idle during each wait. */
+static void tl_gpu(FILE *out, const struct scale *x, const struct html_data *d,
+		   const struct dlbn_model *m, double y)
+{
+	text_at(out, TL_LEFT - 8, y + 15, "end", "rowlabel", "GPU at the waits");
+	for (size_t i = 0; i < d->nsteps; i++) {
+		const struct html_step *s = &d->steps[i];
+		double b = at(x, (double)(s->begin - m->t0));
+		double e = at(x, (double)(s->end - m->t0));
+		double px = (e - b) / (double)(s->end - s->begin > 0 ? s->end - s->begin : 1);
+		if (s->gpu_busy > 0)
+			rect(out, b, y + 3, (double)s->gpu_busy * px, TL_ROW - 6, "tl-gpu");
+		if (s->stall > 0)
+			rect(out, b + (double)(s->wait - s->stall) * px, y + 3,
+			     (double)s->stall * px, TL_ROW - 6, "tl-gpuidle");
+	}
+}
+
+/* Worker row r at y: its batches, clipped to the chart. */
+static void tl_worker(FILE *out, const struct scale *x, const struct html_data *d,
+		      const struct dlbn_model *m, size_t r, double y)
+{
+	text_at(out, TL_LEFT - 8, y + 15, "end", "rowlabel", "worker %d", d->row_pid[r]);
+	for (size_t i = 0; i < d->nbatches; i++) {
+		const struct html_batch *bt = &d->batches[i];
+		if (bt->row != (int)r)
+			continue;
+		double b = at(x, (double)(bt->begin - m->t0)), e = at(x, (double)(bt->end - m->t0));
+		if (b < x->p0)
+			b = x->p0;
+		if (e > x->p1)
+			e = x->p1;
+		if (e > b)
+			rect(out, b, y + 3, e - b - (e - b > 2 ? 0.8 : 0), TL_ROW - 6, "tl-batch");
+	}
+}
+
+void svg_timeline(FILE *out, const struct html_data *d, const struct dlbn_model *m,
+		  const struct dlbn_analysis *a)
+{
+	int rows = 1 + (d->gpu ? 1 : 0) + (int)d->nrows;
+	int h = TL_TOP + rows * (TL_ROW + TL_GAP) + 30;
+	struct scale x = {(double)(d->t_lo - m->t0), (double)(d->t_hi - m->t0), TL_LEFT,
+			  TL_W - TL_RIGHT};
+	double span_s = (x.hi - x.lo) / 1e9;
+	double unit = span_s < 2 ? 1e6 : 1e9;
+	svg_open(out, TL_W, h, "timeline", "Timeline of training steps and worker batches");
+	double y = TL_TOP, bottom = TL_TOP + rows * (TL_ROW + TL_GAP);
+	tl_window(out, &x, m, a, bottom);
+	x_axis(out, &x, TL_TOP - 4, bottom, unit, unit == 1e6 ? " ms" : " s", 10);
+	tl_loop(out, &x, d, m, y);
 	y += TL_ROW + TL_GAP;
 	if (d->gpu) {
-		text_at(out, TL_LEFT - 8, y + 15, "end", "rowlabel", "GPU at the waits");
-		for (size_t i = 0; i < d->nsteps; i++) {
-			const struct html_step *s = &d->steps[i];
-			double b = at(&x, (double)(s->begin - m->t0));
-			double e = at(&x, (double)(s->end - m->t0));
-			double px =
-				(e - b) / (double)(s->end - s->begin > 0 ? s->end - s->begin : 1);
-			if (s->gpu_busy > 0)
-				rect(out, b, y + 3, (double)s->gpu_busy * px, TL_ROW - 6, "tl-gpu");
-			if (s->stall > 0)
-				rect(out, b + (double)(s->wait - s->stall) * px, y + 3,
-				     (double)s->stall * px, TL_ROW - 6, "tl-gpuidle");
-		}
+		tl_gpu(out, &x, d, m, y);
 		y += TL_ROW + TL_GAP;
 	}
 	for (size_t r = 0; r < d->nrows; r++) {
-		text_at(out, TL_LEFT - 8, y + 15, "end", "rowlabel", "worker %d", d->row_pid[r]);
-		for (size_t i = 0; i < d->nbatches; i++) {
-			const struct html_batch *bt = &d->batches[i];
-			if (bt->row != (int)r)
-				continue;
-			double b = at(&x, (double)(bt->begin - m->t0)),
-			       e = at(&x, (double)(bt->end - m->t0));
-			if (b < x.p0)
-				b = x.p0;
-			if (e > x.p1)
-				e = x.p1;
-			if (e > b)
-				rect(out, b, y + 3, e - b - (e - b > 2 ? 0.8 : 0), TL_ROW - 6,
-				     "tl-batch");
-		}
+		tl_worker(out, &x, d, m, r, y);
 		y += TL_ROW + TL_GAP;
 	}
 	fputs("</svg>\n", out);
@@ -301,9 +325,14 @@ int svg_other_batch(const struct dlbn_sweep_point *p, const struct dlbn_whatif *
 	       fabs(p->batch_size - w->batch_size) >= 0.5;
 }
 
-void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep *sweep)
+/* The curve chart's frame: size and margins, in pixels. */
+enum { CURVE_W = 1100, CURVE_H = 340, CURVE_L = 64, CURVE_R = 180, CURVE_T = 16, CURVE_B = 44 };
+
+/* The curve's axes: x over the knob's values up to the largest predicted
+ * or swept (at most 256), y up to the longest step; returns x's end. */
+static int curve_scales(const struct dlbn_whatif *w, const struct dlbn_sweep *sweep,
+			struct scale *x, struct scale *y)
 {
-	const int W = 1100, H = 340, L = 64, R = 180, T = 16, B = 44;
 	double ymax = w->measured_ms;
 	int xmax = w->max_workers;
 	for (size_t i = 0; i < w->nrows; i++)
@@ -318,24 +347,21 @@ void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep 
 		if (p->value > xmax && p->value <= 256)
 			xmax = (int)ceil(p->value);
 	}
-	struct scale x = {0, xmax > 0 ? xmax : 1, L, W - R};
-	struct scale y = {0, ymax * 1.12, H - B, T};
-	char title[64];
-	snprintf(title, sizeof(title), "Predicted step time against %s", w->knob);
-	svg_open(out, W, H, "whatif-curve", title);
-	y_axis(out, &y, L, W - R, "");
-	x_axis(out, &x, T, H - B, 1, "", xmax < 12 ? xmax : 12);
-	text_at(out, (L + W - R) / 2.0, H - 8, "middle", "axislabel", w->knob);
-	fprintf(out,
-		"<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\" "
-		"class=\"axislabel\">step time (ms)</text>\n",
-		(T + H - B) / 2.0);
-	/* The predicted curve, then its points coloured by their limit. */
+	*x = (struct scale){0, xmax > 0 ? xmax : 1, CURVE_L, CURVE_W - CURVE_R};
+	*y = (struct scale){0, ymax * 1.12, CURVE_H - CURVE_B, CURVE_T};
+	return xmax;
+}
+
+/* The predicted curve, then its points coloured by their limit, and this
+ * run's measured step. */
+static void curve_points(FILE *out, const struct dlbn_whatif *w, const struct scale *x,
+			 const struct scale *y)
+{
 	fputs("<polyline class=\"curve\" points=\"", out);
 	for (size_t i = 0; i < w->nrows; i++)
 		if (!strcmp(w->rows[i].setting, w->knob))
-			fprintf(out, "%.1f,%.1f ", at(&x, w->rows[i].value),
-				at(&y, w->rows[i].step_ms));
+			fprintf(out, "%.1f,%.1f ", at(x, w->rows[i].value),
+				at(y, w->rows[i].step_ms));
 	fputs("\"/>\n", out);
 	for (size_t i = 0; i < w->nrows; i++) {
 		const struct dlbn_whatif_row *r = &w->rows[i];
@@ -346,10 +372,10 @@ void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep 
 			"data-value=\"%d\" data-step-ms=\"%.3f\" data-limited-by=\"%s\">"
 			"<title>num_workers=%d: %.2f ms per step predicted (%.2fx), limited by "
 			"%s</title></circle>\n",
-			limit_class(r->limited_by), at(&x, r->value), at(&y, r->step_ms), r->value,
+			limit_class(r->limited_by), at(x, r->value), at(y, r->step_ms), r->value,
 			r->step_ms, r->limited_by, r->value, r->step_ms, r->speedup, r->limited_by);
 		if (r->current) {
-			double cx = at(&x, r->value), cy = at(&y, r->measured_ms);
+			double cx = at(x, r->value), cy = at(y, r->measured_ms);
 			fprintf(out,
 				"<circle class=\"measured-point\" cx=\"%.1f\" cy=\"%.1f\" r=\"8\" "
 				"data-value=\"%d\" data-measured-ms=\"%.3f\"><title>this run: "
@@ -359,14 +385,20 @@ void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep 
 				r->measured_ms);
 		}
 	}
+}
+
+/* The sweep's runs at the curve's batch size: measured, or failed. */
+static void sweep_points(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep *sweep,
+			 const struct scale *x, const struct scale *y, int xmax)
+{
 	for (size_t i = 0; sweep && i < sweep->n; i++) {
 		const struct dlbn_sweep_point *p = &sweep->v[i];
 		if (strcmp(p->setting, w->knob) != 0 || p->value < 0 || p->value > xmax ||
 		    svg_other_batch(p, w))
 			continue;
-		double cx = at(&x, p->value);
+		double cx = at(x, p->value);
 		if (p->measured_ms > 0) {
-			double cy = at(&y, p->measured_ms);
+			double cy = at(y, p->measured_ms);
 			fprintf(out,
 				"<path class=\"sweep-point\" d=\"M%.1f %.1fl6 6l-6 6l-6 -6z\" "
 				"data-value=\"%g\" data-measured-ms=\"%.3f\"><title>sweep: "
@@ -379,11 +411,14 @@ void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep 
 				p->value, p->value);
 			html_esc(out, p->error[0] ? p->error : "no measurement");
 			fprintf(out, "</title><path d=\"M%.1f %dl8 8m0 -8l-8 8\"/></g>\n", cx - 4,
-				T + 2);
-			text_at(out, cx + 8, T + 10, "start", "marklabel", "run failed");
+				CURVE_T + 2);
+			text_at(out, cx + 8, CURVE_T + 10, "start", "marklabel", "run failed");
 		}
 	}
-	/* Legend. */
+}
+
+static void curve_legend(FILE *out, int sweep)
+{
 	static const char *const legend[][2] = {{"workers", "workers' throughput"},
 						{"storage", "storage (file reads)"},
 						{"cores", "the job's CPUs"},
@@ -392,24 +427,45 @@ void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep 
 						{"handoff", "batch hand-off"},
 						{"main_thread", "loading in the loop"},
 						{"epoch_startup", "epoch start-up"}};
-	double ly = T + 8;
-	text_at(out, W - R + 16, ly, "start", "legendhead", "limited by");
+	const int lx = CURVE_W - CURVE_R;
+	double ly = CURVE_T + 8;
+	text_at(out, lx + 16, ly, "start", "legendhead", "limited by");
 	for (size_t i = 0; i < sizeof(legend) / sizeof(legend[0]); i++) {
 		ly += 18;
 		fprintf(out, "<circle class=\"lim-%s\" cx=\"%d\" cy=\"%.1f\" r=\"5\"/>",
-			legend[i][0], W - R + 22, ly - 4);
-		text_at(out, W - R + 32, ly, "start", "legend", "%s", legend[i][1]);
+			legend[i][0], lx + 22, ly - 4);
+		text_at(out, lx + 32, ly, "start", "legend", "%s", legend[i][1]);
 	}
 	ly += 26;
-	fprintf(out, "<circle class=\"measured-point\" cx=\"%d\" cy=\"%.1f\" r=\"6\"/>", W - R + 22,
+	fprintf(out, "<circle class=\"measured-point\" cx=\"%d\" cy=\"%.1f\" r=\"6\"/>", lx + 22,
 		ly - 4);
-	text_at(out, W - R + 32, ly, "start", "legend", "this run (measured)");
+	text_at(out, lx + 32, ly, "start", "legend", "this run (measured)");
 	if (sweep) {
 		ly += 18;
 		fprintf(out, "<path class=\"sweep-point\" d=\"M%d %.1fl6 6l-6 6l-6 -6z\"/>",
-			W - R + 22, ly - 10);
-		text_at(out, W - R + 32, ly, "start", "legend", "sweep (measured)");
+			lx + 22, ly - 10);
+		text_at(out, lx + 32, ly, "start", "legend", "sweep (measured)");
 	}
+}
+
+void svg_whatif(FILE *out, const struct dlbn_whatif *w, const struct dlbn_sweep *sweep)
+{
+	struct scale x, y;
+	int xmax = curve_scales(w, sweep, &x, &y);
+	char title[64];
+	snprintf(title, sizeof(title), "Predicted step time against %s", w->knob);
+	svg_open(out, CURVE_W, CURVE_H, "whatif-curve", title);
+	y_axis(out, &y, CURVE_L, CURVE_W - CURVE_R, "");
+	x_axis(out, &x, CURVE_T, CURVE_H - CURVE_B, 1, "", xmax < 12 ? xmax : 12);
+	text_at(out, (CURVE_L + CURVE_W - CURVE_R) / 2.0, CURVE_H - 8, "middle", "axislabel",
+		w->knob);
+	fprintf(out,
+		"<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\" "
+		"class=\"axislabel\">step time (ms)</text>\n",
+		(CURVE_T + CURVE_H - CURVE_B) / 2.0);
+	curve_points(out, w, &x, &y);
+	sweep_points(out, w, sweep, &x, &y, xmax);
+	curve_legend(out, sweep != NULL);
 	fputs("</svg>\n", out);
 }
 
@@ -455,11 +511,22 @@ static void diamond(FILE *out, double cx, double cy, int r)
 	fprintf(out, " d=\"M%.1f %.1fl%d %dl-%d %dl-%d -%dz\"", cx, cy - r, r, r, r, r, r, r);
 }
 
-void svg_grid(FILE *out, const struct dlbn_whatif *w, int standalone)
-{
-	const int W = 1100, H = 380, L = 70, R = 200, T = standalone ? 40 : 16, B = 44;
+/* The grid chart: its frame (the top margin leaves a standalone file room
+ * for its title), axes and batch sizes (the series, in the grid's order). */
+enum { GRID_W = 1100, GRID_H = 380, GRID_L = 70, GRID_R = 200, GRID_B = 44 };
+
+struct grid_chart {
+	const struct dlbn_whatif *w;
+	int top;
+	struct scale x, y;
 	int sizes[DLBN_WHATIF_BATCHES];
-	size_t ns = grid_sizes_of(w, sizes);
+	size_t ns;
+};
+
+/* x over the grid's units, y up to the most samples/s predicted or measured. */
+static void grid_scales(struct grid_chart *g)
+{
+	const struct dlbn_whatif *w = g->w;
 	double ymax = 0;
 	int umin = -1, umax = 0;
 	for (size_t i = 0; i < w->ngrid; i++) {
@@ -469,105 +536,143 @@ void svg_grid(FILE *out, const struct dlbn_whatif *w, int standalone)
 		umin = umin < 0 || c->units < umin ? c->units : umin;
 		umax = c->units > umax ? c->units : umax;
 	}
-	struct scale x = {umin > 0 ? 0 : umin, umax > umin ? umax : umin + 1, L, W - R};
-	struct scale y = {0, ymax > 0 ? ymax * 1.12 : 1, H - B, T};
+	g->x = (struct scale){umin > 0 ? 0 : umin, umax > umin ? umax : umin + 1, GRID_L,
+			      GRID_W - GRID_R};
+	g->y = (struct scale){0, ymax > 0 ? ymax * 1.12 : 1, GRID_H - GRID_B, g->top};
+}
+
+/* The <svg> element (a standalone file's with its own style and title),
+ * the axes and their labels. */
+static void grid_frame(FILE *out, const struct grid_chart *g, int standalone)
+{
+	const int top = g->top;
 	char title[96];
 	snprintf(title, sizeof(title), "Predicted samples/s against %s, one line per batch size",
-		 w->knob);
+		 g->w->knob);
 	if (standalone) {
 		fprintf(out,
 			"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg id=\"grid-chart\" "
 			"viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\" "
 			"aria-label=\"%s\" xmlns=\"http://www.w3.org/2000/svg\">\n<style>\n%s%s"
 			"</style>\n<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n",
-			W, H, W, H, title, standalone_css, svg_grid_css);
-		text_at(out, L, 24, "start", "title", "%s", title);
+			GRID_W, GRID_H, GRID_W, GRID_H, title, standalone_css, svg_grid_css);
+		text_at(out, GRID_L, 24, "start", "title", "%s", title);
 	} else {
-		svg_open(out, W, H, "grid-chart", title);
+		svg_open(out, GRID_W, GRID_H, "grid-chart", title);
 	}
-	y_axis(out, &y, L, W - R, "");
-	x_axis(out, &x, T, H - B, 1, "", (int)(x.hi - x.lo) < 12 ? (int)(x.hi - x.lo) : 12);
-	text_at(out, (L + W - R) / 2.0, H - 8, "middle", "axislabel", "%s", w->knob);
+	int span = (int)(g->x.hi - g->x.lo);
+	y_axis(out, &g->y, GRID_L, GRID_W - GRID_R, "");
+	x_axis(out, &g->x, top, GRID_H - GRID_B, 1, "", span < 12 ? span : 12);
+	text_at(out, (GRID_L + GRID_W - GRID_R) / 2.0, GRID_H - 8, "middle", "axislabel", "%s",
+		g->w->knob);
 	fprintf(out,
 		"<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\" "
 		"class=\"axislabel\">samples/s</text>\n",
-		(T + H - B) / 2.0);
-	for (size_t k = 0; k < ns; k++) {
+		(top + GRID_H - GRID_B) / 2.0);
+}
+
+/* One point of the grid, its series' class k, and its measurement. */
+static void grid_point(FILE *out, const struct grid_chart *g, const struct dlbn_whatif_cell *c,
+		       size_t k)
+{
+	const char *knob = g->w->knob;
+	double cx = at(&g->x, c->units);
+	fprintf(out,
+		"<circle class=\"grid-point bs-%zu\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
+		"data-batch-size=\"%d\" data-units=\"%d\" data-samples-per-s=\"%.1f\" "
+		"data-limited-by=\"%s\"><title>batch_size=%d, %s=%d: %.0f samples/s "
+		"predicted "
+		"(%.2f ms per step), limited by %s</title></circle>\n",
+		k, cx, at(&g->y, c->samples_per_s), c->batch_size, c->units, c->samples_per_s,
+		c->limited_by, c->batch_size, knob, c->units, c->samples_per_s, c->step_ms,
+		c->limited_by);
+	if (!(c->measured_ms > 0))
+		return;
+	double meas = c->batch_size * 1e3 / c->measured_ms, cy = at(&g->y, meas);
+	fprintf(out, "<path class=\"grid-measured bs-%zu\"", k);
+	diamond(out, cx, cy, 6);
+	fprintf(out,
+		" data-batch-size=\"%d\" data-units=\"%d\" "
+		"data-measured-samples-per-s=\"%.1f\"><title>batch_size=%d, %s=%d: "
+		"%.0f samples/s measured%s</title></path>\n",
+		c->batch_size, c->units, meas, c->batch_size, knob, c->units, meas,
+		c->current ? " (this run)" : "");
+	if (c->current) {
+		fprintf(out,
+			"<circle class=\"measured-point\" cx=\"%.1f\" cy=\"%.1f\" "
+			"r=\"10\"/>\n",
+			cx, cy);
+		text_at(out, cx + 12, cy + 16, "start", "marklabel", "this run");
+	}
+}
+
+/* One line per batch size, its points, and the best point ringed. */
+static void grid_series(FILE *out, const struct grid_chart *g)
+{
+	const struct dlbn_whatif *w = g->w;
+	for (size_t k = 0; k < g->ns; k++) {
 		fprintf(out,
 			"<polyline class=\"grid-line bs-%zu\" data-batch-size=\"%d\" points=\"", k,
-			sizes[k]);
+			g->sizes[k]);
 		for (size_t i = 0; i < w->ngrid; i++)
-			if (w->grid[i].batch_size == sizes[k])
-				fprintf(out, "%.1f,%.1f ", at(&x, w->grid[i].units),
-					at(&y, w->grid[i].samples_per_s));
+			if (w->grid[i].batch_size == g->sizes[k])
+				fprintf(out, "%.1f,%.1f ", at(&g->x, w->grid[i].units),
+					at(&g->y, w->grid[i].samples_per_s));
 		fputs("\"/>\n", out);
 	}
 	for (size_t i = 0; i < w->ngrid; i++) {
-		const struct dlbn_whatif_cell *c = &w->grid[i];
 		size_t k = 0;
-		while (k + 1 < ns && sizes[k] != c->batch_size)
+		while (k + 1 < g->ns && g->sizes[k] != w->grid[i].batch_size)
 			k++;
-		double cx = at(&x, c->units);
-		fprintf(out,
-			"<circle class=\"grid-point bs-%zu\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
-			"data-batch-size=\"%d\" data-units=\"%d\" data-samples-per-s=\"%.1f\" "
-			"data-limited-by=\"%s\"><title>batch_size=%d, %s=%d: %.0f samples/s "
-			"predicted "
-			"(%.2f ms per step), limited by %s</title></circle>\n",
-			k, cx, at(&y, c->samples_per_s), c->batch_size, c->units, c->samples_per_s,
-			c->limited_by, c->batch_size, w->knob, c->units, c->samples_per_s,
-			c->step_ms, c->limited_by);
-		if (c->measured_ms > 0) {
-			double meas = c->batch_size * 1e3 / c->measured_ms, cy = at(&y, meas);
-			fprintf(out, "<path class=\"grid-measured bs-%zu\"", k);
-			diamond(out, cx, cy, 6);
-			fprintf(out,
-				" data-batch-size=\"%d\" data-units=\"%d\" "
-				"data-measured-samples-per-s=\"%.1f\"><title>batch_size=%d, %s=%d: "
-				"%.0f samples/s measured%s</title></path>\n",
-				c->batch_size, c->units, meas, c->batch_size, w->knob, c->units,
-				meas, c->current ? " (this run)" : "");
-			if (c->current) {
-				fprintf(out,
-					"<circle class=\"measured-point\" cx=\"%.1f\" cy=\"%.1f\" "
-					"r=\"10\"/>\n",
-					cx, cy);
-				text_at(out, cx + 12, cy + 16, "start", "marklabel", "this run");
-			}
-		}
+		grid_point(out, g, &w->grid[i], k);
 	}
-	if (w->grid_best >= 0) {
-		const struct dlbn_whatif_cell *b = &w->grid[w->grid_best];
-		double cx = at(&x, b->units), cy = at(&y, b->samples_per_s);
-		fprintf(out,
-			"<circle class=\"grid-best\" cx=\"%.1f\" cy=\"%.1f\" r=\"9\" "
-			"data-batch-size=\"%d\" data-units=\"%d\"/>\n",
-			cx, cy, b->batch_size, b->units);
-		int right = cx > (L + W - R) / 2.0;
-		text_at(out, right ? cx - 14 : cx + 14, cy - 12, right ? "end" : "start",
-			"marklabel", "best: batch_size %d, %s %d: %.0f/s", b->batch_size, w->knob,
-			b->units, b->samples_per_s);
-	}
-	/* Legend: one line per batch size, then the marks. */
-	double ly = T + 8;
-	text_at(out, W - R + 16, ly, "start", "legendhead", "batch size");
-	for (size_t k = 0; k < ns; k++) {
+	if (w->grid_best < 0)
+		return;
+	const struct dlbn_whatif_cell *b = &w->grid[w->grid_best];
+	double cx = at(&g->x, b->units), cy = at(&g->y, b->samples_per_s);
+	fprintf(out,
+		"<circle class=\"grid-best\" cx=\"%.1f\" cy=\"%.1f\" r=\"9\" "
+		"data-batch-size=\"%d\" data-units=\"%d\"/>\n",
+		cx, cy, b->batch_size, b->units);
+	int right = cx > (GRID_L + GRID_W - GRID_R) / 2.0;
+	text_at(out, right ? cx - 14 : cx + 14, cy - 12, right ? "end" : "start", "marklabel",
+		"best: batch_size %d, %s %d: %.0f/s", b->batch_size, w->knob, b->units,
+		b->samples_per_s);
+}
+
+/* Legend: one line per batch size, then the marks. */
+static void grid_legend(FILE *out, const struct grid_chart *g)
+{
+	const int lx = GRID_W - GRID_R;
+	double ly = g->top + 8;
+	text_at(out, lx + 16, ly, "start", "legendhead", "batch size");
+	for (size_t k = 0; k < g->ns; k++) {
 		ly += 18;
 		fprintf(out,
 			"<line class=\"grid-line bs-%zu\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" "
 			"y2=\"%.1f\"/>",
-			k, W - R + 16, ly - 4, W - R + 34, ly - 4);
-		text_at(out, W - R + 40, ly, "start", "legend", "%d%s", sizes[k],
-			sizes[k] == w->batch_size ? " (this run)" : "");
+			k, lx + 16, ly - 4, lx + 34, ly - 4);
+		text_at(out, lx + 40, ly, "start", "legend", "%d%s", g->sizes[k],
+			g->sizes[k] == g->w->batch_size ? " (this run)" : "");
 	}
 	ly += 26;
 	fprintf(out, "<path class=\"grid-measured bs-0\"");
-	diamond(out, W - R + 25, ly - 4, 6);
+	diamond(out, lx + 25, ly - 4, 6);
 	fputs("/>", out);
-	text_at(out, W - R + 40, ly, "start", "legend", "measured");
+	text_at(out, lx + 40, ly, "start", "legend", "measured");
 	ly += 20;
-	fprintf(out, "<circle class=\"grid-best\" cx=\"%d\" cy=\"%.1f\" r=\"7\"/>", W - R + 25,
+	fprintf(out, "<circle class=\"grid-best\" cx=\"%d\" cy=\"%.1f\" r=\"7\"/>", lx + 25,
 		ly - 4);
-	text_at(out, W - R + 40, ly, "start", "legend", "best predicted");
+	text_at(out, lx + 40, ly, "start", "legend", "best predicted");
+}
+
+void svg_grid(FILE *out, const struct dlbn_whatif *w, int standalone)
+{
+	struct grid_chart g = {.w = w, .top = standalone ? 40 : 16};
+	g.ns = grid_sizes_of(w, g.sizes);
+	grid_scales(&g);
+	grid_frame(out, &g, standalone);
+	grid_series(out, &g);
+	grid_legend(out, &g);
 	fputs("</svg>\n", out);
 }

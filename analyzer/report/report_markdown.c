@@ -90,40 +90,26 @@ static void md_loaders(FILE *out, const struct dlbn_model *m)
 	}
 }
 
-void dlbn_report_markdown(FILE *out, const struct dlbn_report_input *in)
+/* "Damaged trace": what a damaged trace lost (damage.h). */
+static void md_damage(FILE *out, const struct dlbn_report_input *in)
 {
-	const struct dlbn_analysis *a = in->a;
-	const struct dlbn_model *m = in->m;
-	const struct dlbn_reader_stats *rs = in->rs;
-
-	fputs("# dlbn: data-loading bottleneck report\n\n", out);
-	dlbn_ranks_markdown(out, in);
-	if (!a) { /* the rank is known from its summary alone */
-		dlbn_subject_text(out, in, 1);
+	static struct dlbn_damage d;
+	dlbn_damage_assess(in->m, in->rs, in->a, &d);
+	if (!d.damaged)
 		return;
+	fputs("\n## Damaged trace (exit status 1)\n\n", out);
+	md_text(out, d.summary);
+	fputs("\n\n", out);
+	for (size_t i = 0; i < d.nitems; i++) {
+		fputs("- ", out);
+		md_text(out, d.items[i].text);
+		fputc('\n', out);
 	}
-	fputs("## Decision\n\n", out);
-	md_decision(out, a);
+}
 
-	if (in->baseline) {
-		fputs("\n## Measured confirmation (Replay)\n\n```\n", out);
-		dlbn_baseline_text(out, in->baseline);
-		fputs("```\n", out);
-	}
-
-	static struct dlbn_damage d; /* what a damaged trace lost (damage.h) */
-	dlbn_damage_assess(m, rs, a, &d);
-	if (d.damaged) {
-		fputs("\n## Damaged trace (exit status 1)\n\n", out);
-		md_text(out, d.summary);
-		fputs("\n\n", out);
-		for (size_t i = 0; i < d.nitems; i++) {
-			fputs("- ", out);
-			md_text(out, d.items[i].text);
-			fputc('\n', out);
-		}
-	}
-
+/* "Detection": the steps, the loader wait, the loader and its workers. */
+static void md_detection(FILE *out, const struct dlbn_analysis *a, const struct dlbn_model *m)
+{
 	fputs("\n## Detection\n\n", out);
 	if (a->steps_total) {
 		fprintf(out,
@@ -147,20 +133,13 @@ void dlbn_report_markdown(FILE *out, const struct dlbn_report_input *in)
 	}
 	md_workers(out, a);
 	md_loaders(out, m);
+}
 
-	fputs("\n## Localisation\n\n", out);
-	md_list(out, a->reasons, a->nreasons);
-	if (a->nrecs) {
-		fputs("\n### Recommendations\n\n", out);
-		md_list(out, a->recs, a->nrecs);
-	}
-	/* --what-if (report_whatif.c) */
-	if (in->whatif)
-		dlbn_whatif_markdown(out, in->whatif);
-
-	dlbn_hotspots_markdown(out, in);
-	dlbn_waits_markdown(out, in);
-
+/* "Confidence and scope": the view, the GPU rule, the warnings. */
+static void md_scope(FILE *out, const struct dlbn_report_input *in)
+{
+	const struct dlbn_analysis *a = in->a;
+	const struct dlbn_reader_stats *rs = in->rs;
 	fputs("\n## Confidence and scope\n\n", out);
 	fprintf(out, "- view: %s (%s)\n", dlbn_view_name(a->view),
 		a->view == DLBN_VIEW_PYTHON ? "exact fetch marks of the loop's loader"
@@ -178,11 +157,51 @@ void dlbn_report_markdown(FILE *out, const struct dlbn_report_input *in)
 		md_text(out, rs->warnings[i]);
 		fputc('\n', out);
 	}
+}
 
+/* "Artifacts": the trace read. */
+static void md_artifacts(FILE *out, const struct dlbn_report_input *in)
+{
+	const struct dlbn_reader_stats *rs = in->rs;
 	fputs("\n## Artifacts\n\n- trace: `", out);
 	for (const char *c = in->path; *c; c++)
 		fputc(*c == '`' ? '\'' : *c, out);
 	fprintf(out, "` (format %u.%u, %zu process(es), %llu records%s)\n", rs->version_major,
-		rs->version_minor, m->nprocs, (unsigned long long)m->records,
+		rs->version_minor, in->m->nprocs, (unsigned long long)in->m->records,
 		rs->truncated ? ", truncated" : "");
+}
+
+void dlbn_report_markdown(FILE *out, const struct dlbn_report_input *in)
+{
+	const struct dlbn_analysis *a = in->a;
+
+	fputs("# dlbn: data-loading bottleneck report\n\n", out);
+	dlbn_ranks_markdown(out, in);
+	if (!a) { /* the rank is known from its summary alone */
+		dlbn_subject_text(out, in, 1);
+		return;
+	}
+	fputs("## Decision\n\n", out);
+	md_decision(out, a);
+	if (in->baseline) {
+		fputs("\n## Measured confirmation (Replay)\n\n```\n", out);
+		dlbn_baseline_text(out, in->baseline);
+		fputs("```\n", out);
+	}
+	md_damage(out, in);
+	md_detection(out, a, in->m);
+
+	fputs("\n## Localisation\n\n", out);
+	md_list(out, a->reasons, a->nreasons);
+	if (a->nrecs) {
+		fputs("\n### Recommendations\n\n", out);
+		md_list(out, a->recs, a->nrecs);
+	}
+	/* --what-if (report_whatif.c) */
+	if (in->whatif)
+		dlbn_whatif_markdown(out, in->whatif);
+	dlbn_hotspots_markdown(out, in);
+	dlbn_waits_markdown(out, in);
+	md_scope(out, in);
+	md_artifacts(out, in);
 }

@@ -72,6 +72,35 @@ static int model_thread_lines(const struct dlbn_analysis *a, struct outside_line
 	return n;
 }
 
+/* The loop's wait for the interpreter's lock, and the other threads'. */
+static void gil_line(const struct dlbn_analysis *a, struct outside_line *v)
+{
+	const struct dlbn_outside *o = &a->outside;
+	double w = a->wall_s;
+	char others[96] = "";
+	if (o->gil_others_s > 0)
+		snprintf(others, sizeof(others),
+			 "; the process's other threads waited %.3f s for it, summed",
+			 o->gil_others_s);
+	v->label = "gil wait";
+	int len;
+	if (o->gil_why_kept[0])
+		len = snprintf(v->text, DLBN_LINE,
+			       "%.3f s (%.1f%%) the loop's thread off the CPU waiting for the "
+			       "Python interpreter's lock: kept, as Replay keeps it (%s)%s",
+			       o->gil_s, share(o->gil_s, w), o->gil_why_kept, others);
+	else
+		len = snprintf(v->text, DLBN_LINE,
+			       "%.3f s (%.1f%%) the loop's thread off the CPU waiting for the "
+			       "Python interpreter's lock, %.3f s of it while the loader's "
+			       "threads held it (at most the process's other threads' CPU "
+			       "time); %.3f s in the stall%s",
+			       o->gil_s, share(o->gil_s, w), o->gil_loader_s, o->charged_gil_s,
+			       others);
+	if (len >= DLBN_LINE) /* the reason and the others' waits may not both fit */
+		memcpy(v->text + DLBN_LINE - 4, "...", 4);
+}
+
 /* The lines both the terminal and markdown reports show; returns count. */
 static int outside_lines(const struct dlbn_analysis *a, struct outside_line *v)
 {
@@ -110,33 +139,8 @@ static int outside_lines(const struct dlbn_analysis *a, struct outside_line *v)
 		 "memory, %.0f page faults per step); %.3f s in the stall",
 		 o->touch_s, share(o->touch_s, w), o->shm_mib_per_step, o->minflt_per_step,
 		 o->charged_touch_s);
-	if (o->gil_s > 0 || o->gil_others_s > 0) {
-		char others[96] = "";
-		if (o->gil_others_s > 0)
-			snprintf(others, sizeof(others),
-				 "; the process's other threads waited %.3f s for it, summed",
-				 o->gil_others_s);
-		v[n].label = "gil wait";
-		int len;
-		if (o->gil_why_kept[0])
-			len = snprintf(
-				v[n].text, DLBN_LINE,
-				"%.3f s (%.1f%%) the loop's thread off the CPU waiting for the "
-				"Python interpreter's lock: kept, as Replay keeps it (%s)%s",
-				o->gil_s, share(o->gil_s, w), o->gil_why_kept, others);
-		else
-			len = snprintf(
-				v[n].text, DLBN_LINE,
-				"%.3f s (%.1f%%) the loop's thread off the CPU waiting for the "
-				"Python interpreter's lock, %.3f s of it while the loader's "
-				"threads held it (at most the process's other threads' CPU "
-				"time); %.3f s in the stall%s",
-				o->gil_s, share(o->gil_s, w), o->gil_loader_s, o->charged_gil_s,
-				others);
-		if (len >= DLBN_LINE) /* the reason and the others' waits may not both fit */
-			memcpy(v[n].text + DLBN_LINE - 4, "...", 4);
-		n++;
-	}
+	if (o->gil_s > 0 || o->gil_others_s > 0)
+		gil_line(a, &v[n++]);
 	n += model_thread_lines(a, v + n);
 	if (o->gpu_rule) {
 		double in_waits = a->stall_s - o->charged_s - o->refill_s;
@@ -167,56 +171,84 @@ void dlbn_outside_markdown(FILE *out, const struct dlbn_analysis *a)
 		fprintf(out, "- %s: %s\n", v[i].label, v[i].text);
 }
 
-/* The thread census's figures: the model's threads and the rest. */
-static void model_threads_json(FILE *out, const struct dlbn_shared_cores *c)
+/* "model_threads": the thread census's figures, the model's threads and
+ * the rest (null: no census). */
+static void model_threads_json(FILE *out, const struct dlbn_shared_cores *c, int *outer)
 {
 	if (!c->known) {
-		fputs("null", out);
+		dlbn_json_key_null(out, "model_threads", outer);
 		return;
 	}
-	fputs("{\"intraop_threads\":", out);
-	if (c->intraop_threads > 0)
-		fprintf(out, "%d", c->intraop_threads);
-	else
-		fputs("null", out);
-	fputs(",\"cpus\":", out);
-	if (c->cpus > 0)
-		fprintf(out, "%d", c->cpus);
-	else
-		fputs("null", out);
-	fputs(",\"cpu_quota\":", out);
-	if (c->cpu_quota > 0)
-		dlbn_json_number(out, c->cpu_quota);
-	else
-		fputs("null", out);
-	fprintf(out, ",\"applies\":%s,\"why_not\":", c->applies ? "true" : "false");
-	if (c->why_not[0])
-		dlbn_json_string(out, c->why_not, strlen(c->why_not));
-	else
-		fputs("null", out);
-	fputs(",\"all_cores_busy\":", out);
-	dlbn_json_number(out, c->all_cores_busy);
-	fputs(",\"waited_s\":", out);
-	dlbn_json_number(out, c->waited_s);
-	fprintf(out, ",\"other_threads\":%zu,\"other_run_s\":", c->threads - c->gang);
+	int first = dlbn_json_open(out, "model_threads", '{', outer);
+	dlbn_json_key_int_or_null(out, "intraop_threads", c->intraop_threads,
+				  c->intraop_threads > 0, &first);
+	dlbn_json_key_int_or_null(out, "cpus", c->cpus, c->cpus > 0, &first);
+	dlbn_json_key_number_or_null(out, "cpu_quota", c->cpu_quota, c->cpu_quota > 0, &first);
+	dlbn_json_key_bool(out, "applies", c->applies, &first);
+	dlbn_json_key_str_or_null(out, "why_not", c->why_not, c->why_not[0] != 0, &first);
+	dlbn_json_key_number(out, "all_cores_busy", c->all_cores_busy, &first);
+	dlbn_json_key_number(out, "waited_s", c->waited_s, &first);
+	dlbn_json_key_uint(out, "other_threads", c->threads - c->gang, &first);
 	double gang_run = 0;
 	for (size_t i = 0; i < c->gang; i++)
 		gang_run += c->gang_threads[i].run_s;
-	dlbn_json_number(out, c->threads_run_s - gang_run);
-	fputs(",\"threads\":[", out);
+	dlbn_json_key_number(out, "other_run_s", c->threads_run_s - gang_run, &first);
+	int items = dlbn_json_open(out, "threads", '[', &first);
 	for (size_t i = 0; i < c->gang; i++) {
 		const struct dlbn_gang_thread *g = &c->gang_threads[i];
-		fprintf(out, "%s{\"tid\":%d,\"name\":", i ? "," : "", g->tid);
-		dlbn_json_string(out, g->name, strlen(g->name));
-		fputs(",\"run_s\":", out);
-		dlbn_json_number(out, g->run_s);
-		fputs(",\"runq_s\":", out);
-		dlbn_json_number(out, g->runq_s);
-		fputs(",\"off_s\":", out);
-		dlbn_json_number(out, g->off_s);
+		int f = dlbn_json_open(out, NULL, '{', &items);
+		dlbn_json_key_int(out, "tid", g->tid, &f);
+		dlbn_json_key_str(out, "name", g->name, &f);
+		dlbn_json_key_number(out, "run_s", g->run_s, &f);
+		dlbn_json_key_number(out, "runq_s", g->runq_s, &f);
+		dlbn_json_key_number(out, "off_s", g->off_s, &f);
 		fputc('}', out);
 	}
 	fputs("]}", out);
+}
+
+/* "gpu_idle": where the GPU's idle time in the window went (null: the CPU
+ * rule, no GPU recorded). */
+static void gpu_idle_json(FILE *out, const struct dlbn_analysis *a, int *outer)
+{
+	const struct dlbn_outside *o = &a->outside;
+	if (!o->gpu_rule) {
+		dlbn_json_key_null(out, "gpu_idle", outer);
+		return;
+	}
+	double in_waits = a->stall_s - o->charged_s - o->refill_s;
+	int first = dlbn_json_open(out, "gpu_idle", '{', outer);
+	dlbn_json_key_number(out, "loading_in_waits_s", in_waits > 0 ? in_waits : 0, &first);
+	dlbn_json_key_number(out, "after_arrival_s", o->gpu_idle_s, &first);
+	dlbn_json_key_number(out, "loading_after_arrival_s", o->refill_s + o->charged_s, &first);
+	dlbn_json_key_number(out, "refill_s", o->refill_s, &first);
+	dlbn_json_key_number(out, "other_host_s", o->other_host_s, &first);
+	dlbn_json_key_uint(out, "periods_with_gpu_evidence", o->gpu_steps, &first);
+	fputc('}', out);
+}
+
+/* The costs after arrival, each in seconds and its part in the stall. */
+static void outside_costs_json(FILE *out, const struct dlbn_outside *o, int *first)
+{
+	dlbn_json_key_number(out, "wall_s", o->wall_s, first);
+	dlbn_json_key_number(out, "wrapper_s", o->wrap_s, first);
+	dlbn_json_key_number(out, "wrapper_in_stall_s", o->charged_wrap_s, first);
+	dlbn_json_key_number(out, "batch_drop_s", o->free_s, first);
+	dlbn_json_key_number(out, "batch_drop_in_stall_s", o->charged_free_s, first);
+	dlbn_json_key_number(out, "cpu_queueing_s", o->runq_s, first);
+	dlbn_json_key_number(out, "cpu_queueing_in_stall_s", o->charged_runq_s, first);
+	dlbn_json_key_number(out, "first_touch_s", o->touch_s, first);
+	dlbn_json_key_number(out, "first_touch_in_stall_s", o->charged_touch_s, first);
+	dlbn_json_key_number(out, "own_cpu_s", o->cpu_s, first);
+	dlbn_json_key_number(out, "slowed_s", o->slowed_s, first);
+	dlbn_json_key_number(out, "slowed_in_stall_s", o->charged_slowed_s, first);
+	dlbn_json_key_number(out, "gil_wait_s", o->gil_s, first);
+	dlbn_json_key_number(out, "gil_wait_loader_s", o->gil_loader_s, first);
+	dlbn_json_key_number(out, "gil_wait_in_stall_s", o->charged_gil_s, first);
+	dlbn_json_key_number(out, "gil_others_wait_s", o->gil_others_s, first);
+	dlbn_json_key_number(out, "in_stall_s", o->charged_s, first);
+	dlbn_json_key_number(out, "page_faults_per_step", o->minflt_per_step, first);
+	dlbn_json_key_number(out, "shm_mib_per_step", o->shm_mib_per_step, first);
 }
 
 void dlbn_outside_json(FILE *out, const struct dlbn_analysis *a)
@@ -226,59 +258,15 @@ void dlbn_outside_json(FILE *out, const struct dlbn_analysis *a)
 		fputs("null", out);
 		return;
 	}
-	const char *names[] = {"wall_s",
-			       "wrapper_s",
-			       "wrapper_in_stall_s",
-			       "batch_drop_s",
-			       "batch_drop_in_stall_s",
-			       "cpu_queueing_s",
-			       "cpu_queueing_in_stall_s",
-			       "first_touch_s",
-			       "first_touch_in_stall_s",
-			       "own_cpu_s",
-			       "slowed_s",
-			       "slowed_in_stall_s",
-			       "gil_wait_s",
-			       "gil_wait_loader_s",
-			       "gil_wait_in_stall_s",
-			       "gil_others_wait_s",
-			       "in_stall_s",
-			       "page_faults_per_step",
-			       "shm_mib_per_step"};
-	double vals[] = {
-		o->wall_s,	    o->wrap_s,		o->charged_wrap_s,  o->free_s,
-		o->charged_free_s,  o->runq_s,		o->charged_runq_s,  o->touch_s,
-		o->charged_touch_s, o->cpu_s,		o->slowed_s,	    o->charged_slowed_s,
-		o->gil_s,	    o->gil_loader_s,	o->charged_gil_s,   o->gil_others_s,
-		o->charged_s,	    o->minflt_per_step, o->shm_mib_per_step};
-	fprintf(out, "{\"periods\":%zu,\"wrapped_periods\":%zu,\"rule\":\"%s\"", o->steps,
-		o->wrapped, o->gpu_rule ? "gpu" : "cpu");
-	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
-		fprintf(out, ",\"%s\":", names[i]);
-		dlbn_json_number(out, vals[i]);
-	}
-	fputs(",\"gil_wait_kept_why\":", out);
-	if (o->gil_why_kept[0])
-		dlbn_json_string(out, o->gil_why_kept, strlen(o->gil_why_kept));
-	else
-		fputs("null", out);
-	fputs(",\"model_threads\":", out);
-	model_threads_json(out, &o->cores);
-	fputs(",\"gpu_idle\":", out);
-	if (!o->gpu_rule) {
-		fputs("null}", out);
-		return;
-	}
-	double in_waits = a->stall_s - o->charged_s - o->refill_s;
-	fputs("{\"loading_in_waits_s\":", out);
-	dlbn_json_number(out, in_waits > 0 ? in_waits : 0);
-	fputs(",\"after_arrival_s\":", out);
-	dlbn_json_number(out, o->gpu_idle_s);
-	fputs(",\"loading_after_arrival_s\":", out);
-	dlbn_json_number(out, o->refill_s + o->charged_s);
-	fputs(",\"refill_s\":", out);
-	dlbn_json_number(out, o->refill_s);
-	fputs(",\"other_host_s\":", out);
-	dlbn_json_number(out, o->other_host_s);
-	fprintf(out, ",\"periods_with_gpu_evidence\":%zu}}", o->gpu_steps);
+	int first = 1;
+	fputc('{', out);
+	dlbn_json_key_uint(out, "periods", o->steps, &first);
+	dlbn_json_key_uint(out, "wrapped_periods", o->wrapped, &first);
+	dlbn_json_key_str(out, "rule", o->gpu_rule ? "gpu" : "cpu", &first);
+	outside_costs_json(out, o, &first);
+	dlbn_json_key_str_or_null(out, "gil_wait_kept_why", o->gil_why_kept,
+				  o->gil_why_kept[0] != 0, &first);
+	model_threads_json(out, &o->cores, &first);
+	gpu_idle_json(out, a, &first);
+	fputc('}', out);
 }

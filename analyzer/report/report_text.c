@@ -133,20 +133,10 @@ static void text_loaders(FILE *out, const struct dlbn_model *m)
 	}
 }
 
-void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
+/* The verdict and the predicted speedup, the measured one, the damage. */
+static void text_verdict(FILE *out, const struct dlbn_report_input *in)
 {
 	const struct dlbn_analysis *a = in->a;
-	const struct dlbn_model *m = in->m;
-
-	if (in->nranks > 1)
-		fprintf(out, "dlbn-analyze: %zu ranks\n\n", in->nranks);
-	else
-		fprintf(out, "dlbn-analyze: %s\n\n", in->path);
-	dlbn_ranks_text(out, in);
-	if (!a) { /* the rank is known from its summary alone */
-		dlbn_subject_text(out, in, 0);
-		return;
-	}
 	fprintf(out, "VERDICT: %s - %s", dlbn_verdict_name(a->verdict), verdict_line(a->verdict));
 	if (a->predicted_speedup > 0)
 		fprintf(out, "; predicted speedup %.2fx", a->predicted_speedup);
@@ -159,51 +149,66 @@ void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
 	if (in->baseline)
 		dlbn_baseline_text(out, in->baseline);
 	text_damage(out, in);
+}
 
+/* The steps, the loader wait and the stall, the costs after arrival. */
+static void text_steps(FILE *out, const struct dlbn_report_input *in)
+{
+	const struct dlbn_analysis *a = in->a;
+	fprintf(out,
+		"  steps            %zu total, %zu warm-up skipped, %zu in the window "
+		"(t=%.3f..%.3f s, %.3f s), %d epoch(s)\n",
+		a->steps_total, a->steps_warmup, a->steps_window, a->start_s, a->end_s, a->wall_s,
+		a->epochs);
+	int gpu = in->gpu && in->gpu->present;
+	fprintf(out,
+		"  loader wait      %.3f s exposed (%.1f%% of the window); stall %.3f s "
+		"%s\n",
+		a->exposed_s, a->exposed_fraction * 100, a->stall_s,
+		gpu			   ? (a->outside.charged_s > 0
+						      ? "(the GPU-idle part of the waits, and of loading after "
+							"them)"
+						      : "(the part of the waits the GPU sat idle)")
+		: a->outside.charged_s > 0 ? "(no GPU recorded: exposed wait and loading after it)"
+					   : "(no GPU recorded: stall = exposed wait)");
+	fprintf(out,
+		"  per step         mean %.2f ms, p50 %.2f ms, p95 %.2f ms, max %.2f ms; "
+		"per step without the stall %.2f ms\n",
+		a->mean_ms, a->p50_ms, a->p95_ms, a->max_ms, a->loop_ms);
+	dlbn_outside_text(out, a);
+}
+
+/* "Evidence": the figures the verdict rests on, and the GPU section. */
+static void text_evidence(FILE *out, const struct dlbn_report_input *in)
+{
+	const struct dlbn_analysis *a = in->a;
+	const struct dlbn_model *m = in->m;
 	fprintf(out, "\nEvidence (%s view%s%s)\n", dlbn_view_name(a->view),
 		a->view == DLBN_VIEW_PYTHON ? ": exact fetch marks of the loop's loader"
 		: a->view == DLBN_VIEW_NVTX ? ": data-loading ranges the program declared with NVTX"
 		: a->view == DLBN_VIEW_IPC  ? ": batch hand-offs seen in system calls"
 					    : "",
 		a->path == DLBN_PATH_PIN ? ", pin-memory thread" : "");
-	if (a->steps_total) {
-		fprintf(out,
-			"  steps            %zu total, %zu warm-up skipped, %zu in the window "
-			"(t=%.3f..%.3f s, %.3f s), %d epoch(s)\n",
-			a->steps_total, a->steps_warmup, a->steps_window, a->start_s, a->end_s,
-			a->wall_s, a->epochs);
-		int gpu = in->gpu && in->gpu->present;
-		fprintf(out,
-			"  loader wait      %.3f s exposed (%.1f%% of the window); stall %.3f s "
-			"%s\n",
-			a->exposed_s, a->exposed_fraction * 100, a->stall_s,
-			gpu ? (a->outside.charged_s > 0
-				       ? "(the GPU-idle part of the waits, and of loading after "
-					 "them)"
-				       : "(the part of the waits the GPU sat idle)")
-			: a->outside.charged_s > 0
-				? "(no GPU recorded: exposed wait and loading after it)"
-				: "(no GPU recorded: stall = exposed wait)");
-		fprintf(out,
-			"  per step         mean %.2f ms, p50 %.2f ms, p95 %.2f ms, max %.2f ms; "
-			"per step without the stall %.2f ms\n",
-			a->mean_ms, a->p50_ms, a->p95_ms, a->max_ms, a->loop_ms);
-		dlbn_outside_text(out, a);
-	}
+	if (a->steps_total)
+		text_steps(out, in);
 	text_nvtx(out, m, a);
 	text_cpu(out, a);
 	text_config(out, m, a);
 	text_workers(out, a);
 	text_loaders(out, m);
 	dlbn_callsites_text(out, in);
-	/* The GPU section lists its evidence lines; the cause list then
-	 * leaves out their "GPU: " copies. */
-	int gpu_shown = in->gpu && in->gpu->present;
-	if (gpu_shown) {
+	if (in->gpu && in->gpu->present) {
 		fputs("\n", out);
 		dlbn_gpu_text(out, in->gpu);
 	}
+}
 
+/* The cause, its reasons and what to change.  The GPU section (when shown)
+ * lists its evidence lines; the reasons then leave out their "GPU: " copies. */
+static void text_cause(FILE *out, const struct dlbn_report_input *in)
+{
+	const struct dlbn_analysis *a = in->a;
+	int gpu_shown = in->gpu && in->gpu->present;
 	fprintf(out, "\nCause: %s\n", dlbn_cause_name(a->cause));
 	for (size_t i = 0; i < a->nreasons; i++)
 		if (!gpu_shown || strncmp(a->reasons[i], "GPU: ", 5) != 0)
@@ -213,13 +218,13 @@ void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
 		for (size_t i = 0; i < a->nrecs; i++)
 			fprintf(out, "  - %s\n", a->recs[i]);
 	}
-	/* --what-if (report_whatif.c) */
-	if (in->whatif)
-		dlbn_whatif_text(out, in->whatif);
-	dlbn_hotspots_text(out, in);
-	dlbn_waits_text(out, in);
+}
 
+/* The trace's health: format, size, the reader's and analysis's warnings. */
+static void text_trace(FILE *out, const struct dlbn_report_input *in)
+{
 	const struct dlbn_reader_stats *rs = in->rs;
+	const struct dlbn_model *m = in->m;
 	fprintf(out, "\nTrace: format %u.%u, %zu process(es), %llu records%s\n", rs->version_major,
 		rs->version_minor, m->nprocs, (unsigned long long)m->records,
 		rs->truncated ? ", TRUNCATED" : "");
@@ -228,8 +233,30 @@ void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
 		fprintf(out, "  warning: %s\n", rs->warnings[i]);
 	if (rs->nwarnings > kept)
 		fprintf(out, "  (%u more reader warnings)\n", rs->nwarnings - kept);
-	for (size_t i = 0; i < a->nwarnings; i++)
-		fprintf(out, "  warning: %s\n", a->warnings[i]);
+	for (size_t i = 0; i < in->a->nwarnings; i++)
+		fprintf(out, "  warning: %s\n", in->a->warnings[i]);
+}
+
+void dlbn_report_text(FILE *out, const struct dlbn_report_input *in)
+{
+	if (in->nranks > 1)
+		fprintf(out, "dlbn-analyze: %zu ranks\n\n", in->nranks);
+	else
+		fprintf(out, "dlbn-analyze: %s\n\n", in->path);
+	dlbn_ranks_text(out, in);
+	if (!in->a) { /* the rank is known from its summary alone */
+		dlbn_subject_text(out, in, 0);
+		return;
+	}
+	text_verdict(out, in);
+	text_evidence(out, in);
+	text_cause(out, in);
+	/* --what-if (report_whatif.c) */
+	if (in->whatif)
+		dlbn_whatif_text(out, in->whatif);
+	dlbn_hotspots_text(out, in);
+	dlbn_waits_text(out, in);
+	text_trace(out, in);
 }
 
 void dlbn_dump_record(FILE *out, const struct dlbn_record *r, int64_t t0)

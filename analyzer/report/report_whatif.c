@@ -197,130 +197,99 @@ void dlbn_whatif_markdown(FILE *out, const struct dlbn_whatif *w)
 		fprintf(out, "- %s\n", w->notes[i]);
 }
 
-/* "what_if": [...], "what_if_basis": {...} (null / [] when not computed). */
+static void row_json(FILE *out, const struct dlbn_whatif *w, const struct dlbn_whatif_row *r,
+		     int *items)
+{
+	double per_s = r->step_ms > 0 ? 1e3 / r->step_ms : 0;
+	int first = dlbn_json_open(out, NULL, '{', items);
+	dlbn_json_key_str(out, "setting", r->setting, &first);
+	dlbn_json_key_int(out, "value", r->value, &first);
+	dlbn_json_key_number(out, "predicted_step_ms", r->step_ms, &first);
+	dlbn_json_key_number(out, "predicted_speedup", r->speedup, &first);
+	dlbn_json_key_str(out, "limited_by", r->limited_by, &first);
+	dlbn_json_key_number(out, "predicted_steps_per_s", per_s, &first);
+	dlbn_json_key_number_or_null(out, "predicted_samples_per_s",
+				     w->batch_size > 0 ? per_s * row_batch(w, r) : 0,
+				     w->batch_size > 0, &first);
+	dlbn_json_key_bool(out, "current", r->current, &first);
+	dlbn_json_key_number_or_null(out, "measured_step_ms", r->measured_ms, r->current, &first);
+	fputc('}', out);
+}
+
+/* The model's inputs; a figure of zero or less is null where it means
+ * "not known" (cores, the GPU's step, the batch's size). */
+static void basis_figures_json(FILE *out, const struct dlbn_whatif *w, int *first)
+{
+	dlbn_json_key_number(out, "measured_step_ms", w->measured_ms, first);
+	dlbn_json_key_number(out, "batch_ms", w->batch_ms, first);
+	dlbn_json_key_number(out, "worker_cpu_ms", w->worker_cpu_ms, first);
+	dlbn_json_key_number(out, "loop_ms", w->loop_ms, first);
+	dlbn_json_key_number(out, "main_cpu_ms", w->main_cpu_ms, first);
+	dlbn_json_key_number(out, "handoff_ms", w->handoff_ms, first);
+	dlbn_json_key_number(out, "startup_ms", w->startup_ms, first);
+	dlbn_json_key_number(out, "file_share", w->file_share, first);
+	dlbn_json_key_number_or_null(out, "cores", w->cores, w->cores > 0, first);
+	dlbn_json_key_number_or_null(out, "gpu_step_ms", w->gpu_step_ms, w->gpu_step_ms > 0, first);
+	dlbn_json_key_number(out, "stage_ms", w->stage_ms, first);
+	dlbn_json_key_number(out, "loop_fixed_ms", w->loop_fixed_ms, first);
+	dlbn_json_key_number(out, "gpu_fixed_ms", w->gpu_fixed_ms, first);
+	dlbn_json_key_number(out, "batch_fixed_ms", w->batch_fixed_ms, first);
+	dlbn_json_key_number_or_null(out, "batch_kib", w->batch_kib, w->batch_kib > 0, first);
+}
+
+static void basis_json(FILE *out, const struct dlbn_whatif *w, int *outer)
+{
+	int first = dlbn_json_open(out, "what_if_basis", '{', outer);
+	dlbn_json_key_bool(out, "valid", w->valid, &first);
+	dlbn_json_key_str_or_null(out, "why_not", w->why_not, !w->valid, &first);
+	basis_figures_json(out, w, &first);
+	dlbn_json_key_str(out, "cores_from", w->cores_from, &first);
+	dlbn_json_key_int(out, "num_workers", w->num_workers, &first);
+	dlbn_json_key_int(out, "best_workers", w->best_workers, &first);
+	dlbn_json_key_str(out, "curve_setting", w->knob, &first);
+	dlbn_json_key_str(out, "loader_kind", w->kind, &first);
+	dlbn_json_key_bool(out, "gpu_paced", w->gpu_paced, &first);
+	dlbn_json_key_int_or_null(out, "batch_size", w->batch_size, w->batch_size > 0, &first);
+	dlbn_json_key_bool(out, "split_measured", w->split_measured, &first);
+	dlbn_json_key_lines(out, "notes", DLBN_JSON_TABLE(w->notes), w->nnotes, &first);
+	fputc('}', out);
+}
+
+static void cell_json(FILE *out, const struct dlbn_whatif *w, size_t i, int *items)
+{
+	const struct dlbn_whatif_cell *c = &w->grid[i];
+	int first = dlbn_json_open(out, NULL, '{', items);
+	dlbn_json_key_int(out, "batch_size", c->batch_size, &first);
+	dlbn_json_key_int(out, w->knob, c->units, &first);
+	dlbn_json_key_number(out, "predicted_step_ms", c->step_ms, &first);
+	dlbn_json_key_number(out, "predicted_samples_per_s", c->samples_per_s, &first);
+	dlbn_json_key_str(out, "limited_by", c->limited_by, &first);
+	dlbn_json_key_number_or_null(out, "shm_mib", c->shm_mib, c->shm_mib > 0, &first);
+	dlbn_json_key_bool(out, "current", c->current, &first);
+	dlbn_json_key_bool(out, "best", (int)i == w->grid_best, &first);
+	dlbn_json_key_number_or_null(out, "measured_step_ms", c->measured_ms, c->measured_ms > 0,
+				     &first);
+	fputc('}', out);
+}
+
+/* "what_if":[...],"what_if_basis":{...},"what_if_grid":[...] (each null
+ * when not asked for; the lists empty when no prediction was made). */
 void dlbn_whatif_json(FILE *out, const struct dlbn_whatif *w)
 {
-	fputs("\"what_if\":", out);
+	int first = 1;
 	if (!w) {
-		fputs("null,\"what_if_basis\":null,\"what_if_grid\":null", out);
+		dlbn_json_key_null(out, "what_if", &first);
+		dlbn_json_key_null(out, "what_if_basis", &first);
+		dlbn_json_key_null(out, "what_if_grid", &first);
 		return;
 	}
-	fputc('[', out);
-	for (size_t i = 0; w->valid && i < w->nrows; i++) {
-		const struct dlbn_whatif_row *r = &w->rows[i];
-		int first = 1;
-		fputs(i ? ",{" : "{", out);
-		dlbn_json_key(out, "setting", &first);
-		dlbn_json_str(out, r->setting);
-		dlbn_json_key(out, "value", &first);
-		fprintf(out, "%d", r->value);
-		dlbn_json_key(out, "predicted_step_ms", &first);
-		dlbn_json_number(out, r->step_ms);
-		dlbn_json_key(out, "predicted_speedup", &first);
-		dlbn_json_number(out, r->speedup);
-		dlbn_json_key(out, "limited_by", &first);
-		dlbn_json_str(out, r->limited_by);
-		double per_s = r->step_ms > 0 ? 1e3 / r->step_ms : 0;
-		dlbn_json_key(out, "predicted_steps_per_s", &first);
-		dlbn_json_number(out, per_s);
-		dlbn_json_key(out, "predicted_samples_per_s", &first);
-		if (w->batch_size > 0)
-			dlbn_json_number(out, per_s * row_batch(w, r));
-		else
-			fputs("null", out);
-		dlbn_json_key(out, "current", &first);
-		fputs(r->current ? "true" : "false", out);
-		dlbn_json_key(out, "measured_step_ms", &first);
-		if (r->current)
-			dlbn_json_number(out, r->measured_ms);
-		else
-			fputs("null", out);
-		fputc('}', out);
-	}
-	fputs("],\"what_if_basis\":{", out);
-	int first = 1;
-	dlbn_json_key(out, "valid", &first);
-	fputs(w->valid ? "true" : "false", out);
-	dlbn_json_key(out, "why_not", &first);
-	if (w->valid)
-		fputs("null", out);
-	else
-		dlbn_json_str(out, w->why_not);
-	static const char *const keys[] = {"measured_step_ms", "batch_ms",	 "worker_cpu_ms",
-					   "loop_ms",	       "main_cpu_ms",	 "handoff_ms",
-					   "startup_ms",       "file_share",	 "cores",
-					   "gpu_step_ms",      "stage_ms",	 "loop_fixed_ms",
-					   "gpu_fixed_ms",     "batch_fixed_ms", "batch_kib"};
-	const double vals[] = {w->measured_ms,	w->batch_ms,	   w->worker_cpu_ms,
-			       w->loop_ms,	w->main_cpu_ms,	   w->handoff_ms,
-			       w->startup_ms,	w->file_share,	   w->cores,
-			       w->gpu_step_ms,	w->stage_ms,	   w->loop_fixed_ms,
-			       w->gpu_fixed_ms, w->batch_fixed_ms, w->batch_kib};
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		dlbn_json_key(out, keys[i], &first);
-		if ((!strcmp(keys[i], "cores") || !strcmp(keys[i], "gpu_step_ms") ||
-		     !strcmp(keys[i], "batch_kib")) &&
-		    vals[i] <= 0)
-			fputs("null", out);
-		else
-			dlbn_json_number(out, vals[i]);
-	}
-	dlbn_json_key(out, "cores_from", &first);
-	dlbn_json_str(out, w->cores_from);
-	dlbn_json_key(out, "num_workers", &first);
-	fprintf(out, "%d", w->num_workers);
-	dlbn_json_key(out, "best_workers", &first);
-	fprintf(out, "%d", w->best_workers);
-	dlbn_json_key(out, "curve_setting", &first);
-	dlbn_json_str(out, w->knob);
-	dlbn_json_key(out, "loader_kind", &first);
-	dlbn_json_str(out, w->kind);
-	dlbn_json_key(out, "gpu_paced", &first);
-	fputs(w->gpu_paced ? "true" : "false", out);
-	dlbn_json_key(out, "batch_size", &first);
-	if (w->batch_size > 0)
-		fprintf(out, "%d", w->batch_size);
-	else
-		fputs("null", out);
-	dlbn_json_key(out, "split_measured", &first);
-	fputs(w->split_measured ? "true" : "false", out);
-	dlbn_json_key(out, "notes", &first);
-	fputc('[', out);
-	for (size_t i = 0; i < w->nnotes; i++) {
-		if (i)
-			fputc(',', out);
-		dlbn_json_str(out, w->notes[i]);
-	}
-	fputs("]},\"what_if_grid\":[", out);
-	for (size_t i = 0; w->valid && i < w->ngrid; i++) {
-		const struct dlbn_whatif_cell *c = &w->grid[i];
-		int f = 1;
-		fputs(i ? ",{" : "{", out);
-		dlbn_json_key(out, "batch_size", &f);
-		fprintf(out, "%d", c->batch_size);
-		dlbn_json_key(out, w->knob, &f);
-		fprintf(out, "%d", c->units);
-		dlbn_json_key(out, "predicted_step_ms", &f);
-		dlbn_json_number(out, c->step_ms);
-		dlbn_json_key(out, "predicted_samples_per_s", &f);
-		dlbn_json_number(out, c->samples_per_s);
-		dlbn_json_key(out, "limited_by", &f);
-		dlbn_json_str(out, c->limited_by);
-		dlbn_json_key(out, "shm_mib", &f);
-		if (c->shm_mib > 0)
-			dlbn_json_number(out, c->shm_mib);
-		else
-			fputs("null", out);
-		dlbn_json_key(out, "current", &f);
-		fputs(c->current ? "true" : "false", out);
-		dlbn_json_key(out, "best", &f);
-		fputs((int)i == w->grid_best ? "true" : "false", out);
-		dlbn_json_key(out, "measured_step_ms", &f);
-		if (c->measured_ms > 0)
-			dlbn_json_number(out, c->measured_ms);
-		else
-			fputs("null", out);
-		fputc('}', out);
-	}
+	int items = dlbn_json_open(out, "what_if", '[', &first);
+	for (size_t i = 0; w->valid && i < w->nrows; i++)
+		row_json(out, w, &w->rows[i], &items);
+	fputc(']', out);
+	basis_json(out, w, &first);
+	items = dlbn_json_open(out, "what_if_grid", '[', &first);
+	for (size_t i = 0; w->valid && i < w->ngrid; i++)
+		cell_json(out, w, i, &items);
 	fputc(']', out);
 }

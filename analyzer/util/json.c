@@ -1,5 +1,6 @@
 /*
- * json.c - JSON string escaping and number formatting (see json.h).
+ * json.c - JSON string escaping, number formatting and the key helpers
+ * (see json.h).
  */
 #include <math.h>
 #include <stdint.h>
@@ -85,13 +86,35 @@ void dlbn_json_number(FILE *out, double v)
 
 void dlbn_json_key(FILE *out, const char *k, int *first)
 {
-	fputs(*first ? "" : ",", out);
-	*first = 0;
+	dlbn_json_item(out, first);
 	dlbn_json_str(out, k);
 	fputc(':', out);
 }
 
-void dlbn_json_key_number(FILE *out, const char *k, double v, int known, int *first)
+void dlbn_json_item(FILE *out, int *first)
+{
+	if (!*first)
+		fputc(',', out);
+	*first = 0;
+}
+
+int dlbn_json_open(FILE *out, const char *k, char bracket, int *first)
+{
+	if (k)
+		dlbn_json_key(out, k, first);
+	else
+		dlbn_json_item(out, first);
+	fputc(bracket, out);
+	return 1;
+}
+
+void dlbn_json_key_number(FILE *out, const char *k, double v, int *first)
+{
+	dlbn_json_key(out, k, first);
+	dlbn_json_number(out, v);
+}
+
+void dlbn_json_key_number_or_null(FILE *out, const char *k, double v, int known, int *first)
 {
 	dlbn_json_key(out, k, first);
 	if (known)
@@ -100,11 +123,61 @@ void dlbn_json_key_number(FILE *out, const char *k, double v, int known, int *fi
 		fputs("null", out);
 }
 
-void dlbn_json_key_int(FILE *out, const char *k, int v, int *first)
+void dlbn_json_key_int(FILE *out, const char *k, long long v, int *first)
 {
 	dlbn_json_key(out, k, first);
-	if (v >= 0)
-		fprintf(out, "%d", v);
+	fprintf(out, "%lld", v);
+}
+
+void dlbn_json_key_int_or_null(FILE *out, const char *k, long long v, int known, int *first)
+{
+	dlbn_json_key(out, k, first);
+	if (known)
+		fprintf(out, "%lld", v);
 	else
 		fputs("null", out);
+}
+
+void dlbn_json_key_uint(FILE *out, const char *k, unsigned long long v, int *first)
+{
+	dlbn_json_key(out, k, first);
+	fprintf(out, "%llu", v);
+}
+
+void dlbn_json_key_str(FILE *out, const char *k, const char *s, int *first)
+{
+	dlbn_json_key(out, k, first);
+	dlbn_json_str(out, s);
+}
+
+void dlbn_json_key_str_or_null(FILE *out, const char *k, const char *s, int known, int *first)
+{
+	dlbn_json_key(out, k, first);
+	if (known)
+		dlbn_json_str(out, s);
+	else
+		fputs("null", out);
+}
+
+void dlbn_json_key_bool(FILE *out, const char *k, int v, int *first)
+{
+	dlbn_json_key(out, k, first);
+	fputs(v ? "true" : "false", out);
+}
+
+void dlbn_json_key_null(FILE *out, const char *k, int *first)
+{
+	dlbn_json_key(out, k, first);
+	fputs("null", out);
+}
+
+void dlbn_json_key_lines(FILE *out, const char *k, const char *lines, size_t stride, size_t n,
+			 int *first)
+{
+	int items = dlbn_json_open(out, k, '[', first);
+	for (size_t i = 0; i < n; i++) {
+		dlbn_json_item(out, &items);
+		dlbn_json_str(out, lines + i * stride);
+	}
+	fputc(']', out);
 }
