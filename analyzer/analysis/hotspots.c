@@ -701,7 +701,8 @@ static void shares_and_tail(struct dlbn_hotspots *h)
 		const struct dlbn_hot_loader *l = loader_slot(h, e->loader);
 		e->share = l && l->busy_ns > 0 ? (double)e->ns / (double)l->busy_ns : 0;
 	}
-	qsort(h->v, h->n, sizeof(*h->v), by_share);
+	if (h->n > 1) /* qsort wants a non-null base even for no entries */
+		qsort(h->v, h->n, sizeof(*h->v), by_share);
 	size_t out = 0;
 	for (size_t i = 0; i < h->n; i++) {
 		size_t same = 0;
