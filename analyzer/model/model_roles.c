@@ -1,7 +1,8 @@
 /*
  * model_roles.c - pass 1 of the model: processes and threads, the pipe
- * table (for every pipe inode the threads that read and write it), and the
- * roles decided from it (model.c's file comment has the rules).
+ * table (for every pipe inode the threads that read and write it), the
+ * roles decided from it (model.c's file comment has the rules) and their
+ * names.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -384,4 +385,23 @@ void model_decide_roles(struct dlbn_model *m)
 		m->path = DLBN_PATH_PIN;
 		m->pin_thread = reader;
 	}
+}
+
+const char *dlbn_role_name(int role)
+{
+	return role == DLBN_ROLE_TRAINING ? "training"
+	       : role == DLBN_ROLE_WORKER ? "worker"
+					  : "other";
+}
+
+const char *dlbn_thread_role(const struct dlbn_model *m, size_t ti)
+{
+	const struct dlbn_thread *t = &m->threads[ti];
+	if ((ssize_t)ti == m->main_thread)
+		return "main";
+	if ((ssize_t)ti == m->pin_thread)
+		return "pin";
+	if (m->procs[t->proc_index].role == DLBN_ROLE_WORKER)
+		return t->thread_no == 0 ? "worker" : "feeder";
+	return "other";
 }
