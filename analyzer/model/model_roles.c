@@ -16,15 +16,15 @@
 
 struct pipe_ent *model_pipe_get(struct pipe_table *t, int64_t ino)
 {
-	struct pipe_ent *e = pipe_find(t, ino);
-	if (e || ino == 0)
-		return e;
+	int added;
+	struct dlbn_hash_entry *h = ino ? dlbn_hashtab_put(&t->by_ino, (uint64_t)ino, &added) : NULL;
+	if (!h)
+		return NULL; /* no inode, or out of memory */
+	if (!added)
+		return &t->ents[h->val.num];
 	struct pipe_ent fresh = {.ino = ino};
-	if (PUSH(t->ents, t->n, t->cap, fresh))
-		return NULL;
-	struct dlbn_hash_entry *h = dlbn_hashtab_put(&t->by_ino, (uint64_t)ino, NULL);
-	if (!h) {
-		t->n--;
+	if (PUSH(t->ents, t->n, t->cap, fresh)) {
+		dlbn_hashtab_delete(&t->by_ino, h);
 		return NULL;
 	}
 	h->val.num = (int64_t)(t->n - 1);
