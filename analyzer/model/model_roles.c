@@ -17,7 +17,8 @@
 struct pipe_ent *model_pipe_get(struct pipe_table *t, int64_t ino)
 {
 	int added;
-	struct dlbn_hash_entry *h = ino ? dlbn_hashtab_put(&t->by_ino, (uint64_t)ino, &added) : NULL;
+	struct dlbn_hash_entry *h =
+		ino ? dlbn_hashtab_put(&t->by_ino, (uint64_t)ino, &added) : NULL;
 	if (!h)
 		return NULL; /* no inode, or out of memory */
 	if (!added)
