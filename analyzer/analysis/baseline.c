@@ -11,16 +11,15 @@
 #include "analysis/baseline.h"
 #include "gpu/gpu.h"
 #include "trace/reader.h"
+#include "util/lines.h"
 
 static void note(struct dlbn_baseline *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static void note(struct dlbn_baseline *b, const char *fmt, ...)
 {
 	va_list ap;
-	if (b->nnotes >= DLBN_MAX_LINES)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(b->notes[b->nnotes++], DLBN_LINE, fmt, ap);
+	b->nnotes += dlbn_lines_vadd(DLBN_LINES(b->notes), b->nnotes, fmt, ap);
 	va_end(ap);
 }
 

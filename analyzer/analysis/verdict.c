@@ -108,23 +108,12 @@ int dlbn_classify(double speedup, size_t window_steps, int prefetch_depth,
 	return DLBN_VERDICT_NOT_DETECTED;
 }
 
-void verdict_line(char (*lines)[DLBN_LINE], size_t *n, const char *fmt, ...)
-{
-	if (*n >= DLBN_MAX_LINES)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(lines[*n], DLBN_LINE, fmt, ap);
-	va_end(ap);
-	(*n)++;
-}
-
 void dlbn_advice_format(struct dlbn_analysis *a)
 {
 	const struct dlbn_advice *v = &a->advice;
 	if (!v->present)
 		return;
-	/* Cut at DLBN_LINE, as verdict_line's lines are. */
+	/* Cut at DLBN_LINE, as the other lines are. */
 	char *line = a->recs[v->rec];
 	int len = snprintf(line, DLBN_LINE, "%s%s %d -> %d", v->prefix, v->name, v->from, v->to);
 	if (len >= 0 && len < DLBN_LINE)

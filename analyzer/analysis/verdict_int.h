@@ -12,15 +12,11 @@
 
 #include "model/model.h"
 #include "analysis/verdict.h"
+#include "util/lines.h"
 
 /* The traced threads use this share of the training process's CPUs: more
  * loader threads or workers would only queue for them. */
 #define CORES_FULL_SHARE 0.85
-
-/* Append a line to lines (n of them so far), cut at DLBN_LINE; none past
- * DLBN_MAX_LINES. */
-void verdict_line(char (*lines)[DLBN_LINE], size_t *n, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* A recommendation that names a count of the loader's workers or threads:
  * the line, and its parts for the what-if to settle (struct dlbn_advice). */
@@ -30,9 +26,10 @@ void verdict_advise(struct dlbn_analysis *a, const char *knob, const char *name,
 /* The advice's alternative to more units (struct dlbn_advice alt). */
 #define ADVICE_ALT(text) snprintf(a->advice.alt, sizeof(a->advice.alt), "%s", text)
 
-#define REASON(...) verdict_line(a->reasons, &a->nreasons, __VA_ARGS__)
-#define REC(...)    verdict_line(a->recs, &a->nrecs, __VA_ARGS__)
-#define WARN(...)   verdict_line(a->warnings, &a->nwarnings, __VA_ARGS__)
+/* Append a line, cut at DLBN_LINE; none past DLBN_MAX_LINES. */
+#define REASON(...) DLBN_LINES_ADD(a->reasons, a->nreasons, __VA_ARGS__)
+#define REC(...)    DLBN_LINES_ADD(a->recs, a->nrecs, __VA_ARGS__)
+#define WARN(...)   DLBN_LINES_ADD(a->warnings, a->nwarnings, __VA_ARGS__)
 
 /* ceil(num / den), immune to a ratio that is whole but for rounding. */
 static inline int ceil_ratio(double num, double den)

@@ -13,6 +13,7 @@
 
 #include "model/loaders.h"
 #include "analysis/whatif.h"
+#include "util/lines.h"
 
 #define MAX_CURVE_WORKERS 32
 #define GPU_PACED_SYNC	  0.20 /* host blocked in syncs: the GPU sets the pace */
@@ -23,11 +24,9 @@
 
 void dlbn_whatif_note(struct dlbn_whatif *w, const char *fmt, ...)
 {
-	if (w->nnotes >= DLBN_WHATIF_NOTES)
-		return;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(w->notes[w->nnotes++], DLBN_LINE, fmt, ap);
+	w->nnotes += dlbn_lines_vadd(DLBN_LINES(w->notes), w->nnotes, fmt, ap);
 	va_end(ap);
 }
 

@@ -45,6 +45,8 @@
 
 #include "analysis/damage.h"
 #include "export/export.h"
+#include "model/pairs.h"
+#include "trace/recnames.h"
 
 #define SYNTH_BASE 0x40000000
 /* Synthetic tracks: k of synth_tid().  Training process: fetches, steps,

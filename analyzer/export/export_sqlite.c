@@ -25,6 +25,8 @@
 
 #include "analysis/damage.h"
 #include "export/export.h"
+#include "model/pairs.h"
+#include "trace/recnames.h"
 
 /* 2: the loaders table and workers.loader. */
 #define SCHEMA_VERSION 2

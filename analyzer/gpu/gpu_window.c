@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gpu/gpu_pass.h"
+#include "util/lines.h"
 
 static void add_reason(struct dlbn_gpu *g, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -15,11 +16,8 @@ static void add_reason(struct dlbn_gpu *g, const char *fmt, ...)
 static void add_reason(struct dlbn_gpu *g, const char *fmt, ...)
 {
 	va_list ap;
-
-	if (g->nreasons >= DLBN_GPU_MAX_REASONS)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(g->reasons[g->nreasons++], DLBN_GPU_LINE, fmt, ap);
+	g->nreasons += dlbn_lines_vadd(DLBN_LINES(g->reasons), g->nreasons, fmt, ap);
 	va_end(ap);
 }
 

@@ -150,9 +150,9 @@ static void infer_num_workers(struct dlbn_model *m)
 {
 	int64_t first_t = INT64_MAX;
 	const struct pipe_ent *first = NULL;
-	for (size_t s = 0; s < m->pipes->cap; s++) {
-		const struct pipe_ent *e = &m->pipes->slots[s];
-		if (!e->ino || !e->is_result)
+	for (size_t s = 0; s < m->pipes->n; s++) {
+		const struct pipe_ent *e = &m->pipes->ents[s];
+		if (!e->is_result)
 			continue;
 		int64_t t = INT64_MAX;
 		for (size_t w = 0; w < e->nwriters; w++) {

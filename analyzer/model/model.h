@@ -415,6 +415,10 @@ int dlbn_model_build(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 int dlbn_model_each_step(const struct dlbn_model *m, struct dlbn_reader *r, dlbn_step_sink sink,
 			 void *ctx);
 void dlbn_model_free(struct dlbn_model *m);
+/* Names of a process role ("training", "worker", "other") and of thread
+ * index ti's part ("main", "pin", "worker", "feeder", "other"). */
+const char *dlbn_role_name(int role);
+const char *dlbn_thread_role(const struct dlbn_model *m, size_t ti);
 
 /* The bootstrap ran, wrapped every loader it knows and saw none fetched:
  * whatever the loop iterates is not a loader dlbn recognises. */

@@ -21,6 +21,7 @@
 
 #include "model/model.h"
 #include "trace/reader.h"
+#include "util/hashtab.h"
 
 /* ---- growable arrays -------------------------------------------------- */
 
@@ -48,34 +49,24 @@ struct who {
 };
 
 struct pipe_ent {
-	int64_t ino; /* 0: empty slot */
+	int64_t ino;
 	struct who *readers, *writers;
 	size_t nreaders, capreaders, nwriters, capwriters;
 	int polled_by_reader; /* some reader thread POLLed it (queue.get) */
 	int is_result, is_index, seen_by_ipc;
 };
 
+/* The pipes in the order pass 1 first saw them, found by inode. */
 struct pipe_table {
-	struct pipe_ent *slots;
-	size_t cap, n;
+	struct pipe_ent *ents;
+	size_t n, cap;
+	struct dlbn_hashtab by_ino; /* ino -> index in ents */
 };
-
-static inline size_t ino_hash(int64_t ino, size_t cap)
-{
-	uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h >> 17) & (cap - 1);
-}
 
 static inline struct pipe_ent *pipe_find(const struct pipe_table *t, int64_t ino)
 {
-	if (!t->cap || ino == 0)
-		return NULL;
-	for (size_t i = ino_hash(ino, t->cap);; i = (i + 1) & (t->cap - 1)) {
-		if (t->slots[i].ino == ino)
-			return &t->slots[i];
-		if (t->slots[i].ino == 0)
-			return NULL;
-	}
+	const struct dlbn_hash_entry *e = ino ? dlbn_hashtab_get(&t->by_ino, (uint64_t)ino) : NULL;
+	return e ? &t->ents[e->val.num] : NULL;
 }
 
 static inline int64_t fld(const struct dlbn_record *r, int i)

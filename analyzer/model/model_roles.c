@@ -1,7 +1,8 @@
 /*
  * model_roles.c - pass 1 of the model: processes and threads, the pipe
- * table (for every pipe inode the threads that read and write it), and the
- * roles decided from it (model.c's file comment has the rules).
+ * table (for every pipe inode the threads that read and write it), the
+ * roles decided from it (model.c's file comment has the rules) and their
+ * names.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,32 +16,20 @@
 
 struct pipe_ent *model_pipe_get(struct pipe_table *t, int64_t ino)
 {
-	struct pipe_ent *e = pipe_find(t, ino);
-	if (e || ino == 0)
-		return e;
-	if ((t->n + 1) * 2 > t->cap) {
-		size_t ncap = t->cap ? t->cap * 2 : 64;
-		struct pipe_ent *ns = calloc(ncap, sizeof(*ns));
-		if (!ns)
-			return NULL;
-		for (size_t i = 0; i < t->cap; i++) {
-			if (!t->slots[i].ino)
-				continue;
-			size_t j = ino_hash(t->slots[i].ino, ncap);
-			while (ns[j].ino)
-				j = (j + 1) & (ncap - 1);
-			ns[j] = t->slots[i];
-		}
-		free(t->slots);
-		t->slots = ns;
-		t->cap = ncap;
+	int added;
+	struct dlbn_hash_entry *h =
+		ino ? dlbn_hashtab_put(&t->by_ino, (uint64_t)ino, &added) : NULL;
+	if (!h)
+		return NULL; /* no inode, or out of memory */
+	if (!added)
+		return &t->ents[h->val.num];
+	struct pipe_ent fresh = {.ino = ino};
+	if (PUSH(t->ents, t->n, t->cap, fresh)) {
+		dlbn_hashtab_delete(&t->by_ino, h);
+		return NULL;
 	}
-	size_t i = ino_hash(ino, t->cap);
-	while (t->slots[i].ino)
-		i = (i + 1) & (t->cap - 1);
-	t->slots[i].ino = ino;
-	t->n++;
-	return &t->slots[i];
+	h->val.num = (int64_t)(t->n - 1);
+	return &t->ents[t->n - 1];
 }
 
 static void who_add(struct who **v, size_t *n, size_t *cap, uint32_t thread)
@@ -59,11 +48,12 @@ void model_pipe_table_free(struct pipe_table *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 0; i < t->cap; i++) {
-		free(t->slots[i].readers);
-		free(t->slots[i].writers);
+	for (size_t i = 0; i < t->n; i++) {
+		free(t->ents[i].readers);
+		free(t->ents[i].writers);
 	}
-	free(t->slots);
+	free(t->ents);
+	dlbn_hashtab_free(&t->by_ino);
 	free(t);
 }
 
@@ -230,10 +220,8 @@ static ssize_t find_training_ipc(const struct dlbn_model *m)
 	long *score = calloc(m->nprocs ? m->nprocs : 1, sizeof(*score));
 	if (!score)
 		return -1;
-	for (size_t s = 0; s < m->pipes->cap; s++) {
-		const struct pipe_ent *e = &m->pipes->slots[s];
-		if (!e->ino)
-			continue;
+	for (size_t s = 0; s < m->pipes->n; s++) {
+		const struct pipe_ent *e = &m->pipes->ents[s];
 		for (size_t rd = 0; rd < e->nreaders; rd++) {
 			size_t rp = m->threads[e->readers[rd].thread].proc_index;
 			if (pipe_has_proc(m, e->readers, rd, rp))
@@ -278,18 +266,17 @@ static void find_workers(struct dlbn_model *m, size_t tp)
 		return;
 	char *reads_index = cand + m->nprocs;
 	int any_index = 0;
-	for (size_t s = 0; s < m->pipes->cap; s++) {
-		const struct pipe_ent *e = &m->pipes->slots[s];
-		for (size_t w = 0; e->ino && w < e->nwriters; w++) {
+	for (size_t s = 0; s < m->pipes->n; s++) {
+		const struct pipe_ent *e = &m->pipes->ents[s];
+		for (size_t w = 0; w < e->nwriters; w++) {
 			size_t wp = m->threads[e->writers[w].thread].proc_index;
 			if (writes_pipe_read_by(m, e, wp, tp))
 				cand[wp] = 1;
 		}
 	}
-	for (size_t s = 0; s < m->pipes->cap; s++) {
-		struct pipe_ent *e = &m->pipes->slots[s];
-		if (!e->ino || !e->polled_by_reader ||
-		    !pipe_has_proc(m, e->writers, e->nwriters, tp))
+	for (size_t s = 0; s < m->pipes->n; s++) {
+		struct pipe_ent *e = &m->pipes->ents[s];
+		if (!e->polled_by_reader || !pipe_has_proc(m, e->writers, e->nwriters, tp))
 			continue;
 		for (size_t rd = 0; rd < e->nreaders; rd++) {
 			size_t rp = m->threads[e->readers[rd].thread].proc_index;
@@ -306,9 +293,9 @@ static void find_workers(struct dlbn_model *m, size_t tp)
 			m->nworkers_total++;
 		}
 	}
-	for (size_t s = 0; s < m->pipes->cap; s++) {
-		struct pipe_ent *e = &m->pipes->slots[s];
-		for (size_t w = 0; e->ino && w < e->nwriters; w++) {
+	for (size_t s = 0; s < m->pipes->n; s++) {
+		struct pipe_ent *e = &m->pipes->ents[s];
+		for (size_t w = 0; w < e->nwriters; w++) {
 			size_t wp = m->threads[e->writers[w].thread].proc_index;
 			if (m->procs[wp].role == DLBN_ROLE_WORKER &&
 			    writes_pipe_read_by(m, e, wp, tp))
@@ -379,9 +366,9 @@ void model_decide_roles(struct dlbn_model *m)
 			continue;
 		if (t->is_main && m->main_thread < 0)
 			m->main_thread = (ssize_t)ti;
-		for (size_t s = 0; s < m->pipes->cap; s++) {
-			const struct pipe_ent *e = &m->pipes->slots[s];
-			if (!e->ino || !e->is_result)
+		for (size_t s = 0; s < m->pipes->n; s++) {
+			const struct pipe_ent *e = &m->pipes->ents[s];
+			if (!e->is_result)
 				continue;
 			for (size_t rd = 0; rd < e->nreaders; rd++)
 				if (e->readers[rd].thread == ti)
@@ -409,4 +396,23 @@ void model_decide_roles(struct dlbn_model *m)
 		m->path = DLBN_PATH_PIN;
 		m->pin_thread = reader;
 	}
+}
+
+const char *dlbn_role_name(int role)
+{
+	return role == DLBN_ROLE_TRAINING ? "training"
+	       : role == DLBN_ROLE_WORKER ? "worker"
+					  : "other";
+}
+
+const char *dlbn_thread_role(const struct dlbn_model *m, size_t ti)
+{
+	const struct dlbn_thread *t = &m->threads[ti];
+	if ((ssize_t)ti == m->main_thread)
+		return "main";
+	if ((ssize_t)ti == m->pin_thread)
+		return "pin";
+	if (m->procs[t->proc_index].role == DLBN_ROLE_WORKER)
+		return t->thread_no == 0 ? "worker" : "feeder";
+	return "other";
 }

@@ -1,26 +1,21 @@
 /*
  * ranges.c - NVTX range names and what they mean (see ranges.h).
  *
- * One open-addressing hash holds both registered strings and domains,
- * keyed by (kind, proc_id, id); the value is a range class for strings and
- * "is dlbn's own domain" for domains.
+ * One hash table holds both registered strings and domains, keyed by
+ * (kind, proc_id, id); the value is a range class for strings and "is
+ * dlbn's own domain" for domains.
  */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/ranges.h"
+#include "util/hashtab.h"
 
 enum { KEY_STRING = 1, KEY_DOMAIN = 2 };
 
-struct name_ent {
-	uint64_t key; /* 0: empty */
-	int value;
-};
-
 struct dlbn_range_names {
-	struct name_ent *slots;
-	size_t cap, n;
+	struct dlbn_hashtab by_key; /* make_key() -> class, or own domain */
 };
 
 /* Case-insensitive search for a lower-case word in s[0..n). */
@@ -63,53 +58,20 @@ static uint64_t make_key(int kind, uint32_t proc, int64_t id)
 	return ((uint64_t)kind << 62) | ((uint64_t)proc << 30) | ((uint64_t)id & 0x3fffffffu);
 }
 
-static size_t key_hash(uint64_t key, size_t cap)
-{
-	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
-}
-
-static struct name_ent *find(const struct dlbn_range_names *t, uint64_t key)
-{
-	if (!t || !t->cap)
-		return NULL;
-	for (size_t i = key_hash(key, t->cap);; i = (i + 1) & (t->cap - 1)) {
-		if (t->slots[i].key == key)
-			return &t->slots[i];
-		if (!t->slots[i].key)
-			return NULL;
-	}
-}
-
 static int put(struct dlbn_range_names *t, uint64_t key, int value)
 {
-	struct name_ent *e = find(t, key);
-	if (e) {
-		e->value = value;
-		return 0;
-	}
-	if ((t->n + 1) * 2 > t->cap) {
-		size_t ncap = t->cap ? t->cap * 2 : 64;
-		struct name_ent *ns = calloc(ncap, sizeof(*ns));
-		if (!ns)
-			return -1;
-		for (size_t i = 0; i < t->cap; i++) {
-			if (!t->slots[i].key)
-				continue;
-			size_t j = key_hash(t->slots[i].key, ncap);
-			while (ns[j].key)
-				j = (j + 1) & (ncap - 1);
-			ns[j] = t->slots[i];
-		}
-		free(t->slots);
-		t->slots = ns;
-		t->cap = ncap;
-	}
-	size_t i = key_hash(key, t->cap);
-	while (t->slots[i].key)
-		i = (i + 1) & (t->cap - 1);
-	t->slots[i] = (struct name_ent){key, value};
-	t->n++;
+	struct dlbn_hash_entry *e = dlbn_hashtab_put(&t->by_key, key, NULL);
+	if (!e)
+		return -1;
+	e->val.num = value;
 	return 0;
+}
+
+/* The value of key, or -1 when absent. */
+static int get(const struct dlbn_range_names *t, uint64_t key)
+{
+	const struct dlbn_hash_entry *e = t ? dlbn_hashtab_get(&t->by_key, key) : NULL;
+	return e ? (int)e->val.num : -1;
 }
 
 struct dlbn_range_names *dlbn_range_names_new(void)
@@ -121,7 +83,7 @@ void dlbn_range_names_free(struct dlbn_range_names *t)
 {
 	if (!t)
 		return;
-	free(t->slots);
+	dlbn_hashtab_free(&t->by_key);
 	free(t);
 }
 
@@ -154,15 +116,13 @@ int dlbn_range_class_of(const struct dlbn_range_names *t, const struct dlbn_reco
 		return DLBN_RANGE_OTHER;
 	}
 	uint32_t proc = r->stream->proc_id;
-	const struct name_ent *dom =
-		r->kind[f0] == DLBN_V_INT ? find(t, make_key(KEY_DOMAIN, proc, r->f[f0])) : NULL;
-	if (dom && dom->value)
+	if (r->kind[f0] == DLBN_V_INT && get(t, make_key(KEY_DOMAIN, proc, r->f[f0])) > 0)
 		return DLBN_RANGE_OTHER; /* dlbn's own ranges */
 	if (r->kind[f0 + 2] == DLBN_V_STR)
 		return dlbn_range_classify(r->str[f0 + 2], (size_t)r->f[f0 + 2]);
 	if (r->kind[f0 + 1] == DLBN_V_INT && r->f[f0 + 1] > 0) {
-		const struct name_ent *e = find(t, make_key(KEY_STRING, proc, r->f[f0 + 1]));
-		return e ? e->value : DLBN_RANGE_OTHER;
+		int c = get(t, make_key(KEY_STRING, proc, r->f[f0 + 1]));
+		return c >= 0 ? c : DLBN_RANGE_OTHER;
 	}
 	return DLBN_RANGE_OTHER;
 }

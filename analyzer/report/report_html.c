@@ -10,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "export/export.h"
 #include "util/outfile.h"
 #include "report/report_html.h"
 

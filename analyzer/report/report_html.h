@@ -9,9 +9,10 @@
  * A report module: it reads the model, the analysis and the what-if
  * model, and never the other way round.  The timeline and the wait
  * histogram come from one more pass over the trace (the steps through
- * dlbn_model_each_step, worker batches through the exports' interval
+ * dlbn_model_each_step, worker batches through model/pairs.h's interval
  * pairing); only a bounded slice of steps and batches is kept, so memory
- * does not grow with the trace.  The file is replaced atomically (export.h).
+ * does not grow with the trace.  The file is replaced atomically
+ * (util/outfile.h).
  *
  * report_html_data.c gathers that slice, report_html_svg.c draws SVG
  * primitives and charts, report_html.c writes the page.

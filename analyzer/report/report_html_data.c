@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export/export.h"
+#include "model/pairs.h"
 #include "report/report_html.h"
 
 #define HIST_LO_MS   0.01 /* first bin's lower edge */

@@ -17,6 +17,7 @@
 
 #include "dlbn/crc32c.h"
 #include "trace/extent_check.h"
+#include "util/lines.h"
 #include "util/progress.h"
 #include "trace/reader.h"
 
@@ -81,16 +82,15 @@ struct dlbn_reader {
 	uint64_t pass_read; /* record bytes this pass has read (progress line) */
 };
 
+/* Every warning is counted; the first DLBN_READER_MAX_WARN are kept. */
 static void warn(struct dlbn_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void warn(struct dlbn_reader *r, const char *fmt, ...)
 {
-	if (r->st.nwarnings < DLBN_READER_MAX_WARN) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(r->st.warnings[r->st.nwarnings], sizeof(r->st.warnings[0]), fmt, ap);
-		va_end(ap);
-	}
+	va_list ap;
+	va_start(ap, fmt);
+	dlbn_lines_vadd(DLBN_LINES(r->st.warnings), r->st.nwarnings, fmt, ap);
+	va_end(ap);
 	r->st.nwarnings++;
 }
 

@@ -1,10 +1,14 @@
 /*
  * recnames.c - names of record types and of their fields (dlbn_trace.h),
- * for --dump, error messages and tests.  Keep in step with dlbn_trace.h.
+ * for --dump, error messages, the exports and tests, and what the field
+ * names tell: the names of enum values and the record layout
+ * (recnames.h).  Keep in step with dlbn_trace.h.
  */
+#include <pthread.h>
 #include <stddef.h>
+#include <string.h>
 
-#include "trace/reader.h"
+#include "trace/recnames.h"
 
 struct rec_desc {
 	int type;
@@ -64,12 +68,71 @@ static const struct rec_desc rec_descs[] = {
 	{DLBN_REC_CALLSITE, "CALLSITE", {"iter_id", "text"}},
 };
 
+/* Record types are below this (dlbn_trace.h). */
+#define NTYPES 128
+
+enum value_names { VN_NONE, VN_MARK, VN_START, VN_EXIT_HOW, VN_CU_API, VN_FD_KIND };
+
+/* Per type, built once from rec_descs: its description, layout, and which
+ * fields hold an enum value worth naming (the per-record calls of the
+ * exports then do no lookups). */
+static struct {
+	const struct rec_desc *desc[NTYPES];
+	struct dlbn_rec_layout layout[NTYPES];
+	uint8_t value_names[NTYPES][DLBN_REC_MAX_FIELDS];
+} by_type;
+static pthread_once_t by_type_once = PTHREAD_ONCE_INIT;
+
+static uint8_t value_names_of(int type, const char *field)
+{
+	if (type == DLBN_REC_MARK && !strcmp(field, "kind"))
+		return VN_MARK;
+	if (type == DLBN_REC_PROCESS && !strcmp(field, "start"))
+		return VN_START;
+	if (type == DLBN_REC_EXIT && !strcmp(field, "how"))
+		return VN_EXIT_HOW;
+	if ((type == DLBN_REC_LAUNCH || type == DLBN_REC_MEMCPY || type == DLBN_REC_SYNC) &&
+	    !strcmp(field, "api"))
+		return VN_CU_API;
+	if (!strcmp(field, "fd_kind"))
+		return VN_FD_KIND;
+	return VN_NONE;
+}
+
+static void layout_of(int t, const struct rec_desc *d, struct dlbn_rec_layout *l)
+{
+	l->dur = l->fd = l->fd_kind = l->ino = l->ret = -1;
+	for (int i = 0; d && i < DLBN_REC_MAX_FIELDS; i++) {
+		const char *f = d->fields[i];
+		if (!f)
+			continue;
+		by_type.value_names[t][i] = value_names_of(t, f);
+		if (!strcmp(f, "dur_ns"))
+			l->dur = (int8_t)i;
+		else if (!strcmp(f, "fd"))
+			l->fd = (int8_t)i;
+		else if (!strcmp(f, "fd_kind"))
+			l->fd_kind = (int8_t)i;
+		else if (!strcmp(f, "ino"))
+			l->ino = (int8_t)i;
+		else if (!strcmp(f, "ret") || (t == DLBN_REC_MEMCPY && !strcmp(f, "bytes")))
+			l->ret = (int8_t)i;
+	}
+}
+
+static void by_type_init(void)
+{
+	for (size_t i = sizeof(rec_descs) / sizeof(rec_descs[0]); i-- > 0;)
+		if (rec_descs[i].type >= 0 && rec_descs[i].type < NTYPES)
+			by_type.desc[rec_descs[i].type] = &rec_descs[i]; /* the first one wins */
+	for (int t = 0; t < NTYPES; t++)
+		layout_of(t, by_type.desc[t], &by_type.layout[t]);
+}
+
 static const struct rec_desc *find_desc(int type)
 {
-	for (size_t i = 0; i < sizeof(rec_descs) / sizeof(rec_descs[0]); i++)
-		if (rec_descs[i].type == type)
-			return &rec_descs[i];
-	return NULL;
+	pthread_once(&by_type_once, by_type_init);
+	return type >= 0 && type < NTYPES ? by_type.desc[type] : NULL;
 }
 
 const char *dlbn_record_name(int type)
@@ -84,4 +147,117 @@ const char *dlbn_field_name(int type, int i)
 	if (!d || i < 0 || i >= DLBN_REC_MAX_FIELDS)
 		return NULL;
 	return d->fields[i];
+}
+
+const struct dlbn_rec_layout *dlbn_rec_layout(int type)
+{
+	static const struct dlbn_rec_layout none = {-1, -1, -1, -1, -1};
+	pthread_once(&by_type_once, by_type_init);
+	return type >= 0 && type < NTYPES ? &by_type.layout[type] : &none;
+}
+
+int64_t dlbn_rec_dur(const struct dlbn_record *r)
+{
+	int i = dlbn_rec_layout(r->type)->dur;
+	if (i < 0 || i >= r->nfields || r->kind[i] != DLBN_V_INT || r->f[i] <= 0)
+		return 0;
+	return r->f[i] > DLBN_DUR_LIMIT ? DLBN_DUR_LIMIT : r->f[i];
+}
+
+/* ---- names of enum values --------------------------------------------- */
+
+const char *dlbn_field_value_name(int type, int i, int64_t v)
+{
+	pthread_once(&by_type_once, by_type_init);
+	if (type < 0 || type >= NTYPES || i < 0 || i >= DLBN_REC_MAX_FIELDS)
+		return NULL;
+	switch (by_type.value_names[type][i]) {
+	case VN_MARK:
+		return dlbn_mark_name(v);
+	case VN_START:
+		return dlbn_start_name(v);
+	case VN_EXIT_HOW:
+		return dlbn_exit_how_name(v);
+	case VN_CU_API:
+		return dlbn_cu_api_name(v);
+	case VN_FD_KIND:
+		return dlbn_fd_kind_name(v);
+	default:
+		return NULL;
+	}
+}
+
+const char *dlbn_fd_kind_name(int64_t kind)
+{
+	static const char *const names[] = {"unknown", "pipe", "unix", "socket",
+					    "file",    "shm",  "other"};
+	return kind >= 0 && kind < 7 ? names[kind] : "unknown";
+}
+
+const char *dlbn_start_name(int64_t start)
+{
+	return start == DLBN_START_ROOT	  ? "root"
+	       : start == DLBN_START_FORK ? "fork"
+	       : start == DLBN_START_JOIN ? "join"
+					  : "unknown";
+}
+
+const char *dlbn_exit_how_name(int64_t how)
+{
+	return how == DLBN_EXIT_EXIT	? "exit"
+	       : how == DLBN_EXIT__EXIT ? "_exit"
+	       : how == DLBN_EXIT_DTOR	? "return"
+					: "unknown";
+}
+
+const char *dlbn_mark_name(int64_t kind)
+{
+	switch (kind) {
+	case DLBN_MARK_FETCH_BEGIN:
+		return "FETCH_BEGIN";
+	case DLBN_MARK_FETCH_END:
+		return "FETCH_END";
+	case DLBN_MARK_FETCH_STOP:
+		return "FETCH_STOP";
+	case DLBN_MARK_ITER_BEGIN:
+		return "ITER_BEGIN";
+	case DLBN_MARK_STEP:
+		return "STEP";
+	case DLBN_MARK_HANDOFF:
+		return "HANDOFF";
+	default:
+		return "MARK";
+	}
+}
+
+const char *dlbn_cu_api_name(int64_t api)
+{
+	switch (api) {
+	case DLBN_CU_LAUNCH_KERNEL:
+		return "cuLaunchKernel";
+	case DLBN_CU_LAUNCH_KERNEL_EX:
+		return "cuLaunchKernelEx";
+	case DLBN_CU_GRAPH_LAUNCH:
+		return "cuGraphLaunch";
+	case DLBN_CU_MEMCPY:
+		return "cuMemcpy";
+	case DLBN_CU_MEMCPY_HTOD:
+		return "cuMemcpyHtoD";
+	case DLBN_CU_MEMCPY_DTOH:
+		return "cuMemcpyDtoH";
+	case DLBN_CU_MEMCPY_DTOD:
+		return "cuMemcpyDtoD";
+	case DLBN_CU_STREAM_SYNC:
+		return "cuStreamSynchronize";
+	case DLBN_CU_CTX_SYNC:
+		return "cuCtxSynchronize";
+	case DLBN_CU_EVENT_SYNC:
+		return "cuEventSynchronize";
+	case DLBN_CU_STREAM_QUERY:
+		return "cuStreamQuery";
+	case DLBN_CU_EVENT_QUERY:
+		return "cuEventQuery";
+	default:
+		return "cu?";
+	}
 }

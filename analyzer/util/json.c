@@ -40,34 +40,53 @@ size_t dlbn_utf8_len(const unsigned char *s, size_t n)
 	return need;
 }
 
-void dlbn_json_string(FILE *out, const char *s, size_t len)
+void dlbn_json_escape(const char *s, size_t len, dlbn_json_put_fn put, void *ctx)
 {
+	static const char hex[] = "0123456789abcdef";
 	const unsigned char *u = (const unsigned char *)s;
-	fputc('"', out);
+	size_t run = 0; /* start of the pending run of bytes that pass as they are */
 	for (size_t i = 0; i < len;) {
 		unsigned char c = u[i];
+		if (c >= 0x20 && c != '"' && c != '\\' && c < 0x7f) {
+			i++;
+			continue;
+		}
 		size_t ul = c >= 0x80 ? dlbn_utf8_len(u + i, len - i) : 0;
 		if (ul) {
-			fwrite(s + i, 1, ul, out);
 			i += ul;
 			continue;
 		}
+		if (i > run)
+			put(ctx, s + run, i - run);
+		/* a control, or a byte of no valid sequence: \u00XX */
+		char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
 		if (c == '"' || c == '\\') {
-			fputc('\\', out);
-			fputc(c, out);
+			esc[1] = (char)c;
+			put(ctx, esc, 2);
 		} else if (c == '\n') {
-			fputs("\\n", out);
+			put(ctx, "\\n", 2);
 		} else if (c == '\r') {
-			fputs("\\r", out);
+			put(ctx, "\\r", 2);
 		} else if (c == '\t') {
-			fputs("\\t", out);
-		} else if (c < 0x20 || c >= 0x7f) {
-			fprintf(out, "\\u%04x", c); /* control, or a byte of no valid sequence */
+			put(ctx, "\\t", 2);
 		} else {
-			fputc(c, out);
+			put(ctx, esc, 6);
 		}
-		i++;
+		run = ++i;
 	}
+	if (len > run)
+		put(ctx, s + run, len - run);
+}
+
+static void put_file(void *ctx, const char *s, size_t n)
+{
+	fwrite(s, 1, n, ctx);
+}
+
+void dlbn_json_string(FILE *out, const char *s, size_t len)
+{
+	fputc('"', out);
+	dlbn_json_escape(s, len, put_file, out);
 	fputc('"', out);
 }
 

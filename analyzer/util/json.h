@@ -17,6 +17,13 @@
 /* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
 size_t dlbn_utf8_len(const unsigned char *s, size_t n);
 
+/*
+ * The one escaping rule: s (len bytes) as the inside of a JSON string
+ * literal, quotes not included, handed to put in pieces (runs of bytes
+ * that pass as they are, and one escape at a time).
+ */
+typedef void (*dlbn_json_put_fn)(void *ctx, const char *s, size_t n);
+void dlbn_json_escape(const char *s, size_t len, dlbn_json_put_fn put, void *ctx);
 /* Write s (len bytes) as a JSON string literal, quotes included. */
 void dlbn_json_string(FILE *out, const char *s, size_t len);
 /* The same for a NUL-terminated s. */
