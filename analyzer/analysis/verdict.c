@@ -19,7 +19,6 @@
  * num_workers increase by "cores are the limit".
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,39 +105,6 @@ int dlbn_classify(double speedup, size_t window_steps, int prefetch_depth,
 	if (speedup > o->potential_above)
 		return DLBN_VERDICT_POTENTIAL;
 	return DLBN_VERDICT_NOT_DETECTED;
-}
-
-void dlbn_advice_format(struct dlbn_analysis *a)
-{
-	const struct dlbn_advice *v = &a->advice;
-	if (!v->present)
-		return;
-	/* Cut at DLBN_LINE, as the other lines are. */
-	char *line = a->recs[v->rec];
-	int len = snprintf(line, DLBN_LINE, "%s%s %d -> %d", v->prefix, v->name, v->from, v->to);
-	if (len >= 0 && len < DLBN_LINE)
-		snprintf(line + len, DLBN_LINE - (size_t)len, "%s", v->suffix);
-}
-
-void verdict_advise(struct dlbn_analysis *a, const char *knob, const char *name, int from, int to,
-		    const char *prefix, const char *fmt, ...)
-{
-	struct dlbn_advice *v = &a->advice;
-	if (a->nrecs >= DLBN_MAX_LINES)
-		return;
-	memset(v, 0, sizeof(*v));
-	v->present = 1;
-	v->rec = a->nrecs++;
-	snprintf(v->knob, sizeof(v->knob), "%s", knob);
-	snprintf(v->name, sizeof(v->name), "%s", name);
-	snprintf(v->prefix, sizeof(v->prefix), "%s", prefix);
-	v->from = from;
-	v->to = to;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(v->suffix, sizeof(v->suffix), fmt, ap);
-	va_end(ap);
-	dlbn_advice_format(a);
 }
 
 static double rel_s(const struct dlbn_model *m, int64_t t)

@@ -189,9 +189,13 @@ double dlbn_whatif_workers_ms(const struct dlbn_whatif *w, int n, const char **l
 /* The same at batch scale k (batch size / the run's batch size). */
 double dlbn_whatif_step_ms(const struct dlbn_whatif *w, double k, int n, const char **limited_by);
 
-/* Inside the what-if (whatif.c, whatif_batch.c, whatif_threads.c): a row of w (NULL when
- * full), and the batch-size rows and grid, made last by
- * dlbn_whatif_compute. */
+/* Inside the what-if (whatif.c, whatif_batch.c, whatif_threads.c; the
+ * formula and the rows in whatif_step.c): the floor (the loop's or the
+ * GPU's time per step) and the steady step without the epoch start-up for
+ * n units at the run's batch size; a row of w (NULL when full); the
+ * batch-size rows and grid, made last by dlbn_whatif_compute. */
+double dlbn_whatif_floor_ms(const struct dlbn_whatif *w, int n, const char **limited_by);
+double dlbn_whatif_steady_ms(const struct dlbn_whatif *w, int n, const char **limited_by);
 struct dlbn_whatif_row *dlbn_whatif_add_row(struct dlbn_whatif *w, const char *setting, int value,
 					    double step_ms, const char *limited_by);
 void dlbn_whatif_batch(const struct dlbn_analysis *a, const struct dlbn_sweep *points,
