@@ -1,8 +1,9 @@
 /*
  * verdict_int.h - what the verdict's files share and nothing else does:
- * verdict.c (window, stall, speedup, the DataLoader's causes) and
- * verdict_loaders.c (the causes of the loaders other than torch's
- * DataLoader).  The lines of an analysis are written only through these.
+ * verdict.c (window, stall, speedup, verdict, GPU evidence),
+ * verdict_cause.c (the DataLoader's causes), verdict_loaders.c (the causes
+ * of the loaders other than torch's DataLoader) and verdict_advice.c (the
+ * recommendation that names a count).  The lines of an analysis are written only through these.
  */
 #ifndef DLBN_VERDICT_INT_H
 #define DLBN_VERDICT_INT_H
@@ -36,6 +37,10 @@ static inline int ceil_ratio(double num, double den)
 {
 	return (int)ceil(num / den - 1e-6);
 }
+
+/* verdict_cause.c: the DataLoader's cause, its reasons and advice (a
+ * verdict of DETECTED or POTENTIAL, the window's figures in). */
+void verdict_localise(const struct dlbn_model *m, struct dlbn_analysis *a);
 
 /* verdict_loaders.c.  The loop waited: the loader delivered one batch per
  * window step. */
