@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 
 #include "inputs.h"
-#include "util/progress.h"
 #include "analysis/rank_summary.h"
+#include "util/progress.h"
 
 enum { SLOT_TRACE, SLOT_SUMMARY, SLOT_COVERED };
 enum { SLOT_PENDING, SLOT_ROW, SLOT_FAILED };

@@ -20,19 +20,19 @@
 #include <unistd.h>
 
 #include "analysis/baseline.h"
-#include "export/export.h"
-#include "gpu/gpu.h"
 #include "analysis/hotspots.h"
-#include "inputs.h"
-#include "model/model.h"
-#include "util/progress.h"
-#include "trace/reader.h"
-#include "report/report.h"
-#include "report/report_html.h"
 #include "analysis/sweep.h"
-#include "util/timings.h"
 #include "analysis/verdict.h"
 #include "analysis/whatif.h"
+#include "export/export.h"
+#include "gpu/gpu.h"
+#include "inputs.h"
+#include "model/model.h"
+#include "report/report.h"
+#include "report/report_html.h"
+#include "trace/reader.h"
+#include "util/progress.h"
+#include "util/timings.h"
 
 /* The release, from the file VERSION at the top of the source tree (Makefile). */
 #ifndef DLBN_VERSION_STRING

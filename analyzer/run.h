@@ -12,12 +12,12 @@
 
 #include "analysis/baseline.h"
 #include "analysis/hotspots.h"
-#include "model/model.h"
-#include "trace/reader.h"
 #include "analysis/sweep.h"
-#include "util/timings.h"
 #include "analysis/verdict.h"
 #include "analysis/whatif.h"
+#include "model/model.h"
+#include "trace/reader.h"
+#include "util/timings.h"
 
 struct dlbn_run_opts {
 	struct dlbn_model_opts mo;

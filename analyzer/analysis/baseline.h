@@ -26,8 +26,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "model/model.h"
 #include "analysis/verdict.h"
+#include "model/model.h"
 
 #define DLBN_BASELINE_BYTES_TOLERANCE 0.10
 

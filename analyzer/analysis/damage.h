@@ -19,9 +19,9 @@
 #ifndef DLBN_DAMAGE_H
 #define DLBN_DAMAGE_H
 
+#include "analysis/verdict.h"
 #include "model/model.h"
 #include "trace/reader.h"
-#include "analysis/verdict.h"
 
 #define DLBN_DAMAGE_PASSIVE   100 /* item kind beside DLBN_LOSS_*: stopped recording */
 #define DLBN_DAMAGE_REPAIRED  101 /* item kind: flipped bits repaired, nothing lost */

@@ -25,9 +25,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/outside.h"
 #include "model/loaders.h"
 #include "model/model.h"
-#include "analysis/outside.h"
 
 static double sec(int64_t ns)
 {

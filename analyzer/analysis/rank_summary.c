@@ -12,10 +12,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "analysis/rank_summary.h"
 #include "util/json.h"
 #include "util/json_read.h"
 #include "util/outfile.h"
-#include "analysis/rank_summary.h"
 
 enum field_type { F_STR, F_DBL, F_INT, F_SIZE, F_U64 };
 

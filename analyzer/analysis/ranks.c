@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/hotspots.h"
 #include "analysis/ranks.h"
+#include "analysis/hotspots.h"
 #include "trace/reader.h"
 
 static void copy_lines(char (*dst)[DLBN_LINE], size_t *ndst, const char (*src)[DLBN_LINE],

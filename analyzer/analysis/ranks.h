@@ -21,8 +21,8 @@
 
 #include <stddef.h>
 
-#include "model/model.h"
 #include "analysis/verdict.h"
+#include "model/model.h"
 
 /* What a row keeps of the rank's report (a summary carries the same). */
 #define DLBN_ROW_LOADERS 4

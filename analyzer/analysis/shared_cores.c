@@ -23,9 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/shared_cores.h"
 #include "model/loaders.h"
 #include "model/model.h"
-#include "analysis/shared_cores.h"
 
 /* A thread of the training process that wrote records (it has a stream). */
 static int hooked(const struct dlbn_model *m, int tid)

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/json_read.h"
 #include "analysis/sweep.h"
+#include "util/json_read.h"
 
 #define MAX_POINTS 4096
 #define MAX_BYTES  (16 << 20)

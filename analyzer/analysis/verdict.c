@@ -26,9 +26,9 @@
 
 #include "analysis/verdict.h"
 #include "analysis/damage.h"
-#include "util/quantiles.h"
 #include "analysis/shared_cores.h"
 #include "analysis/verdict_int.h"
+#include "util/quantiles.h"
 
 void dlbn_verdict_default_opts(struct dlbn_verdict_opts *o)
 {

@@ -9,9 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/outside.h"
 #include "gpu/gpu.h"
 #include "model/model.h"
-#include "analysis/outside.h"
 #include "trace/reader.h"
 
 /* Ordered so that "at or above" works for --fail-on. */

@@ -11,8 +11,8 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "model/model.h"
 #include "analysis/verdict.h"
+#include "model/model.h"
 #include "util/lines.h"
 
 /* The traced threads use this share of the training process's CPUs: more

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "model/loaders.h"
 #include "analysis/verdict_int.h"
+#include "model/loaders.h"
 
 /*
  * DALI: the pipeline's throughput, and its operators' busy time in the

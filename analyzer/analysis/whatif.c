@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/loaders.h"
 #include "analysis/whatif.h"
+#include "model/loaders.h"
 #include "util/lines.h"
 
 #define MAX_CURVE_WORKERS 32

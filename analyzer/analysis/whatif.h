@@ -61,9 +61,9 @@
 
 #include <stddef.h>
 
-#include "model/model.h"
 #include "analysis/sweep.h"
 #include "analysis/verdict.h"
+#include "model/model.h"
 
 #define DLBN_WHATIF_ROWS  48
 #define DLBN_WHATIF_NOTES 20

@@ -35,12 +35,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "analysis/verdict.h"
 #include "gpu/gpu.h"
 #include "model/model.h"
+#include "trace/reader.h"
 #include "util/buf.h"
 #include "util/outfile.h"
-#include "trace/reader.h"
-#include "analysis/verdict.h"
 
 struct dlbn_export_input {
 	const char *trace_path;

@@ -26,9 +26,9 @@
 #include "model/lib_ops.h"
 #include "model/loaders.h"
 #include "model/ranges.h"
+#include "model/waitstacks.h"
 #include "trace/config.h"
 #include "trace/reader.h"
-#include "model/waitstacks.h"
 
 struct dlbn_timings;
 

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/symbolize.h"
 #include "model/waitstacks.h"
+#include "util/symbolize.h"
 
 struct dlbn_stack_module {
 	uint32_t proc_id;

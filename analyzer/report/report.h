@@ -8,13 +8,13 @@
 #include <stdio.h>
 
 #include "analysis/baseline.h"
-#include "gpu/gpu.h"
 #include "analysis/hotspots.h"
-#include "model/model.h"
 #include "analysis/ranks.h"
-#include "trace/reader.h"
 #include "analysis/verdict.h"
 #include "analysis/whatif.h"
+#include "gpu/gpu.h"
+#include "model/model.h"
+#include "trace/reader.h"
 
 struct dlbn_report_input {
 	const char *path;

@@ -5,8 +5,8 @@
 #include <stdio.h>
 
 #include "gpu/gpu.h"
-#include "util/json.h"
 #include "report/report.h"
+#include "util/json.h"
 
 static double seconds(int64_t ns)
 {

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util/json.h"
 #include "report/report.h"
+#include "util/json.h"
 
 #define HOT_TEXT_ROWS 8
 #define WAITS_SHOWN   2

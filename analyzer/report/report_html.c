@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "util/outfile.h"
 #include "report/report_html.h"
+#include "util/outfile.h"
 
 const char html_css[] =
 	":root{--ink:#1d2330;--muted:#5d6676;--line:#e3e6eb;--bg:#f4f5f7;--card:#fff;"

@@ -24,9 +24,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "trace/reader.h"
-#include "report/report.h"
 #include "analysis/sweep.h"
+#include "report/report.h"
+#include "trace/reader.h"
 
 /* Write the page to path.  r: the trace in->m was built from (rewound and
  * read again).  sweep: NULL or the measured points.  0, or -1 with a

@@ -12,8 +12,8 @@
  */
 #include <stdio.h>
 
-#include "util/outfile.h"
 #include "report/report_html.h"
+#include "util/outfile.h"
 
 /* Names listed before "and N more": the grid and JSON have them all. */
 #define LIST_MAX 16

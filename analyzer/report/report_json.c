@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "util/json.h"
 #include "analysis/damage.h"
 #include "report/report.h"
+#include "util/json.h"
 
 static void json_worker(FILE *out, const struct dlbn_worker_stats *w, int *items)
 {

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util/json.h"
 #include "report/report.h"
+#include "util/json.h"
 
 #define OUTSIDE_LINES 10
 

@@ -6,9 +6,9 @@
  */
 #include <string.h>
 
-#include "util/json.h"
 #include "analysis/rank_summary.h"
 #include "report/report.h"
+#include "util/json.h"
 
 /* "k":[{"path":...,"why":...},...] of inputs that gave no rank. */
 static void failures_json(FILE *out, const char *k, const struct dlbn_rank_failure *f, size_t n,

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "analysis/damage.h"
-#include "util/json.h"
 #include "report/report.h"
+#include "util/json.h"
 
 static const char *verdict_line(int v)
 {

@@ -5,9 +5,9 @@
  */
 #include <string.h>
 
-#include "util/json.h"
-#include "report/report.h"
 #include "analysis/whatif.h"
+#include "report/report.h"
+#include "util/json.h"
 
 static const char *value_text(const struct dlbn_whatif_row *r, char *buf, size_t n)
 {

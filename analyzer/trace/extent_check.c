@@ -4,8 +4,8 @@
  */
 #include <unistd.h>
 
-#include "dlbn/crc32c.h"
 #include "trace/extent_check.h"
+#include "dlbn/crc32c.h"
 
 int dlbn_extent_check_header(struct dlbn_extent_header *eh, int *repaired)
 {

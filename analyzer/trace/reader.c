@@ -15,11 +15,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "trace/reader.h"
 #include "dlbn/crc32c.h"
 #include "trace/extent_check.h"
 #include "util/lines.h"
 #include "util/progress.h"
-#include "trace/reader.h"
 
 #define STREAM_BUF_INIT (32u * 1024u)
 #define STREAM_BUF_MAX	(64u * 1024u * 1024u) /* a record larger than this is corrupt */
