@@ -1,7 +1,7 @@
 """dlbn Python bootstrap, the loaders that are not torch's DataLoader.
 
 The unit of analysis is the loop's fetch of its next batch, whatever
-produces it.  _dlbn_boot marks torch's DataLoader (and torchdata's
+produces it.  _dlbn_patch marks torch's DataLoader (and torchdata's
 StatefulDataLoader); this module marks the other loaders a PyTorch loop
 iterates, with the same marks (ITER_BEGIN, CONFIG, FETCH_BEGIN/END/STOP),
 so that the analyzer treats each like a DataLoader:
@@ -39,7 +39,7 @@ a DataLoader: len(loader) batches an epoch where the loader has a length
 --max-steps, ends the run; said once on stderr).  DALI reuses its output
 buffers, so cached batches are always copies.
 
-The same rules as _dlbn_boot: dlbn's failures never raise into the program,
+The same rules as _dlbn_patch: dlbn's failures never raise into the program,
 the program's exceptions pass through with the traceback they would have.
 """
 
