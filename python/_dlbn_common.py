@@ -56,8 +56,7 @@ def config_value(value):
     """A value of a CONFIG "key=value;..." text (booleans as 1 and 0)."""
     if isinstance(value, bool):
         return "1" if value else "0"
-    text = str(value)
-    return text.replace(";", ",").replace("=", ":")[:120]
+    return note_text(value)
 
 
 def module_version(name):

@@ -694,12 +694,7 @@ def _make_fetch_wrapper(orig):
             _common.drop_own_frames(exc)
             raise
 
-    for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
-        try:
-            setattr(fetch, attr, getattr(orig, attr))
-        except Exception:
-            pass
-    fetch.__wrapped__ = orig
+    _common.copy_names(fetch, orig)
     return fetch
 
 
