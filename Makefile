@@ -59,10 +59,10 @@ ANA_LIBS := -lsqlite3 -lm -lpthread
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-PY_BOOT := $(BUILD)/dlbn-python/sitecustomize.py $(BUILD)/dlbn-python/_dlbn_boot.py \
-	$(BUILD)/dlbn-python/_dlbn_profile.py $(BUILD)/dlbn-python/_dlbn_handoff.py \
-	$(BUILD)/dlbn-python/_dlbn_loaders.py $(BUILD)/dlbn-python/_dlbn_threads.py \
-	$(BUILD)/dlbn-python/_dlbn_wrappers.py
+PY_BOOT := $(addprefix $(BUILD)/dlbn-python/,sitecustomize.py _dlbn_boot.py \
+	_dlbn_common.py _dlbn_marks.py _dlbn_compat.py _dlbn_config.py _dlbn_patch.py \
+	_dlbn_replay.py _dlbn_settings.py _dlbn_profile.py _dlbn_handoff.py \
+	_dlbn_loaders.py _dlbn_threads.py _dlbn_wrappers.py)
 
 .PHONY: all tests-aux deps demo check unit bench eval sanitize lint install wheel wheel-tree clean
 all: $(BUILD)/libdlbn.so $(BUILD)/dlbn-analyze $(PY_BOOT) tests-aux

@@ -7,7 +7,7 @@ device and normalises it), Hugging Face accelerate's DataLoaderShard
 (send_to_device).  The reference Replay, and DALI's LoaderEvaluator, cache
 what the loop iterates, so they remove that work along with the loader's
 wait, while the fetch marks end when the DataLoader's __next__ returns.
-_dlbn_boot arms this module after a fetch whose caller is such a
+_dlbn_patch arms this module after a fetch whose caller is such a
 generator; the generator's next yield (or its end) then calls back, and
 the bootstrap marks the hand-off (MARK HANDOFF; docs/DESIGN.md, "Loading after arrival").
 

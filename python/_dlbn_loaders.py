@@ -1,7 +1,7 @@
 """dlbn Python bootstrap, the loaders that are not torch's DataLoader.
 
 The unit of analysis is the loop's fetch of its next batch, whatever
-produces it.  _dlbn_boot marks torch's DataLoader (and torchdata's
+produces it.  _dlbn_patch marks torch's DataLoader (and torchdata's
 StatefulDataLoader); this module marks the other loaders a PyTorch loop
 iterates, with the same marks (ITER_BEGIN, CONFIG, FETCH_BEGIN/END/STOP),
 so that the analyzer treats each like a DataLoader:
@@ -39,11 +39,16 @@ a DataLoader: len(loader) batches an epoch where the loader has a length
 --max-steps, ends the run; said once on stderr).  DALI reuses its output
 buffers, so cached batches are always copies.
 
-The same rules as _dlbn_boot: dlbn's failures never raise into the program,
+The same rules as _dlbn_patch: dlbn's failures never raise into the program,
 the program's exceptions pass through with the traceback they would have.
 """
 
 import sys
+
+import _dlbn_common as _common
+import _dlbn_config as _config
+import _dlbn_marks as _marks
+import _dlbn_patch as _patch
 
 KIND_NODES = "nodes"
 KIND_DALI = "dali"
@@ -53,16 +58,17 @@ NODES_MODULES = ("torchdata.nodes.base_node", "torchdata.nodes.loader", "torchda
 DALI_MODULE = "nvidia.dali.plugin.pytorch"
 DALI_ITERATORS = ("DALIGenericIterator", "DALIClassificationIterator", "DALIRaggedIterator")
 
-_boot = None       # the _dlbn_boot module (its marker API and settings)
+_load_module = None  # _dlbn_boot.sibling_module (for _dlbn_threads)
 _named = {}        # DLBN_LOADER: module name -> [qualname, ...] still to patch
 _patched = set()   # modules handled
 _local = None      # threading.local(): .open, a fetch of this thread is open
 
 
-def setup(boot, environ):
-    """Called once by _dlbn_boot after its marker API is set up."""
-    global _boot, _local
-    _boot = boot
+def setup(environ, load_module):
+    """Called once by _dlbn_boot after the marker API is set up; load_module
+    loads a module of the bootstrap by name."""
+    global _load_module, _local
+    _load_module = load_module
     import threading
     _local = threading.local()
     _named.clear()
@@ -86,7 +92,7 @@ def parse_loader_names(text, variable="DLBN_LOADER"):
         ok = colon and module and qualname and all(
             part.isidentifier() for part in module.split(".") + qualname.split("."))
         if not ok:
-            _boot._warn("%s: %r is not MODULE:QUALNAME; left out" % (variable, item))
+            _common.warn("%s: %r is not MODULE:QUALNAME; left out" % (variable, item))
             continue
         items.append((module, qualname))
     return items
@@ -114,22 +120,27 @@ _said = set()
 def _wanted_settings(keys):
     """{key: value} of DLBN_SET for these keys (later items win)."""
     out = {}
-    for selector, key, value in _boot._settings:
+    for selector, key, value in _setting_items():
         if key not in keys:
             continue
         if selector not in (None, "train"):
-            if (key, selector) not in _said and not _boot._in_child_process():
+            if (key, selector) not in _said and not _common.in_child_process():
                 _said.add((key, selector))
-                _boot._warn("DLBN_SET %s:%s=%s not applied: selectors other than train "
-                            "apply to DataLoaders only" % (selector, key, value))
+                _common.warn("DLBN_SET %s:%s=%s not applied: selectors other than train "
+                             "apply to DataLoaders only" % (selector, key, value))
             continue
         out[key] = value
     return out
 
 
+def _setting_items():
+    settings = _common.settings
+    return settings.items if settings is not None else ()
+
+
 def _settings_modules():
     """The modules whose classes DLBN_SET changes (sitecustomize's hook)."""
-    keys = set(key for _, key, _ in (_boot._settings or ()))
+    keys = set(key for _, key, _ in _setting_items())
     return tuple(module for (module, _), takes in SETTABLE.items() if keys & set(takes))
 
 
@@ -148,9 +159,9 @@ def _patch_settings(module):
             if any(key not in signature.parameters for key in wanted):
                 raise ValueError("no such argument")
         except Exception:
-            if not _boot._in_child_process():
-                _boot._warn("DLBN_SET %s not applied: %s.__init__ does not take it"
-                            % (",".join(wanted), cls_name))
+            if not _common.in_child_process():
+                _common.warn("DLBN_SET %s not applied: %s.__init__ does not take it"
+                             % (",".join(wanted), cls_name))
             continue
         cls.__init__ = _init_with_settings(orig_init, signature, wanted)
 
@@ -175,7 +186,7 @@ def _init_with_settings(orig_init, signature, wanted):
         try:
             orig_init(self, *args, **kwargs)
         except BaseException as exc:
-            _boot._drop_own_frames(exc)
+            _common.drop_own_frames(exc)
             raise
         if own is not None:
             try:
@@ -186,7 +197,7 @@ def _init_with_settings(orig_init, signature, wanted):
             except Exception:
                 pass
 
-    _boot._copy_names(__init__, orig_init)
+    _common.copy_names(__init__, orig_init)
     return __init__
 
 
@@ -279,21 +290,21 @@ def _begin_epoch(loader, kind, config=True):
     returns its _Epoch.  A loader whose iter() starts its workers marks
     the epoch before that and its CONFIG after (_epoch_config), as the
     DataLoader's does: the start-up is the first fetch's wait."""
-    boot = _boot
-    iter_id = boot._new_iter_id()
+    iter_id = _marks.new_iter_id()
     count = getattr(loader, "_dlbn_epochs", 0)
     try:
         loader._dlbn_epochs = count + 1
     except Exception:
         pass
-    boot._emit(boot.MARK_ITER_BEGIN, iter_id, count)
-    if boot._max_steps:
-        boot._max_steps_iter(loader, iter_id, *_depth(loader, kind))
+    _marks.emit(_marks.MARK_ITER_BEGIN, iter_id, count)
+    settings = _common.settings
+    if settings is not None and settings.max_steps:
+        settings.iter_begins(loader, iter_id, *_depth(loader, kind))
     epoch = _Epoch(iter_id, kind)
     threads = _threads_module()
     if threads is not None:
         epoch.threads_before = threads.thread_ids()
-    if boot._replay:
+    if _common.replay is not None:
         epoch.replay = _replay_of(loader)
     if config:
         _epoch_config(epoch, loader, kind)
@@ -301,15 +312,15 @@ def _begin_epoch(loader, kind, config=True):
 
 
 def _epoch_config(epoch, loader, kind):
-    boot = _boot
     try:
         text = config_text(kind, loader)
-        if boot._settings or boot._max_steps:
-            for key, value in boot._settings_config(None, epoch.iter_id):
+        settings, replay = _common.settings, _common.replay
+        if settings is not None:
+            for key, value in settings.config_items(None, epoch.iter_id):
                 text += ";%s=%s" % (key, value)
-        if boot._replay:
-            text += ";replay=%d" % boot._replay
-        boot._api.config(epoch.iter_id, text.encode("utf-8", "replace"))
+        if replay is not None:
+            text += ";replay=%d" % replay.batches
+        _marks.api.config(epoch.iter_id, text.encode("utf-8", "replace"))
     except Exception:
         pass
 
@@ -318,9 +329,9 @@ def _fetch(epoch, call, arg):
     """One marked fetch: call(arg) is the real __next__ (or the replay's).
     Exceptions pass through; the outermost wrapper frame drops dlbn's
     frames from them."""
-    boot = _boot
     iter_id, index = epoch.iter_id, epoch.index
-    stop = boot._max_steps_due(iter_id, index) if boot._max_steps else None
+    settings = _common.settings
+    stop = settings.due(iter_id, index) if settings is not None else None
     if stop is not None:
         raise stop
     before = None
@@ -329,23 +340,23 @@ def _fetch(epoch, call, arg):
         # threads too); later ones: since they began, leaving out what the
         # loop's own step started
         before = epoch.threads_before if index == 0 else _thread_ids()
-    boot._emit(boot.MARK_FETCH_BEGIN, iter_id, index)
+    _marks.emit(_marks.MARK_FETCH_BEGIN, iter_id, index)
     was_open, _local.open = getattr(_local, "open", False), True
     try:
         data = call(arg)
     except StopIteration:
         epoch.ended = True
-        boot._emit(boot.MARK_FETCH_STOP, iter_id, index)
+        _marks.emit(_marks.MARK_FETCH_STOP, iter_id, index)
         raise
     except BaseException:
-        boot._emit(boot.MARK_FETCH_STOP, iter_id, -1)
+        _marks.emit(_marks.MARK_FETCH_STOP, iter_id, -1)
         raise
     finally:
         _local.open = was_open
     epoch.index = index + 1
-    boot._emit(boot.MARK_FETCH_END, iter_id, index)
-    if boot._max_steps:
-        boot._max_steps_count(iter_id)
+    _marks.emit(_marks.MARK_FETCH_END, iter_id, index)
+    if settings is not None:
+        settings.count(iter_id)
     if before is not None:
         _watch_threads(epoch, before)
     return data
@@ -359,12 +370,11 @@ WATCH_FETCHES = 2
 def _threads_module():
     """_dlbn_threads, when the loaders' threads are sampled here (the
     profile on, in the training process), else None."""
-    boot = _boot
-    profile = boot._profile
-    if profile is None or boot._in_child_process() or not profile.sampling_threads():
+    profile = _patch.profile
+    if profile is None or _common.in_child_process() or not profile.sampling_threads():
         return None
     try:
-        return boot._sibling_module("_dlbn_threads")
+        return _load_module("_dlbn_threads")
     except Exception:
         return None
 
@@ -378,7 +388,7 @@ def _watch_threads(epoch, before):
     try:
         threads = _threads_module()
         if threads is not None:
-            threads.watch_new(_boot._profile, epoch.iter_id, before,
+            threads.watch_new(_patch.profile, epoch.iter_id, before,
                               native=epoch.kind == KIND_DALI)
     except Exception:
         pass
@@ -425,6 +435,7 @@ class _Replay:
     def __init__(self, loader):
         self.loader = loader
         self.cache = None
+        self.replay = _common.replay  # the _dlbn_replay module
         try:
             self.steps = len(loader)  # batches per epoch, None: no length
         except Exception:
@@ -432,6 +443,7 @@ class _Replay:
 
     def fill(self, real_next):
         import time
+        replay = self.replay
         cache, count = [], 0
         deadline = time.monotonic() + self.DRAIN_LIMIT_S
         try:
@@ -443,10 +455,10 @@ class _Replay:
                         self.steps = count
                     break
                 count += 1
-                if len(cache) < _boot._replay:
-                    cache.append(_boot._copy_batch(batch))
+                if len(cache) < replay.batches:
+                    cache.append(replay.copy_batch(batch))
                 del batch
-                if len(cache) >= _boot._replay and time.monotonic() > deadline:
+                if len(cache) >= replay.batches and time.monotonic() > deadline:
                     break
         finally:
             self.cache = cache
@@ -460,7 +472,8 @@ class _Replay:
         if not self.cache or (self.steps is not None and epoch.index >= self.steps):
             raise StopIteration
         cached = self.cache[epoch.index % len(self.cache)]
-        return _boot._copy_batch(cached) if _boot._replay_copy else cached
+        replay = self.replay
+        return replay.copy_batch(cached) if replay.copy else cached
 
 
 def _wait_quiet(limit_s):
@@ -480,13 +493,13 @@ _endless_said = []
 
 
 def _say_endless(loader):
-    if _endless_said or _boot._in_child_process():
+    if _endless_said or _common.in_child_process():
         return
     _endless_said.append(True)
-    _boot._warn("DLBN_REPLAY: %s has no len() and its first epoch did not end within "
-                "%d s: the replayed batches do not end an epoch; the loop's own bound "
-                "or --max-steps ends the run"
-                % (type(loader).__name__, _Replay.DRAIN_LIMIT_S))
+    _common.warn("DLBN_REPLAY: %s has no len() and its first epoch did not end within "
+                 "%d s: the replayed batches do not end an epoch; the loop's own bound "
+                 "or --max-steps ends the run"
+                 % (type(loader).__name__, _Replay.DRAIN_LIMIT_S))
 
 
 def _replay_of(loader):
@@ -505,7 +518,7 @@ def _replay_filled(loader):
     """The loader's _Replay once its cache is filled, else None: from then
     on no epoch starts on the real loader (no reset, no worker start), as a
     replayed DataLoader makes no real iterator after its first epoch."""
-    if not _boot._replay:
+    if _common.replay is None:
         return None
     replay = getattr(loader, "_dlbn_replay_state", None)
     return replay if replay is not None and replay.cache is not None else None
@@ -533,10 +546,10 @@ def _object_next_wrapper(orig_next, kind, internal):
                 return _fetch(epoch, _replayed, (epoch, self, orig_next))
             return _fetch(epoch, orig_next, self)
         except BaseException as exc:  # the program's: without dlbn's frames
-            _boot._drop_own_frames(exc)
+            _common.drop_own_frames(exc)
             raise
 
-    _boot._copy_names(__next__, orig_next)
+    _common.copy_names(__next__, orig_next)
     return __next__
 
 
@@ -546,7 +559,7 @@ def _loop_epoch(obj, kind, internal):
     the caller (frame 3: the wrapper's) is the library's own code.  A nodes
     Loader's iterator carries the epoch its iter() began; any other object
     begins one at its first fetch and after each StopIteration."""
-    if _boot._api is None or getattr(_local, "open", False):
+    if _marks.api is None or getattr(_local, "open", False):
         return None
     if internal and _caller_module(3).startswith(internal):
         return None
@@ -591,7 +604,7 @@ class _MarkedIterator:
                 return _fetch(epoch, _replayed_inner, self)
             return _fetch(epoch, _next_of, self._dlbn_inner)
         except BaseException as exc:  # the program's: without dlbn's frames
-            _boot._drop_own_frames(exc)
+            _common.drop_own_frames(exc)
             raise
 
     def __len__(self):
@@ -615,7 +628,7 @@ def _marked(loader, start, kind):
     replay's cache is filled), iterated with its fetches marked.  Without
     the recorder the iterable itself.  The caller, the outermost wrapper
     frame, takes dlbn's frames off the program's exceptions."""
-    if _boot._api is None:
+    if _marks.api is None:
         return start()
     try:
         epoch = _begin_epoch(loader, kind)
@@ -630,10 +643,10 @@ def _iter_wrapper(orig_iter, kind):
         try:
             return _marked(self, lambda: orig_iter(self), kind)
         except BaseException as exc:
-            _boot._drop_own_frames(exc)
+            _common.drop_own_frames(exc)
             raise
 
-    _boot._copy_names(__iter__, orig_iter)
+    _common.copy_names(__iter__, orig_iter)
     return __iter__
 
 
@@ -647,7 +660,7 @@ def _function_wrapper(func, label):
         try:
             return _marked(call, lambda: func(*args, **kwargs), KIND_NAMED)
         except BaseException as exc:
-            _boot._drop_own_frames(exc)
+            _common.drop_own_frames(exc)
             raise
 
     call._dlbn_named = label
@@ -680,7 +693,7 @@ def _patch_nodes_loader(module):
     def __iter__(self):
         epoch = None
         try:
-            if _boot._api is not None:
+            if _marks.api is not None:
                 epoch = _begin_epoch(self, KIND_NODES, config=False)
             it = self.__dict__.get("_it") if _replay_filled(self) else None
         except Exception:
@@ -689,7 +702,7 @@ def _patch_nodes_loader(module):
             try:
                 it = orig_iter(self)  # resets the graph: workers start here
             except BaseException as exc:
-                _boot._drop_own_frames(exc)
+                _common.drop_own_frames(exc)
                 raise
         if epoch is not None:
             try:
@@ -699,7 +712,7 @@ def _patch_nodes_loader(module):
                 pass
         return it
 
-    _boot._copy_names(__iter__, orig_iter)
+    _common.copy_names(__iter__, orig_iter)
     loader_cls.__iter__ = __iter__
 
 
@@ -778,14 +791,14 @@ def _patch_nodes_map(module):
 
     def _apply_udf(worker_id, in_q, out_q, udf, stop_event):
         try:
-            profile = _boot._profile
-            if profile is not None and _boot._in_child_process():
+            profile = _patch.profile
+            if profile is not None and _common.in_child_process():
                 udf = profile.map_function(udf)  # a thread worker: not profiled
         except Exception:
             pass
         return orig(worker_id, in_q, out_q, udf, stop_event)
 
-    _boot._copy_names(_apply_udf, orig)
+    _common.copy_names(_apply_udf, orig)
     home._apply_udf = _apply_udf
     module._apply_udf = _apply_udf
 
@@ -818,10 +831,10 @@ def _dali_iter_wrapper(orig_iter):
         try:
             return orig_iter(self)
         except BaseException as exc:
-            _boot._drop_own_frames(exc)
+            _common.drop_own_frames(exc)
             raise
 
-    _boot._copy_names(__iter__, orig_iter)
+    _common.copy_names(__iter__, orig_iter)
     return __iter__
 
 
@@ -928,16 +941,16 @@ def _watch_main_classes():
 
 def _refused_named(module, qualname, why):
     label = "%s:%s" % (module, qualname) if qualname else module
-    if not _boot._in_child_process():
-        _boot._warn("DLBN_LOADER: %s %s; it is not marked" % (label, why))
+    if not _common.in_child_process():
+        _common.warn("DLBN_LOADER: %s %s; it is not marked" % (label, why))
 
 
 def _refused(library, why):
-    _boot._note("loaders=incompatible;library=%s;reason=%s"
-                % (library, _boot._note_text(why)))
-    if not (_boot._in_child_process() or _boot._quiet(_boot._environ)):
-        _boot._warn("%s differs from what the bootstrap knows (%s): its batches are not "
-                    "marked" % (library, why))
+    _marks.note("loaders=incompatible;library=%s;reason=%s"
+                % (library, _common.note_text(why)))
+    if not (_common.in_child_process() or _common.quiet()):
+        _common.warn("%s differs from what the bootstrap knows (%s): its batches are not "
+                     "marked" % (library, why))
 
 
 # ---------------------------------------------------------------------------
@@ -959,24 +972,23 @@ def _describe(kind, loader):
 
 def config_text(kind, loader):
     """The CONFIG text of an epoch of loader (str, under the 500-byte cap)."""
-    boot = _boot
     info = _describe(kind, loader)
     items = [("kind", kind)]
     for key in ("num_workers", "batch_size", "prefetch_factor", "worker_method",
                 "threads", "device", "pipelines"):
         if info.get(key) is not None:
             items.append((key, info[key]))
-    items.extend((k, v) for k, v in boot._cpu_items() if v is not None)
+    items.extend((k, v) for k, v in _config.cpu_items() if v is not None)
     items.append(("loader", id(loader)))
     label = getattr(loader, "_dlbn_named", None)  # a named class's or function's
     items.append(("loader_class", label or type(loader).__name__))
-    text = ";".join("%s=%s" % (key, boot._config_value(value)) for key, value in items)
+    text = ";".join("%s=%s" % (key, _common.config_value(value)) for key, value in items)
     for key in ("set", "set_from"):  # KEY=VALUE lists, kept as they are
         if info.get(key):
             text += ";%s=%s" % (key, info[key])
     pids = info.get("workers") or ()
     if pids:
         text += ";workers=" + ",".join(str(pid) for pid in pids)
-        while len(text) >= boot._CONFIG_MAX and "," in text.rsplit(";workers=", 1)[1]:
+        while len(text) >= _config.CONFIG_MAX and "," in text.rsplit(";workers=", 1)[1]:
             text = text.rsplit(",", 1)[0]
     return text

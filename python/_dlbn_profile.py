@@ -1,7 +1,7 @@
 """dlbn Python bootstrap, localization half: where the input pipeline's time
 goes, in Python terms (docs/DESIGN.md, "Python bootstrap").
 
-_dlbn_boot calls install() once it wrapped torch's DataLoader, and
+_dlbn_boot calls install() once torch's DataLoader is wrapped, and _dlbn_patch
 fetch_begins(iter_id, iterator) at every fetch of the training loop.  In
 every process that fetches batches - each DataLoader worker, and the main
 process for num_workers=0 - this module then measures, aggregated in the
@@ -68,11 +68,13 @@ named loader's producer) are out of the SIGPROF sampler's reach:
 _dlbn_threads samples them from a thread of its own, with stack_key and
 sample_text of this module.
 
-Rules: as _dlbn_boot - dlbn's failures never reach the program, exceptions
+Rules: as _dlbn_patch - dlbn's failures never reach the program, exceptions
 of the wrapped calls pass through unchanged (the wrappers take their own
 frame out of the traceback).
 """
 import sys
+
+import _dlbn_common as _common
 
 PROF_FETCH = 1
 PROF_TRANSFORM = 2
@@ -198,7 +200,7 @@ def install(fetch_module=None, api=None, environ=None):
 
 
 # ---------------------------------------------------------------------------
-# The training loop's side (called by _dlbn_boot's __next__ wrapper)
+# The training loop's side (called by _dlbn_patch's __next__ wrapper)
 
 
 def fetch_begins(iter_id, it):
@@ -222,8 +224,7 @@ def _callsite_text(frame):
     while frame is not None and len(frames) < CALLSITE_FRAMES:
         code = frame.f_code
         name = code.co_filename
-        if name != _OWN_FILE and not name.endswith("_dlbn_boot.py") and \
-                not any(m in name for m in _MACHINERY):
+        if name not in _common.OWN_FILES and not any(m in name for m in _MACHINERY):
             frames.append("%s:%s:%d" % (name, code.co_name, frame.f_lineno))
         elif frames:
             break   # machinery above the loop: the loop's frames are the call site
@@ -252,10 +253,10 @@ def map_function(udf):
         try:
             return state.fetch(_call_map, udf, item)
         except BaseException as exc:
-            _drop_own_frames(exc)
+            _common.drop_own_frames(exc)
             raise
 
-    _copy_names(mapped, udf)
+    _common.copy_names(mapped, udf)
     return mapped
 
 
@@ -607,7 +608,7 @@ def stack_key(frame):
     callers = []
     up = entry.f_back
     while up is not None and len(callers) < 6:
-        if up.f_code.co_filename not in _BOOT_FILES:
+        if up.f_code.co_filename not in _common.OWN_FILES:  # dlbn's wrappers
             callers.append(up.f_code)
             callers.append(up.f_lineno)
         up = up.f_back
@@ -652,7 +653,7 @@ class _TimedCall:
         try:
             return profile.timed(kind, name, filename, line, self.__wrapped__, args)
         except BaseException as exc:
-            _drop_own_frames(exc)
+            _common.drop_own_frames(exc)
             raise
 
     def __getattr__(self, name):  # collate_fn attributes the loader may read
@@ -690,15 +691,10 @@ def _make_fetch_wrapper(orig):
         try:
             return state.fetch(orig, self, possibly_batched_index)
         except BaseException as exc:
-            _drop_own_frames(exc)
+            _common.drop_own_frames(exc)
             raise
 
-    for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
-        try:
-            setattr(fetch, attr, getattr(orig, attr))
-        except Exception:
-            pass
-    fetch.__wrapped__ = orig
+    _common.copy_names(fetch, orig)
     return fetch
 
 
@@ -853,11 +849,11 @@ def _make_v1_call(orig):
                     img = state.timed(PROF_TRANSFORM, name, filename, line, t, (img,))
             return img
         except BaseException as exc:
-            _drop_own_frames(exc)
+            _common.drop_own_frames(exc)
             raise
 
     __call__._dlbn_stage_loop = True
-    _copy_names(__call__, orig)
+    _common.copy_names(__call__, orig)
     return __call__
 
 
@@ -878,11 +874,11 @@ def _make_v2_forward(orig):
                 inputs = outputs if needs_unpacking else (outputs,)
             return outputs
         except BaseException as exc:
-            _drop_own_frames(exc)
+            _common.drop_own_frames(exc)
             raise
 
     forward._dlbn_stage_loop = True
-    _copy_names(forward, orig)
+    _common.copy_names(forward, orig)
     return forward
 
 
@@ -904,28 +900,4 @@ def _describe(func):
     return name, code.co_filename, code.co_firstlineno
 
 
-def _copy_names(wrapper, orig):
-    for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
-        try:
-            setattr(wrapper, attr, getattr(orig, attr))
-        except Exception:
-            pass
-    wrapper.__wrapped__ = orig
-
-
-def _drop_own_frames(exc):
-    """Take this module's frames off the head of exc's traceback (as
-    _dlbn_boot does for its wrappers)."""
-    try:
-        tb = exc.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename == _OWN_FILE:
-            tb = tb.tb_next
-        exc.__traceback__ = tb
-    except Exception:
-        pass
-
-
-_OWN_FILE = _drop_own_frames.__code__.co_filename
-# The bootstrap's files (its wrappers are no callers of the user's code).
-_BOOT_FILES = frozenset(_OWN_FILE[:-len("_dlbn_profile.py")] + name for name in
-                        ("_dlbn_profile.py", "_dlbn_boot.py", "_dlbn_loaders.py"))
+_OWN_FILE = fetch_begins.__code__.co_filename

@@ -24,7 +24,7 @@ therefore replays the wrapper itself:
 Which classes: timm's PrefetchLoader (KNOWN), those named in DLBN_WRAPPER
 (dlbn-run --wrapper MODULE:QUALNAME, patched when MODULE is imported), and
 one the replay run finds at run time - a generator __iter__ of a class
-that fetched from a replayed DataLoader (_dlbn_boot's hand-off check) -
+that fetched from a replayed DataLoader (_dlbn_patch's hand-off check) -
 from its next iter() on; the epoch under way keeps its work (said on
 stderr).  A wrapper that iterates no DataLoader, or several, or whose fill
 raises, is left to run as it is (said on stderr; its error then reaches
@@ -33,23 +33,25 @@ the loop as in a real run).
 
 import threading
 
+import _dlbn_common as _common
+import _dlbn_marks as _marks
+import _dlbn_patch as _patch
+import _dlbn_replay as _replay
+
 KNOWN = (("timm.data.loader", "PrefetchLoader"),)
 
-_boot = None        # the _dlbn_boot module
 _named = {}         # module name -> [qualname, ...] to patch when imported
 _patched = set()    # modules handled
 _local = threading.local()  # .filling: DataLoaders iterated inside a fill
 _learned = set()    # code objects looked at (run-time finds)
 
 
-def setup(boot, environ):
-    """Called by _dlbn_boot under DLBN_REPLAY, after _dlbn_loaders."""
-    global _boot
-    _boot = boot
+def setup(environ, loaders):
+    """Called by _dlbn_boot under DLBN_REPLAY, after _dlbn_loaders (which
+    parses DLBN_WRAPPER; None if it could not be set up)."""
     _named.clear()
     for module, qualname in KNOWN:
         _named.setdefault(module, []).append(qualname)
-    loaders = boot._loaders
     if loaders is not None:
         for module, qualname in loaders.parse_loader_names(environ.get("DLBN_WRAPPER", ""),
                                                            "DLBN_WRAPPER"):
@@ -72,9 +74,9 @@ def patch(name, module):
             for part in qualname.split("."):
                 cls = getattr(cls, part, None)
             if not isinstance(cls, type):
-                if (name, qualname) not in KNOWN and not _boot._in_child_process():
-                    _boot._warn("DLBN_WRAPPER: %s:%s is not a class; not replayed"
-                                % (name, qualname))
+                if (name, qualname) not in KNOWN and not _common.in_child_process():
+                    _common.warn("DLBN_WRAPPER: %s:%s is not a class; not replayed"
+                                 % (name, qualname))
                 continue
             _patch_class(cls, "%s:%s" % (name, qualname))
         except Exception:
@@ -100,15 +102,15 @@ def learn(frame):
         orig = getattr(cls, "__iter__", None)
         if getattr(orig, "__code__", None) is not code or "_dlbn_wrapper" in cls.__dict__:
             return
-        torch_module = _boot._torch_module
+        torch_module = _patch.torch_module
         if torch_module is not None and isinstance(wrapper, torch_module.DataLoader):
             return  # a DataLoader subclass's own __iter__: its batches are replayed
         label = "%s:%s" % (cls.__module__, cls.__qualname__)
-        if _patch_class(cls, label) and not _boot._in_child_process():
-            _boot._warn("DLBN_REPLAY: the loop iterates %s, a wrapper around the DataLoader: "
-                        "what it yields is replayed from its next iter() on; this epoch keeps "
-                        "its work in the replayed steps (dlbn-run --wrapper %s replays it from "
-                        "the start)" % (label, label))
+        if _patch_class(cls, label) and not _common.in_child_process():
+            _common.warn("DLBN_REPLAY: the loop iterates %s, a wrapper around the DataLoader: "
+                         "what it yields is replayed from its next iter() on; this epoch keeps "
+                         "its work in the replayed steps (dlbn-run --wrapper %s replays it "
+                         "from the start)" % (label, label))
     except Exception:
         pass
 
@@ -127,7 +129,7 @@ def _patch_class(cls, label):
             it = None
         return orig_iter(self) if it is None else it
 
-    _boot._copy_names(__iter__, orig_iter)
+    _common.copy_names(__iter__, orig_iter)
     cls.__iter__ = __iter__
     return True
 
@@ -149,7 +151,7 @@ def _replay_iter(wrapper, orig_iter, label):
     wrapper as it is."""
     d = wrapper.__dict__
     filled = d.get("_dlbn_wrapper_replay")
-    if filled is False or _boot._api is None or not _boot._replay:
+    if filled is False or _marks.api is None or _common.replay is None:
         return None
     if filled is None:
         filled = _fill(wrapper, orig_iter, label)
@@ -159,7 +161,7 @@ def _replay_iter(wrapper, orig_iter, label):
     loader = filled.loader
     loader.__dict__["_dlbn_wrapped_by"] = label  # CONFIG wrapper_replay=
     it = iter(loader)  # the loop's epoch of it: marks and its own replay
-    if type(it) is not _boot._ReplayIterator:
+    if type(it) is not _replay.ReplayIterator:
         return None  # it loads for real (no len()): the wrapper runs on it
     return _WrapperReplayIterator(filled, it)
 
@@ -167,19 +169,18 @@ def _replay_iter(wrapper, orig_iter, label):
 def _fill(wrapper, orig_iter, label):
     """N copies of what the wrapper yields, from its own iterator run
     before the loop's first fetch; False when it cannot be replayed."""
-    boot = _boot
-    boot._prefill_other_loaders()
+    _replay.prefill()
     seen = _local.filling = []
     cache, why = [], None
     try:
         it = iter(orig_iter(wrapper))
         try:
-            while len(cache) < boot._replay:
+            while len(cache) < _replay.batches:
                 try:
                     item = next(it)
                 except StopIteration:
                     break
-                cache.append(boot._copy_batch(item))
+                cache.append(_replay.copy_batch(item))
                 del item
         finally:
             close = getattr(it, "close", None)
@@ -199,12 +200,12 @@ def _fill(wrapper, orig_iter, label):
     if why is None and not cache:
         why = "it yielded nothing"
     if why is None and not isinstance(loaders[0].__dict__.get("_dlbn_replay"),
-                                      boot._ReplayState):
+                                      _replay.ReplayState):
         why = "its DataLoader is not replayed (no len())"
     if why is not None:
-        if not boot._in_child_process():
-            boot._warn("DLBN_REPLAY: %s is not replayed itself, %s: its work stays in the "
-                       "replayed steps" % (label, why))
+        if not _common.in_child_process():
+            _common.warn("DLBN_REPLAY: %s is not replayed itself, %s: its work stays in the "
+                         "replayed steps" % (label, why))
         return False
     return _Filled(loaders[0], cache, label)
 
@@ -229,9 +230,9 @@ class _WrapperReplayIterator:
         try:
             next(self._dlbn_loader_iter)
         except BaseException as exc:  # StopIteration, --max-steps: the loop's
-            _boot._drop_own_frames(exc)
+            _common.drop_own_frames(exc)
             raise
         cache = self._dlbn_filled.cache
         cached = cache[self._index % len(cache)]
         self._index += 1
-        return _boot._copy_batch(cached) if _boot._replay_copy else cached
+        return _replay.copy_batch(cached) if _replay.copy else cached

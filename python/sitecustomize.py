@@ -24,8 +24,8 @@ import os
 import sys
 
 _DLBN_DIR = os.path.dirname(os.path.abspath(__file__))
-# The modules _dlbn_boot patches (its TORCH_MODULE and STATEFUL_MODULE, and
-# _dlbn_loaders' NODES_MODULES, DALI_MODULE and SETTABLE), and those of the loaders
+# The modules the bootstrap patches (_dlbn_patch's TORCH_MODULE and
+# STATEFUL_MODULE, _dlbn_loaders' NODES_MODULES, DALI_MODULE and SETTABLE), and those of the loaders
 # named in DLBN_LOADER (MODULE:QUALNAME,...).  torchdata's are listed from
 # the start: imported first, they import torch from inside their own
 # execution, after their spec was found.
@@ -137,13 +137,16 @@ class _DlbnPatchingLoader:
         except BaseException as exc:
             # The module's own error (torch failing to import): the
             # traceback it has without dlbn, without this frame.
-            _dlbn_drop_own_frames(exc)
+            try:
+                _dlbn_load("_dlbn_common").drop_own_frames(exc)
+            except Exception:
+                pass
             raise
         try:
             module.__loader__ = self._loader
             if getattr(module, "__spec__", None) is not None:
                 module.__spec__.loader = self._loader
-            wanted = _dlbn_load_boot().patch_module(module.__name__, module)
+            wanted = _dlbn_load("_dlbn_boot").patch_module(module.__name__, module)
             self._hook.keep_only(wanted)
         except Exception:
             try:
@@ -155,36 +158,17 @@ class _DlbnPatchingLoader:
         return getattr(self._loader, name)
 
 
-def _dlbn_drop_own_frames(exc):
-    """Take this file's frames off the head of exc's traceback, for the bare
-    `raise` that follows (the same as _dlbn_boot._drop_own_frames: from
-    Python 3.11 on it re-raises exc.__traceback__; before, the handler's
-    saved exception, replaced through PyErr_SetExcInfo)."""
-    try:
-        tb = exc.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
-            tb = tb.tb_next
-        exc.__traceback__ = tb
-        if sys.version_info < (3, 11) and sys.implementation.name == "cpython":
-            import ctypes
-            args = (type(exc), exc, tb)
-            for obj in args:
-                ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
-            ctypes.pythonapi.PyErr_SetExcInfo(*(ctypes.py_object(obj) for obj in args))
-    except Exception:
-        pass
-
-
-def _dlbn_load_boot():
-    """_dlbn_boot from dlbn's directory (no longer on sys.path)."""
-    boot = sys.modules.get("_dlbn_boot")
-    if boot is None:
+def _dlbn_load(name):
+    """A module of the bootstrap (_dlbn_boot, which loads the others; or
+    _dlbn_common) from dlbn's directory (no longer on sys.path)."""
+    module = sys.modules.get(name)
+    if module is None:
         path_finder, module_from_spec = _dlbn_machinery()
-        spec = path_finder.find_spec("_dlbn_boot", [_DLBN_DIR])
-        boot = module_from_spec(spec)
-        sys.modules["_dlbn_boot"] = boot
-        spec.loader.exec_module(boot)
-    return boot
+        spec = path_finder.find_spec(name, [_DLBN_DIR])
+        module = module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return module
 
 
 def _dlbn_start():
@@ -197,12 +181,12 @@ def _dlbn_start():
     for name in targets:  # imported before start-up (torch first)
         if name in sys.modules:
             hook.pending.discard(name)
-            wanted = _dlbn_load_boot().patch_module(name, sys.modules[name])
+            wanted = _dlbn_load("_dlbn_boot").patch_module(name, sys.modules[name])
             hook.pending &= set(wanted)
     if hook.pending:
         sys.meta_path.insert(0, hook)
     if "__main__:" in os.environ.get("DLBN_LOADER", ""):
-        _dlbn_load_boot()._setup()  # watches the script's class statements
+        _dlbn_load("_dlbn_boot")._setup()  # watches the script's class statements
 
 
 def _dlbn_find_shadowed_sitecustomize():

@@ -32,7 +32,7 @@ if use_fake:
     sys.path.insert(0, boot_dir)
     import _dlbn_boot
     sys.path.remove(boot_dir)
-    _dlbn_boot._load_marker_api = lambda: FakeApi()
+    _dlbn_boot._marks.load_marker_api = lambda: FakeApi()
 
 import torch  # noqa: E402  (after the fake is in place, as in real life)
 from torch.utils.data import DataLoader, Dataset, IterableDataset  # noqa: E402

@@ -142,11 +142,15 @@ _boot_count = itertools.count()
 
 
 def fresh_boot():
-    """A new _dlbn_boot (its module state is once-per-process)."""
+    """A new _dlbn_boot with new modules of its own (their state is
+    once-per-process): the earlier ones leave sys.modules, where the boot
+    loads them from."""
     require_binaries(lib=False)
     path = BOOT_DIR / "_dlbn_boot.py"
     if not path.exists():
         pytest.fail("%s not built (make)" % path, pytrace=False)
+    for name in [name for name in sys.modules if name.startswith("_dlbn_")]:
+        del sys.modules[name]
     spec = importlib.util.spec_from_file_location("_dlbn_boot_t%d" % next(_boot_count), path)
     boot = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(boot)
@@ -333,9 +337,9 @@ def test_sampler_name_looks_inside_batch_samplers():
             "_RepeatSampler", wrap("BatchSampler", plain("RandomSampler")))), "RandomSampler"),
     ]
     for loader, expect in cases:
-        assert boot._sampler_name(loader, None) == expect, (loader, expect)
+        assert boot._config.sampler_name(loader, None) == expect, (loader, expect)
     it = ns(_index_sampler=wrap("BatchSampler", plain("RandomSampler")))
-    assert boot._sampler_name(None, it) == "RandomSampler"
+    assert boot._config.sampler_name(None, it) == "RandomSampler"
 
 
 def test_config_stays_under_500_bytes_with_many_workers():
@@ -345,14 +349,14 @@ def test_config_stays_under_500_bytes_with_many_workers():
     it = iter(loader)
     for k, worker in enumerate(it._workers):
         worker.pid = 4000000 + k     # 7-digit pids, as on big hosts
-    text = boot._config_text(loader, it)
+    text = boot._config.config_text(loader, it)
     assert len(text) < 500, len(text)
     pids = dict(kv.split(b"=", 1) for kv in text.split(b";"))[b"workers"].split(b",")
     assert 20 < len(pids) <= 64 and pids[0] == b"4000000"
     # a short list stays whole, whatever the other keys
     for worker in it._workers:
         worker.pid = 7
-    text = boot._config_text(loader, it)
+    text = boot._config.config_text(loader, it)
     pids = dict(kv.split(b"=", 1) for kv in text.split(b";"))[b"workers"].split(b",")
     assert len(pids) == 64 and len(text) < 500
 
@@ -380,7 +384,7 @@ def test_broken_fake_is_left_alone(what, reason, capsys):
     if what != "no_single_iter":
         assert list(m.DataLoader(list(range(3)), num_workers=1)) == [[0, 1], [2]]
     assert api.marks() == []
-    assert not boot._replay
+    assert boot._common.replay is None
 
 
 @pytest.mark.parametrize("what", ["slots", "missing_loader_attr", "module_raises"])
@@ -414,14 +418,14 @@ def test_no_note_and_no_message_when_the_recorder_is_off(capsys):
     """No library (api None) and no replay: nothing to record, nothing said."""
     boot, m = fresh_boot(), fake_dataloader_module()
     breakers.break_module(m, "next_not_function")
-    boot._load_marker_api = lambda: None
+    boot._marks.load_marker_api = lambda: None
     boot.patch_dataloader_module(m, environ={})
     assert capsys.readouterr().err == ""
-    assert boot._status == "off"
+    assert boot._patch.status == "off"
 
 
 def test_wrappers_keep_the_traceback():
-    """An exception through the wrappers has no _dlbn_boot frame (before
+    """An exception through the wrappers has no frame of the bootstrap (before
     Python 3.11 through PyErr_SetExcInfo: a bare raise there re-raises the
     traceback saved when the handler was entered)."""
     import traceback
@@ -435,7 +439,7 @@ def test_wrappers_keep_the_traceback():
             next(it)
         except (ValueError, StopIteration) as exc:
             files = [f.filename for f in traceback.extract_tb(exc.__traceback__)]
-        assert files and not any("_dlbn_boot" in f for f in files), files
+        assert files and not any("_dlbn_" in f for f in files), files
         assert files[-1] == m._BaseDataLoaderIter.__next__.__wrapped__.__code__.co_filename
     assert api.marks()[-1] == (STOP, 2, 1)
 
@@ -444,7 +448,7 @@ def test_stateful_loader_patched_like_dataloader():
     boot, api, m = fresh_boot(), Recorder(), fake_dataloader_module()
     boot.patch_dataloader_module(m, api=api, environ={})
     sm = fake_stateful_module(m)
-    boot.patch_stateful_module(sm)
+    boot._patch.patch_stateful_module(sm)
     assert hasattr(sm.StatefulDataLoader.__iter__, "__wrapped__")
     loader = sm.StatefulDataLoader(list(range(4)), num_workers=1)
     for _ in range(2):
@@ -463,7 +467,7 @@ def test_broken_stateful_loader_is_left_alone(capsys):
     sm = fake_stateful_module(m)
     breakers.break_module(sm, "stateful_next_not_function")
     before = class_dicts(sm)
-    boot.patch_stateful_module(sm)
+    boot._patch.patch_stateful_module(sm)
     assert class_dicts(sm) == before
     note = api.notes()[1]
     assert note["stateful_dataloader"] == "incompatible"
@@ -483,7 +487,7 @@ def test_stateful_loader_needs_torch_patched():
     boot.patch_dataloader_module(m, api=api, environ={"DLBN_LOG": "quiet"})
     sm = fake_stateful_module(m)
     before = class_dicts(sm)
-    boot.patch_stateful_module(sm)
+    boot._patch.patch_stateful_module(sm)
     assert class_dicts(sm) == before and len(api.notes()) == 1
 
 
@@ -603,7 +607,7 @@ def test_intact_torch_keeps_output_and_tracebacks(rundir, plain):
     # The tracebacks the script printed: worker exception, single-process
     # exception, StopIteration, and the uncaught one - none shows dlbn.
     assert run.stdout.count("\nTraceback (most recent call last)") == 3
-    assert "_dlbn_boot" not in run.stdout and "_dlbn_boot" not in run.proc.stderr
+    assert "_dlbn_" not in run.stdout and "_dlbn_" not in run.proc.stderr
     configs = configs_of(run)
     assert configs[0][0] == 0 and configs[0][1]["bootstrap"] == "ok", configs[0]
     assert configs[0][1]["torch"] == run_torch_version()
@@ -760,7 +764,7 @@ def test_stateful_dataloader(rundir, stateful_plain, torchdata_first):
     assert run.rc == 0, run.proc.stderr[-3000:]
     assert strip_ids(run.stdout) == strip_ids(stateful_plain.stdout)
     assert run.stderr == stateful_plain.stderr and run.dlbn_lines == []
-    assert "_dlbn_boot" not in run.stdout
+    assert "_dlbn_" not in run.stdout
     ids = loader_ids(run)
     configs = configs_of(run)
     notes = [c for i, c in configs if i == 0]

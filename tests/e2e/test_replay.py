@@ -230,7 +230,7 @@ def test_replay_spares_the_workers():
     assert facts["children_after_fill"] == 0, "workers still running after the cache fill"
     assert facts["epoch0"] == [0, 4] * 5 and facts["epoch1"] == [0, 4] * 5
     assert facts["epoch1_children"] == 0, "a later epoch started workers again"
-    assert facts["iter_type"] == "_ReplayIterator"
+    assert facts["iter_type"] == "ReplayIterator"
 
 
 def test_replay_with_fewer_batches_than_n_cycles_them_all():

@@ -154,27 +154,29 @@ def pid_of(stdout):
 # ---------------------------------------------------------------------------
 # Parsing and validation
 
-def boot_module():
+def settings_module():
+    """_dlbn_settings, loaded by a _dlbn_boot of its own (which loads the
+    modules it imports first)."""
     spec = importlib.util.spec_from_file_location("_dlbn_boot_settings", BOOT_DIR / "_dlbn_boot.py")
     boot = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(boot)
-    return boot
+    return boot.sibling_module("_dlbn_settings")
 
 
 def test_parse_settings():
-    boot = boot_module()
-    assert boot.parse_settings("num_workers=8; train:prefetch_factor=4;1:pin_memory=true;"
-                               "val:persistent_workers=0") == [
+    settings = settings_module()
+    assert settings.parse_settings("num_workers=8; train:prefetch_factor=4;1:pin_memory=true;"
+                                   "val:persistent_workers=0") == [
         (None, "num_workers", 8), ("train", "prefetch_factor", 4), (1, "pin_memory", True),
         ("eval", "persistent_workers", False)]
-    assert boot.parse_settings("train:batch_size=64") == [("train", "batch_size", 64)]
+    assert settings.parse_settings("train:batch_size=64") == [("train", "batch_size", 64)]
     for bad, why in [("num_workers", "not [SELECTOR:]KEY=VALUE"),
                      ("batch=4", "unknown setting"), ("batch_size=0", ">= 1"),
                      ("num_workers=-1", ">= 0"), ("num_workers=two", "integer"),
                      ("prefetch_factor=0", ">= 1"), ("pin_memory=yes", "0, 1, true or false"),
                      ("test:num_workers=1", "selector")]:
         with pytest.raises(ValueError, match=re.escape(why)):
-            boot.parse_settings(bad)
+            settings.parse_settings(bad)
 
 
 @pytest.mark.parametrize("args,message", [

@@ -1,0 +1,88 @@
+"""dlbn Python bootstrap: the marker API of libdlbn.so (docs/DESIGN.md,
+"Python bootstrap").
+
+The library exports dlbn_mark, dlbn_config and dlbn_active; they are reached
+with ctypes.PyDLL(None).  Without the library (symbols missing) or with
+dlbn_active() == 0 load_marker_api() gives None and nothing is marked.
+_dlbn_boot sets `api` once: the library's functions, NullApi when replay or
+settings run without the recorder, or a test's recorder object (with
+mark(kind, iter_id, arg) and config(iter_id, bytes) methods).
+
+The kinds are DLBN_MARK_* of include/dlbn/dlbn_trace.h; what each mark's
+arguments mean is said in _dlbn_patch.
+"""
+
+MARK_FETCH_BEGIN = 1
+MARK_FETCH_END = 2
+MARK_FETCH_STOP = 3
+MARK_ITER_BEGIN = 4
+MARK_STEP = 5
+MARK_HANDOFF = 6
+
+api = None          # the marker API in use; None: the bootstrap is off
+_next_iter_id = 1   # incremented under the GIL
+
+
+class MarkerApi:
+    def __init__(self, mark, config):
+        self.mark = mark
+        self.config = config
+
+
+class NullApi:
+    """Replay or settings without the recorder: nothing to mark."""
+
+    def mark(self, kind, iter_id, arg):
+        return 0
+
+    def config(self, iter_id, text):
+        return 0
+
+
+def load_marker_api():
+    """The library's marker functions, or None if absent or inactive.
+
+    PyDLL, not CDLL: the calls take well under a microsecond and must keep
+    the GIL - releasing it would let the pin-memory thread (or any other)
+    take it, and the training loop could wait a whole switch interval
+    (5 ms) to get it back at every fetch."""
+    try:
+        import ctypes
+        lib = ctypes.PyDLL(None)
+        active = lib.dlbn_active
+        mark = lib.dlbn_mark
+        config = lib.dlbn_config
+    except Exception:
+        return None
+    active.argtypes = ()
+    active.restype = ctypes.c_int
+    mark.argtypes = (ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong)
+    mark.restype = ctypes.c_int
+    config.argtypes = (ctypes.c_longlong, ctypes.c_char_p)
+    config.restype = ctypes.c_int
+    if not active():
+        return None
+    return MarkerApi(mark, config)
+
+
+def emit(kind, iter_id, arg):
+    try:
+        api.mark(kind, iter_id, arg)
+    except Exception:
+        pass
+
+
+def note(text):
+    """A process-level note in the trace (CONFIG with iter_id 0)."""
+    try:
+        api.config(0, text.encode("utf-8", "replace"))
+    except Exception:
+        pass
+
+
+def new_iter_id():
+    """A new iterator id, unique in the process."""
+    global _next_iter_id
+    iter_id = _next_iter_id
+    _next_iter_id += 1
+    return iter_id
