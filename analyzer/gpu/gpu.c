@@ -34,11 +34,11 @@
  *     covered by a probe (or a sync): a wait that begins after it is
  *     uncovered until a probe on that stream is issued.
  */
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpu/gpu_pass.h"
+#include "util/lines.h"
 
 void dlbn_gpu_default_opts(struct dlbn_gpu_opts *o)
 {
@@ -723,9 +723,9 @@ void dlbn_gpu_pass_record(struct dlbn_gpu_pass *ps, const struct dlbn_record *r)
 			g->probing_stopped = 1;
 		if (fld(r, 0) == DLBN_CUDA_INFO_DRIVER)
 			g->driver_version = (int)bounded(fld(r, 1), 1000000000);
-		if (g->nnotes < DLBN_GPU_MAX_NOTES && r->kind[2] == DLBN_V_STR) {
+		if (r->kind[2] == DLBN_V_STR) {
 			int len = (int)bounded(r->f[2], DLBN_GPU_LINE - 1);
-			snprintf(g->notes[g->nnotes++], DLBN_GPU_LINE, "%.*s", len, r->str[2]);
+			DLBN_LINES_ADD(g->notes, g->nnotes, "%.*s", len, r->str[2]);
 		}
 		break;
 	default:
