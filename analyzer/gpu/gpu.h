@@ -9,9 +9,9 @@
  * Use: the model runs the split inside its second pass, one streaming pass
  * with the steps, through the table dlbn_gpu_split (struct dlbn_split_pass
  * in model/model.h: the model does not include this header).  Pass 2 hands
- * every training-process record to dlbn_gpu_pass_record, every step a view
- * produces to dlbn_gpu_pass_step, and after each record a horizon (no step
- * still to come has its wait begin before it) to dlbn_gpu_pass_horizon.
+ * it every training-process record, every step a view produces, and after
+ * each record a horizon (no step still to come has its wait begin before
+ * it); the pass itself (gpu_pass.h) is the GPU layer's own.
  * CUDA records wait in a queue until the horizon passes them, so that each
  * is weighed against the waits around it exactly as if all steps were
  * known; a step is handed back, split, once nothing later can change its
@@ -80,32 +80,6 @@ struct dlbn_gpu_opts {
 };
 
 void dlbn_gpu_default_opts(struct dlbn_gpu_opts *o);
-
-/* ---- the streaming pass (driven by the model's second pass) ------------- */
-
-struct dlbn_gpu_pass;
-
-/* Start the split for m's training process (roles decided).  o may be
- * NULL (defaults).  NULL when out of memory.  fn gets each step of view k
- * (0 python, 1 ipc, 2 nvtx) whose split is final: s has gpu_busy_ns,
- * gpu_idle_ns and gpu_refill_ns set, gs is its GPU record; the steps of
- * one view come in step order. */
-struct dlbn_gpu_pass *dlbn_gpu_pass_new(const struct dlbn_model *m, struct dlbn_gpu *g,
-					const struct dlbn_gpu_opts *o, dlbn_split_final_fn fn,
-					void *ctx);
-/* A record of the training process, in reader order (others ignored). */
-void dlbn_gpu_pass_record(struct dlbn_gpu_pass *ps, const struct dlbn_record *r);
-/* View k produced step s (its wait not split yet). */
-void dlbn_gpu_pass_step(struct dlbn_gpu_pass *ps, int k, const struct dlbn_step *s);
-/* Every record before h has been handed over, and no step still to come
- * has its wait begin before h: queued records before h are weighed, and
- * steps whose split is final are handed to fn. */
-void dlbn_gpu_pass_horizon(struct dlbn_gpu_pass *ps, int64_t h);
-/* End of the trace: every remaining step is split and handed to fn. */
-void dlbn_gpu_pass_end(struct dlbn_gpu_pass *ps);
-/* Nonzero when memory ran out (some steps then never reached fn). */
-int dlbn_gpu_pass_failed(const struct dlbn_gpu_pass *ps);
-void dlbn_gpu_pass_free(struct dlbn_gpu_pass *ps);
 
 /*
  * After the pass: whole-run wait figures from view `whole` (the model

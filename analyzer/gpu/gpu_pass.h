@@ -142,6 +142,30 @@ struct dlbn_gpu_pass {
 	int oom;
 };
 
+/* ---- the pass, as dlbn_gpu_split runs it (gpu.c) ------------------------ */
+
+/* Start the split for m's training process (roles decided).  o may be
+ * NULL (defaults).  NULL when out of memory.  fn gets each step of view k
+ * (0 python, 1 ipc, 2 nvtx) whose split is final: s has gpu_busy_ns,
+ * gpu_idle_ns and gpu_refill_ns set, gs is its GPU record; the steps of
+ * one view come in step order. */
+struct dlbn_gpu_pass *dlbn_gpu_pass_new(const struct dlbn_model *m, struct dlbn_gpu *g,
+					const struct dlbn_gpu_opts *o, dlbn_split_final_fn fn,
+					void *ctx);
+/* A record of the training process, in reader order (others ignored). */
+void dlbn_gpu_pass_record(struct dlbn_gpu_pass *ps, const struct dlbn_record *r);
+/* View k produced step s (its wait not split yet). */
+void dlbn_gpu_pass_step(struct dlbn_gpu_pass *ps, int k, const struct dlbn_step *s);
+/* Every record before h has been handed over, and no step still to come
+ * has its wait begin before h: queued records before h are weighed, and
+ * steps whose split is final are handed to fn. */
+void dlbn_gpu_pass_horizon(struct dlbn_gpu_pass *ps, int64_t h);
+/* End of the trace: every remaining step is split and handed to fn. */
+void dlbn_gpu_pass_end(struct dlbn_gpu_pass *ps);
+/* Nonzero when memory ran out (some steps then never reached fn). */
+int dlbn_gpu_pass_failed(const struct dlbn_gpu_pass *ps);
+void dlbn_gpu_pass_free(struct dlbn_gpu_pass *ps);
+
 #define SLOT(tr, p) (&(tr)->ring[(p) & ((tr)->cap - 1)])
 
 static inline int64_t fld(const struct dlbn_record *r, int i)
