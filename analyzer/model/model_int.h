@@ -191,8 +191,12 @@ struct pass2 {
 	 * other loaders' fetches took meanwhile (zip() starts both iterators,
 	 * then waits for one while the other's workers start too). */
 	int64_t waited_ns;
-	/* Fetches that ended an epoch (StopIteration) since the last batch. */
+	/* Fetches that ended an epoch (StopIteration) since the last batch,
+	 * and the first one's lead: the loop's work on the epoch's last batch,
+	 * which becomes the lead of the next step that has none of its own. */
 	int64_t stop_carry_ns;
+	struct dlbn_lead stop_lead;
+	int64_t stop_lead_end;
 };
 
 /* ---- handlers in the other files ---------------------------------------- */

@@ -119,12 +119,17 @@ static void mark_fetch_end(struct pass2 *ps, struct dlbn_loader *l, struct dlbn_
 				      .loader = (int16_t)li,
 				      .lead = l->py_lead,
 				      .lead_end = l->py_lead_end};
+		if (!s.lead.known && ps->stop_lead.known) {
+			s.lead = ps->stop_lead;
+			s.lead_end = ps->stop_lead_end;
+		}
 		model_number_epoch(st, &s, l->py_new_epoch);
 		l->py_new_epoch = 0;
 		l->py_carry_ns = 0;
 		ps->stop_carry_ns = 0;
 		model_feed(ps, st, &s);
 	}
+	memset(&ps->stop_lead, 0, sizeof(ps->stop_lead));
 	l->py_open = -1;
 	ps->arrival_t = r->t_ns;
 	ps->arrival_known = loop_counters(r, ps->arrival_counters);
@@ -149,13 +154,19 @@ static void mark_handoff(struct pass2 *ps, const struct dlbn_record *r)
 /* FETCH_STOP: the next batch the loop gets, from whichever loader,
  * carries this fetch: a val loader's last fetch of an epoch shuts its
  * workers down between two training steps, while that loader's own next
- * step may come after the window. */
+ * step may come after the window.  That batch's step has no lead of its
+ * own (no arrival since), so it takes this fetch's: the loop period after
+ * the epoch's last batch, whose queueing and frees Replay removes too. */
 static void mark_fetch_stop(struct pass2 *ps, struct dlbn_loader *l, const struct dlbn_record *r)
 {
 	ps->arrival_known = 0;
 	if (l->py_open >= 0) {
 		ps->stop_carry_ns += r->t_ns - l->py_open;
 		ps->waited_ns += r->t_ns - l->py_open;
+		if (l->py_lead.known && !ps->stop_lead.known) {
+			ps->stop_lead = l->py_lead;
+			ps->stop_lead_end = l->py_lead_end;
+		}
 	}
 	l->py_open = -1;
 }

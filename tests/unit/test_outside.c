@@ -273,6 +273,30 @@ static void test_worker_start_up_not_in_lead(void)
  * when the GPU's step outlasts the period.  The other costs are counted
  * from the hand-off, so none is counted twice.
  */
+/* Four epochs, each ended by a fetch that raises StopIteration: the
+ * loop's work on an epoch's last batch is the lead of the next epoch's
+ * first step (that step has no arrival of its own before it), so every
+ * window step has one and the queueing in all of them is charged. */
+static void test_epoch_end_lead(void)
+{
+	struct tgsim_params p;
+	struct dlbn_analysis a;
+	base(&p);
+	p.steps = 160;
+	p.epochs = 4;
+	p.stop_fetch_ms = 0.5;
+	run(&p, &a);
+	const struct dlbn_outside *o = &a.outside;
+	double n = (double)a.steps_window;
+	CHECK(o->known && o->steps == a.steps_window,
+	      "epoch ends: one lead per window step, after a StopIteration too (%zu of %zu)",
+	      o->steps, a.steps_window);
+	CHECK(near(o->runq_s, n * 0.002, 0.01), "epoch ends: queueing %.4f, want %.4f", o->runq_s,
+	      n * 0.002);
+	CHECK(near(o->charged_s, n * 0.006, 0.01), "epoch ends: all 6 ms a step charged (%.4f)",
+	      o->charged_s);
+}
+
 static void test_wrapper_part(void)
 {
 	struct tgsim_params p;
@@ -526,6 +550,7 @@ int main(void)
 	test_sync_drain_event();
 	test_gpu_busy_nothing_charged();
 	test_worker_start_up_not_in_lead();
+	test_epoch_end_lead();
 	test_wrapper_part();
 	test_without_counters();
 	test_model_threads_slowed();

@@ -500,8 +500,13 @@ static void run(struct sim *s)
 				loop_t += d;
 			}
 		}
-		if (p->marks && !killed && !p->abandon_epochs)
+		if (p->marks && !killed && !p->abandon_epochs) {
+			if (p->stop_fetch_ms > 0) {
+				fetch_mark(s, loop_t, DLBN_MARK_FETCH_BEGIN, e + 1, per_epoch);
+				loop_t += (int64_t)(p->stop_fetch_ms * MS);
+			}
 			tg_mark(s->main, loop_t, DLBN_MARK_FETCH_STOP, e + 1, 0);
+		}
 		t = loop_t + MS;
 		if (!p->persistent && !killed)
 			stop_workers(s, t);

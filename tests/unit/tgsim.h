@@ -60,6 +60,9 @@ struct tgsim_params {
 				     cuStreamSynchronize (a rank waiting at an NCCL collective) */
 	int abandon_epochs;	  /* the loop leaves each epoch's iterator after its last
 				     batch, no StopIteration (Lightning's limit_train_batches) */
+	double stop_fetch_ms;	  /* > 0: the fetch that ends each epoch opens with a
+				     FETCH_BEGIN (the loop's counters) and raises
+				     StopIteration this long after; 0: a FETCH_STOP alone */
 	double startup_ms;	  /* iter() .. the epoch's first fetch: the loop's thread
 				     starts the workers (fork: kernel time) */
 	int iter_marks_bare;	  /* ITER_BEGIN without the loop's counters (recorders
