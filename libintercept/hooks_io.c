@@ -366,22 +366,28 @@ static int forget_pair(int rc, const int fds[2])
 	return rc;
 }
 
-DLBN_EXPORT int close(int fd)
+/* close of a classified fd: its word is reset after the call (for fds
+ * made behind dlbn's back), and the last close of a batch's shared memory
+ * frees its pages, timed on the loop's thread (loop_cost.c). */
+__attribute__((noinline)) static int close_known(int fd, uint64_t w)
 {
-	/* Timed on the loop's thread: the last close of a batch's shared
-	 * memory frees its pages (loop_cost.c).  Any other close costs the one
-	 * fd-table load. */
-	uint64_t w = fdtable_peek(fd);
 	struct loop_cost_free f;
-	int timed = DLBN_UNLIKELY(fdw_kind(w) == DLBN_FD_SHM) && loop_cost_free_begin(&f);
+	int timed = fdw_kind(w) == DLBN_FD_SHM && loop_cost_free_begin(&f);
 	int rc = REAL(close)(fd);
 	if (timed)
 		loop_cost_free_end(&f);
-	/* A word still 0 needs no store: calls that make fds reset theirs,
-	 * this is for those made behind dlbn's back. */
-	if (w)
-		fdtable_forget(fd);
+	fdtable_forget(fd);
 	return rc;
+}
+
+DLBN_EXPORT int close(int fd)
+{
+	/* A word still 0 needs nothing: calls that make fds reset theirs.
+	 * That case is one load and a tail call, no stack frame. */
+	uint64_t w = fdtable_peek(fd);
+	if (DLBN_LIKELY(w == 0))
+		return REAL(close)(fd);
+	return close_known(fd, w);
 }
 
 DLBN_EXPORT int close_range(unsigned lo, unsigned hi, int flags)

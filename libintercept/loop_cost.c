@@ -38,9 +38,9 @@
  * time: kept for the record, too coarse per step to charge anything.
  * Cost: one getrusage and one pread of a kept-open procfs file per mark,
  * a few microseconds per step; a timed munmap or close gains two clock
- * reads and two thread-CPU-clock reads (a syscall each); while batches are
- * mapped any other munmap scans the small range table (128 slots), any
- * other close reads one fdtable word.
+ * reads and two thread-CPU-clock reads (a syscall each); any other munmap
+ * reads one bucket count (and scans the small range table, 128 slots, when
+ * a batch's range shares its bucket), any other close one fdtable word.
  *
  * Main thread only: the DataLoader's consumer.  The schedstat fd names the
  * thread that opened it, so a forked child drops it (loop_cost_fork_child).
@@ -70,14 +70,28 @@ static uint64_t free_ns, free_cpu_ns;
  * the loop.  Lock-free slots: a mapping claims a free slot with a CAS on
  * its address (its length is stored after), an munmap of a matching range
  * on any thread frees it, and only the main thread's is timed.  Full: later
- * ranges go untimed.  The count lets every other munmap skip the scan.
+ * ranges go untimed.
+ *
+ * Every other munmap must cost next to nothing while batches are mapped
+ * (allocators unmap all the time), so the ranges are also counted per
+ * bucket of their start address: an munmap whose bucket counts none skips
+ * the scan.  A range is counted after its slot is complete and uncounted
+ * after its slot is freed, so a count of zero is never wrong about a
+ * matching slot that could be found.
  */
-#define SHM_RANGES 128
+#define SHM_RANGES  128
+#define SHM_BUCKETS 4096 /* 16 batch tensors mapped: 0.4% of munmaps scan */
 static struct {
 	uintptr_t addr; /* 0: free */
 	size_t len;
 } shm_ranges[SHM_RANGES];
-static unsigned shm_nranges;
+static uint8_t shm_bucket_count[SHM_BUCKETS]; /* at most SHM_RANGES each */
+
+static inline unsigned shm_bucket(uintptr_t addr)
+{
+	/* Page number times 2^64 / golden ratio, top 12 bits. */
+	return (unsigned)(((addr >> 12) * 0x9e3779b97f4a7c15ull) >> 52);
+}
 
 void loop_cost_mapped(void *p, size_t len)
 {
@@ -89,7 +103,8 @@ void loop_cost_mapped(void *p, size_t len)
 		    __atomic_compare_exchange_n(&shm_ranges[i].addr, &free_slot, (uintptr_t)p,
 						false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
 			__atomic_store_n(&shm_ranges[i].len, len, __ATOMIC_RELEASE);
-			__atomic_fetch_add(&shm_nranges, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&shm_bucket_count[shm_bucket((uintptr_t)p)], 1,
+					   __ATOMIC_RELEASE);
 			return;
 		}
 	}
@@ -106,7 +121,7 @@ static int shm_range_unmapped(void *addr, size_t len)
 			continue;
 		if (__atomic_compare_exchange_n(&shm_ranges[i].addr, &a, 0, false, __ATOMIC_ACQ_REL,
 						__ATOMIC_RELAXED)) {
-			__atomic_fetch_sub(&shm_nranges, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_sub(&shm_bucket_count[shm_bucket(a)], 1, __ATOMIC_RELAXED);
 			return 1;
 		}
 		a = (uintptr_t)addr;
@@ -147,15 +162,24 @@ void loop_cost_free_end(const struct loop_cost_free *f)
 	errno = err;
 }
 
-DLBN_EXPORT int munmap(void *addr, size_t len)
+/* A batch's range, timed on the loop's thread; kept out of munmap so that
+ * the common case needs no stack frame (a tail call to libc). */
+__attribute__((noinline)) static int munmap_batch(void *addr, size_t len)
 {
 	struct loop_cost_free f;
-	if (DLBN_LIKELY(__atomic_load_n(&shm_nranges, __ATOMIC_RELAXED) == 0) ||
-	    !shm_range_unmapped(addr, len) || !loop_cost_free_begin(&f))
+	if (!shm_range_unmapped(addr, len) || !loop_cost_free_begin(&f))
 		return munmap_real(addr, len);
 	int rc = munmap_real(addr, len);
 	loop_cost_free_end(&f);
 	return rc;
+}
+
+DLBN_EXPORT int munmap(void *addr, size_t len)
+{
+	if (DLBN_LIKELY(__atomic_load_n(&shm_bucket_count[shm_bucket((uintptr_t)addr)],
+					__ATOMIC_ACQUIRE) == 0))
+		return munmap_real(addr, len);
+	return munmap_batch(addr, len);
 }
 
 static void read_schedstat(int64_t *run_ns, int64_t *runq_ns)
@@ -206,5 +230,5 @@ void loop_cost_fork_child(void)
 	/* The parent's mappings stay mapped in the child, but the child's
 	 * loop is not the parent's: start empty. */
 	memset(shm_ranges, 0, sizeof(shm_ranges));
-	shm_nranges = 0;
+	memset(shm_bucket_count, 0, sizeof(shm_bucket_count));
 }

@@ -42,10 +42,7 @@ static struct {
 /* EXIT recorded for process instance (generation) exit_gen. */
 static uint32_t exit_gen;
 
-static __thread int tls_in_hook;
-static __thread uint32_t tls_main_gen;
-static __thread bool tls_is_main;
-static __thread uint64_t tls_last_sched_ns;
+__thread struct hook_tls dlbn_hook_tls;
 
 /* ---- small async-signal-safe helpers ----------------------------------- */
 
@@ -88,27 +85,11 @@ void recorder_fail(const char *what, int err)
 	write_stderr(parts, 5);
 }
 
-bool hook_enter(void)
+bool main_thread_find(void)
 {
-	if (tls_in_hook)
-		return false;
-	tls_in_hook = 1;
-	return true;
-}
-
-void hook_leave(void)
-{
-	tls_in_hook = 0;
-}
-
-bool on_main_thread(void)
-{
-	uint32_t gen = __atomic_load_n(&the_session.gen, __ATOMIC_RELAXED);
-	if (DLBN_UNLIKELY(tls_main_gen != gen)) {
-		tls_is_main = gettid() == (pid_t)syscall(SYS_getpid);
-		tls_main_gen = gen;
-	}
-	return tls_is_main;
+	bool is_main = gettid() == (pid_t)syscall(SYS_getpid);
+	dlbn_hook_tls.main_thread = is_main ? 1 : 2;
+	return is_main;
 }
 
 /* ---- process information ------------------------------------------------ */
@@ -206,11 +187,9 @@ void recorder_record_exit(int status, int how)
 	hook_leave();
 }
 
-void recorder_sched_sample(uint64_t now_ns)
+void recorder_sched_read(uint64_t now_ns)
 {
-	if (now_ns - tls_last_sched_ns < 50000000u)
-		return;
-	tls_last_sched_ns = now_ns;
+	dlbn_hook_tls.last_sched_ns = now_ns;
 	char buf[96];
 	if (read_small_file_at(AT_FDCWD, "/proc/thread-self/schedstat", buf, sizeof(buf)) <= 0)
 		return;
@@ -223,8 +202,10 @@ void recorder_sched_sample(uint64_t now_ns)
 
 static void atfork_child(void)
 {
-	tls_in_hook = 0;
-	tls_last_sched_ns = 0;
+	/* The forking thread is the child's initial thread (tid == pid). */
+	dlbn_hook_tls.in_hook = 0;
+	dlbn_hook_tls.main_thread = 1;
+	dlbn_hook_tls.last_sched_ns = 0;
 	loop_cost_fork_child();
 	thread_census_fork_child();
 	if (!recorder_on())

@@ -70,14 +70,53 @@ void rec_emit_list(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned 
 		   const int64_t *list, unsigned nlist) DLBN_HIDDEN;
 
 /*
+ * The calling thread's hook state (recorder.c), inline because every
+ * recorded call reads it: the reentrancy flag, whether this is the
+ * process's initial thread (0 not yet known, 1 yes, 2 no), and when it last
+ * sampled its schedstat.  A fork child's only thread resets it
+ * (recorder.c, atfork_child), so no answer outlives its process.
+ */
+struct hook_tls {
+	int in_hook;
+	int main_thread;
+	uint64_t last_sched_ns;
+};
+extern __thread struct hook_tls dlbn_hook_tls DLBN_HIDDEN;
+
+/*
  * Reentrancy guard.  A hook that records calls hook_enter() first and skips
  * recording when it returns false; it calls hook_leave() when done.
  */
-bool hook_enter(void) DLBN_HIDDEN;
-void hook_leave(void) DLBN_HIDDEN;
+static inline bool hook_enter(void)
+{
+	if (dlbn_hook_tls.in_hook)
+		return false;
+	dlbn_hook_tls.in_hook = 1;
+	return true;
+}
+
+static inline void hook_leave(void)
+{
+	dlbn_hook_tls.in_hook = 0;
+}
 
 /* True on the process's initial thread (tid == pid); cached per thread. */
-bool on_main_thread(void) DLBN_HIDDEN;
+bool main_thread_find(void) DLBN_HIDDEN;
+static inline bool on_main_thread(void)
+{
+	int m = dlbn_hook_tls.main_thread;
+	return DLBN_LIKELY(m != 0) ? m == 1 : main_thread_find();
+}
+
+/* At most every SCHED_SAMPLE_NS per thread: a SCHED record from
+ * schedstat.  Call from inside a hook (hook_enter held). */
+#define SCHED_SAMPLE_NS 50000000u
+void recorder_sched_read(uint64_t now_ns) DLBN_HIDDEN;
+static inline void recorder_sched_sample(uint64_t now_ns)
+{
+	if (DLBN_UNLIKELY(now_ns - dlbn_hook_tls.last_sched_ns >= SCHED_SAMPLE_NS))
+		recorder_sched_read(now_ns);
+}
 
 /* A small /proc or /sys file, read with raw syscalls (no hooked call, no
  * allocation), NUL-terminated; its length, or -1. */

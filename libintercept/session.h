@@ -98,9 +98,6 @@ int session_expand_template(const char *tmpl, char *out, size_t size) DLBN_HIDDE
 /* Lifecycle entry points of recorder.c for the process hooks. */
 /* Record EXIT (how = DLBN_EXIT_*) once per process instance, mark final. */
 void recorder_record_exit(int status, int how) DLBN_HIDDEN;
-/* At most every ~50 ms per thread: a SCHED record from schedstat.
- * Call from inside a hook (hook_enter held). */
-void recorder_sched_sample(uint64_t now_ns) DLBN_HIDDEN;
 /* python_boot.c: put the bootstrap on PYTHONPATH in CPython hosts. */
 void python_boot_setup(void) DLBN_HIDDEN;
 

@@ -161,7 +161,9 @@ void tw_open_stream(uint64_t t_ns)
 		stream_open(s, t_ns);
 }
 
-uint8_t *tw_begin(uint8_t type, uint64_t t_ns, unsigned nelem, size_t bound)
+/* tw_begin and tw_commit, inline in the rec_emit family: the record path
+ * of every hook. */
+static inline uint8_t *record_begin(uint8_t type, uint64_t t_ns, unsigned nelem, size_t bound)
 {
 	struct stream *s = &tls_stream;
 	if (!recorder_on())
@@ -183,13 +185,23 @@ uint8_t *tw_begin(uint8_t type, uint64_t t_ns, unsigned nelem, size_t bound)
 	return p;
 }
 
-void tw_commit(uint8_t *end)
+static inline void record_commit(uint8_t *end)
 {
 	struct stream *s = &tls_stream;
 	uint32_t used = (uint32_t)(end - s->data);
 	s->crc = dlbn_crc32c_update(s->crc, s->data + s->used, used - s->used);
 	s->used = used;
 	stream_publish(s);
+}
+
+uint8_t *tw_begin(uint8_t type, uint64_t t_ns, unsigned nelem, size_t bound)
+{
+	return record_begin(type, t_ns, nelem, bound);
+}
+
+void tw_commit(uint8_t *end)
+{
+	record_commit(end);
 }
 
 void tw_mark_final(void)
@@ -224,12 +236,12 @@ void tw_fork_child(void)
 
 void rec_emit(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n)
 {
-	uint8_t *p = tw_begin(type, t_ns, n, (size_t)n * MP_INT_MAX);
+	uint8_t *p = record_begin(type, t_ns, n, (size_t)n * MP_INT_MAX);
 	if (!p)
 		return;
 	for (unsigned i = 0; i < n; i++)
 		p = mp_int(p, fields[i]);
-	tw_commit(p);
+	record_commit(p);
 }
 
 void rec_emit_str(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n, const char *str,
@@ -237,13 +249,13 @@ void rec_emit_str(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n
 {
 	if (len > TW_STR_MAX)
 		len = TW_STR_MAX;
-	uint8_t *p = tw_begin(type, t_ns, n + 1, (size_t)n * MP_INT_MAX + MP_STR_HDR_MAX + len);
+	uint8_t *p = record_begin(type, t_ns, n + 1, (size_t)n * MP_INT_MAX + MP_STR_HDR_MAX + len);
 	if (!p)
 		return;
 	for (unsigned i = 0; i < n; i++)
 		p = mp_int(p, fields[i]);
 	p = mp_str(p, str, len);
-	tw_commit(p);
+	record_commit(p);
 }
 
 void rec_emit_list(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n,
@@ -251,7 +263,7 @@ void rec_emit_list(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned 
 {
 	if (nlist > 4096)
 		nlist = 4096;
-	uint8_t *p = tw_begin(type, t_ns, n + 1, (size_t)(n + nlist) * MP_INT_MAX + 3);
+	uint8_t *p = record_begin(type, t_ns, n + 1, (size_t)(n + nlist) * MP_INT_MAX + 3);
 	if (!p)
 		return;
 	for (unsigned i = 0; i < n; i++)
@@ -259,5 +271,5 @@ void rec_emit_list(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned 
 	p = mp_array(p, nlist);
 	for (unsigned i = 0; i < nlist; i++)
 		p = mp_int(p, list[i]);
-	tw_commit(p);
+	record_commit(p);
 }

@@ -21,11 +21,17 @@
  *     poll_pipe_wait   poll(timeout 1 s) on a pipe with data, main thread:
  *                      the DataLoader's batch-wait path (a recorded POLL
  *                      that also marks a main-thread wait and its GPU probe)
- *     munmap_ignored   munmap() of a 4 KiB anonymous mapping on the main
- *                      thread: not a batch's shared memory (the range
- *                      table of loop_cost.c is scanned, nothing timed)
- *     close_ignored    close() of a dup of /dev/zero: not a /dev/shm file
- *                      (one fdtable word read, then the fd forgotten)
+ *     munmap_ignored   munmap() of length 0 (EINVAL at once) at the
+ *                      addresses of 4 KiB anonymous mappings, main thread,
+ *                      while 16 batch segments of /dev/shm are mapped:
+ *                      not a batch's range (loop_cost.c's bucket count
+ *                      says so, nothing timed)
+ *     close_ignored    close() of an fd number nothing has open (EBADF at
+ *                      once): its fdtable word is 0, as a dup's is
+ *     munmap_4k        munmap() of a 4 KiB anonymous mapping, the same
+ *                      path with the kernel's work (reference: the
+ *                      syscall's variance exceeds the hook's cost)
+ *     close_dup        close() of a dup of /dev/zero (reference, likewise)
  *     clock            clock_gettime(CLOCK_MONOTONIC), not hooked: the
  *                      recorder reads this clock twice per recorded call,
  *                      so it is the floor of a recorded event's cost
@@ -195,7 +201,7 @@ static double round_poll_pipe_wait(long n, int direct)
 static void *maps[MAP_CHUNK];
 
 /* Mappings made in chunks, untimed; only the munmaps are timed. */
-static double round_munmap_ignored(long n, int direct)
+static double round_munmap_4k(long n, int direct)
 {
 	double t = 0;
 	for (long done = 0; done < n;) {
@@ -219,7 +225,7 @@ static double round_munmap_ignored(long n, int direct)
 static int fds[MAP_CHUNK];
 
 /* dups made in chunks, untimed; only the closes are timed. */
-static double round_close_ignored(long n, int direct)
+static double round_close_dup(long n, int direct)
 {
 	double t = 0;
 	for (long done = 0; done < n;) {
@@ -235,6 +241,44 @@ static double round_close_ignored(long n, int direct)
 		done += k;
 	}
 	return t;
+}
+
+/*
+ * The same ignored paths on calls the kernel refuses at once, so that the
+ * syscall's own variance (a 2 us munmap varies by more than the hook costs
+ * from one round to the next) does not hide the hook: munmap of length 0
+ * (EINVAL) at the addresses of a chunk of 4 KiB mappings, close of fd
+ * numbers nothing has open (EBADF).  The hook takes the path it takes for
+ * any other ignored call: one bucket count, one fdtable word.
+ */
+#define CLOSED_FD_BASE 4096
+static double round_munmap_ignored(long n, int direct)
+{
+	static int mapped;
+	if (!mapped) {
+		for (int i = 0; i < MAP_CHUNK; i++)
+			if ((maps[i] = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+					    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
+				die("mmap");
+		mapped = 1;
+	}
+	double t0 = now_ns();
+	for (long i = 0; i < n; i++)
+		if ((direct ? libc_munmap(maps[i % MAP_CHUNK], 0) : munmap(maps[i % MAP_CHUNK], 0)) !=
+		    -1)
+			die("munmap of length 0");
+	return now_ns() - t0;
+}
+
+static double round_close_ignored(long n, int direct)
+{
+	double t0 = now_ns();
+	for (long i = 0; i < n; i++) {
+		int fd = CLOSED_FD_BASE + (int)(i % MAP_CHUNK);
+		if ((direct ? libc_close(fd) : close(fd)) != -1)
+			die("close of a closed fd");
+	}
+	return now_ns() - t0;
 }
 
 static double round_clock(long n, int direct)
@@ -345,6 +389,29 @@ static void setup_fds(void)
 		die("ready pipe");
 }
 
+/*
+ * A training loop always has batches in flight: a few tensors each, mapped
+ * from /dev/shm segments (MAP_SHARED, through the ordinary mmap, which the
+ * preload registers as batch ranges).  The munmap case runs with these
+ * mapped, so that an ignored munmap pays what it pays in training.
+ */
+#define BATCH_SEGMENTS 16
+static void map_batches(void)
+{
+	char name[64];
+
+	for (int i = 0; i < BATCH_SEGMENTS; i++) {
+		snprintf(name, sizeof(name), "/dlbn-hookcost-%d-%d", (int)getpid(), i);
+		int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+		if (fd < 0 || ftruncate(fd, 65536) != 0)
+			die("shm_open");
+		shm_unlink(name);
+		if (mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED)
+			die("mmap of /dev/shm");
+		close(fd);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 100000;
@@ -365,8 +432,11 @@ int main(int argc, char **argv)
 	report("read_pipe", round_read_pipe, n, rounds, 1);
 	report("poll_pipe", round_poll_pipe, n, rounds, 1);
 	report("poll_pipe_wait", round_poll_pipe_wait, n, rounds, 1);
+	map_batches();
 	report("munmap_ignored", round_munmap_ignored, n, rounds, 1);
 	report("close_ignored", round_close_ignored, n, rounds, 1);
+	report("munmap_4k", round_munmap_4k, n, rounds, 1);
+	report("close_dup", round_close_dup, n, rounds, 1);
 	report("clock", round_clock, n, rounds, 0);
 	if (driver_setup()) {
 		report("cu_launch", round_cu_launch, n, rounds, 0);

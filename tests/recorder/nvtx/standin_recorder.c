@@ -33,7 +33,6 @@ int dlbn_state = DLBN_OFF;
 static int out_fd = -1;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t prev_t;
-static __thread int in_hook;
 
 uint64_t clock_now_ns(void)
 {
@@ -52,20 +51,9 @@ void *real_next(const char *name)
 	return dlsym(RTLD_NEXT, name);
 }
 
-bool hook_enter(void)
-{
-	if (in_hook)
-		return false;
-	in_hook = 1;
-	return true;
-}
+__thread struct hook_tls dlbn_hook_tls;
 
-void hook_leave(void)
-{
-	in_hook = 0;
-}
-
-bool on_main_thread(void)
+bool main_thread_find(void)
 {
 	return getpid() == gettid();
 }
