@@ -86,6 +86,7 @@ static struct {
 	size_t len;
 } shm_ranges[SHM_RANGES];
 static uint8_t shm_bucket_count[SHM_BUCKETS]; /* at most SHM_RANGES each */
+_Static_assert(SHM_RANGES < 256, "a bucket's count is one byte");
 
 static inline unsigned shm_bucket(uintptr_t addr)
 {
