@@ -129,7 +129,7 @@ static void mark_fetch_end(struct pass2 *ps, struct dlbn_loader *l, struct dlbn_
 		ps->stop_carry_ns = 0;
 		model_feed(ps, st, &s);
 	}
-	memset(&ps->stop_lead, 0, sizeof(ps->stop_lead));
+	ps->stop_lead.known = 0; /* its other fields are read only when known */
 	l->py_open = -1;
 	ps->arrival_t = r->t_ns;
 	ps->arrival_known = loop_counters(r, ps->arrival_counters);
