@@ -54,8 +54,8 @@ static void transfer_done(uint8_t type, int fd, uint64_t w, uint64_t t0, ssize_t
 			  bool main_wait)
 {
 	uint64_t t1 = clock_now_ns();
-	int64_t f[5] = {(int64_t)(t1 - t0), fd, fdw_kind(w), fdw_ino(w), ret < 0 ? -err : ret};
-	rec_emit(type, t0, f, 5);
+	int64_t f[3] = {(int64_t)(t1 - t0), fd, ret < 0 ? -err : ret};
+	rec_emit_fd(type, t0, fd, fdw_kind(w), fdw_ino(w), f, 3);
 	/* SCHED (time t1) before what loader_wait_finished may add (stacks, probes). */
 	if (fdw_is_ipc(w))
 		recorder_sched_sample(t1);
@@ -159,9 +159,8 @@ static void msg_done(uint8_t type, int fd, uint64_t w, uint64_t t0, ssize_t ret,
 		     unsigned nfds, bool main_wait)
 {
 	uint64_t t1 = clock_now_ns();
-	int64_t f[6] = {(int64_t)(t1 - t0),   fd,  fdw_kind(w), fdw_ino(w),
-			ret < 0 ? -err : ret, nfds};
-	rec_emit(type, t0, f, 6);
+	int64_t f[4] = {(int64_t)(t1 - t0), fd, ret < 0 ? -err : ret, nfds};
+	rec_emit_fd(type, t0, fd, fdw_kind(w), fdw_ino(w), f, 4);
 	if (main_wait)
 		loader_wait_finished(type, t0, t1 - t0);
 }
@@ -207,8 +206,8 @@ DLBN_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 
 static void pread_done(int fd, uint64_t w, uint64_t t0, ssize_t ret, int err, int64_t off)
 {
-	int64_t f[5] = {(int64_t)(clock_now_ns() - t0), fd, fdw_ino(w), ret < 0 ? -err : ret, off};
-	rec_emit(DLBN_REC_PREAD, t0, f, 5);
+	int64_t f[4] = {(int64_t)(clock_now_ns() - t0), fd, ret < 0 ? -err : ret, off};
+	rec_emit_fd(DLBN_REC_PREAD, t0, fd, fdw_kind(w), fdw_ino(w), f, 4);
 }
 
 #define PREAD_HOOK(call, real_call, off)                                                           \
@@ -275,9 +274,8 @@ static int open_done(int fd, int flags, const char *path)
 		uint64_t w = fdtable_get(fd);
 		unsigned kind = fdw_kind(w);
 		if (kind == DLBN_FD_FILE || kind == DLBN_FD_SHM || kind == DLBN_FD_PIPE) {
-			int64_t f[4] = {fd, kind, fdw_ino(w), flags};
-			rec_emit_str(DLBN_REC_OPEN, clock_now_ns(), f, 4, path,
-				     path ? strnlen(path, 4096) : 0);
+			rec_emit_open(clock_now_ns(), fd, kind, fdw_ino(w), flags, path,
+				      path ? strnlen(path, 4096) : 0);
 		}
 		hook_leave();
 	}

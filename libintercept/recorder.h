@@ -66,6 +66,16 @@ void *real_dlsym(void *handle, const char *name) DLBN_HIDDEN;
 void rec_emit(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n) DLBN_HIDDEN;
 void rec_emit_str(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n, const char *str,
 		  size_t len) DLBN_HIDDEN;
+/*
+ * A record that names fd (READ, WRITE, PREAD, RECVMSG, SENDMSG:
+ * fields without fd_kind and ino), after an FD record that says what fd is
+ * unless this extent already has it (dlbn_trace.h, "Fd announcements").
+ */
+void rec_emit_fd(uint8_t type, uint64_t t_ns, int fd, unsigned kind, int64_t ino,
+		 const int64_t *fields, unsigned n) DLBN_HIDDEN;
+/* An OPEN record [fd, kind, ino, flags, path], which announces fd as well. */
+void rec_emit_open(uint64_t t_ns, int fd, unsigned kind, int64_t ino, int64_t flags,
+		   const char *path, size_t len) DLBN_HIDDEN;
 void rec_emit_list(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n,
 		   const int64_t *list, unsigned nlist) DLBN_HIDDEN;
 

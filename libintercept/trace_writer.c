@@ -9,6 +9,9 @@
  *     records written so far: their length and CRC-32C, in one release
  *     store after the bytes (dlbn_trace.h); `committed` and `flags` repeat
  *     it for readers of format 1.0.  Only the stream's thread writes them.
+ *   - fd_said[k] is the last FD record of slot k written in the current
+ *     extent (fd -1: none): a record naming fd follows an FD record for it
+ *     in the same extent, since the two are committed together.
  *   - Stores never go past `allocated`: disk for an extent is allocated
  *     (session_grow_extent: a first small step, then larger ones) before
  *     records are written there, so a full disk fails with ENOSPC, never
@@ -21,6 +24,14 @@
 #include "dlbn/crc32c.h"
 #include "session.h"
 #include "trace_writer.h"
+
+/* What an fd was announced as in the current extent (dlbn_trace.h, "Fd
+ * announcements"). */
+struct fd_said {
+	int32_t fd;
+	uint32_t kind;
+	int64_t ino;
+};
 
 struct stream {
 	struct dlbn_extent_header *ext; /* current extent, NULL if none */
@@ -36,6 +47,7 @@ struct stream {
 	uint32_t thread_no;
 	uint32_t gen; /* the_session.gen it was opened in */
 	bool closed;  /* thread is exiting: record nothing */
+	struct fd_said fd_said[DLBN_FD_SLOTS];
 };
 
 static __thread struct stream tls_stream;
@@ -107,6 +119,8 @@ static bool extent_next(struct stream *s)
 	s->file_off = off;
 	s->allocated = the_session.extent_size < SESSION_FIRST_STEP ? the_session.extent_size
 								    : SESSION_FIRST_STEP;
+	for (unsigned k = 0; k < DLBN_FD_SLOTS; k++)
+		s->fd_said[k].fd = -1;
 	return true;
 }
 
@@ -163,14 +177,16 @@ void tw_open_stream(uint64_t t_ns)
 
 /* tw_begin and tw_commit, inline in the rec_emit family: the record path
  * of every hook. */
-static inline uint8_t *record_begin(uint8_t type, uint64_t t_ns, unsigned nelem, size_t bound)
+
+/* The calling thread's stream with `need` bytes of room in its extent, or
+ * NULL (recorder off, no stream, no disk). */
+static inline struct stream *record_room(uint64_t t_ns, size_t need)
 {
 	struct stream *s = &tls_stream;
 	if (!recorder_on())
 		return NULL;
 	if (DLBN_UNLIKELY(s->gen != the_session.gen || !s->ext) && !stream_open(s, t_ns))
 		return NULL;
-	size_t need = 3 + 1 + MP_INT_MAX + bound;
 	if (DLBN_UNLIKELY(s->used + need > s->cap)) {
 		if (need > s->cap || !extent_next(s))
 			return NULL;
@@ -178,11 +194,26 @@ static inline uint8_t *record_begin(uint8_t type, uint64_t t_ns, unsigned nelem,
 	if (DLBN_UNLIKELY(DLBN_EXTENT_HEADER_SIZE + s->used + need > s->allocated) &&
 	    !extent_reserve(s, DLBN_EXTENT_HEADER_SIZE + s->used + need))
 		return NULL;
-	uint8_t *p = mp_array(s->data + s->used, nelem + 2);
+	return s;
+}
+
+/* [type, dt: the array of a record of nelem fields, at p. */
+static inline uint8_t *record_head(struct stream *s, uint8_t *p, uint8_t type, uint64_t t_ns,
+				   unsigned nelem)
+{
+	p = mp_array(p, nelem + 2);
 	p = mp_int(p, type);
 	p = mp_int(p, (int64_t)(t_ns - s->last_ns));
 	s->last_ns = t_ns;
 	return p;
+}
+
+#define RECORD_HEAD_MAX (3 + 1 + MP_INT_MAX)
+
+static inline uint8_t *record_begin(uint8_t type, uint64_t t_ns, unsigned nelem, size_t bound)
+{
+	struct stream *s = record_room(t_ns, RECORD_HEAD_MAX + bound);
+	return s ? record_head(s, s->data + s->used, type, t_ns, nelem) : NULL;
 }
 
 static inline void record_commit(uint8_t *end)
@@ -244,18 +275,56 @@ void rec_emit(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n)
 	record_commit(p);
 }
 
-void rec_emit_str(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n, const char *str,
-		  size_t len)
+void rec_emit_fd(uint8_t type, uint64_t t_ns, int fd, unsigned kind, int64_t ino,
+		 const int64_t *fields, unsigned n)
+{
+	struct stream *s = record_room(t_ns, 2 * RECORD_HEAD_MAX + (3 + (size_t)n) * MP_INT_MAX);
+	if (!s)
+		return;
+	uint8_t *p = s->data + s->used;
+	struct fd_said *said = &s->fd_said[(unsigned)fd % DLBN_FD_SLOTS];
+	if (DLBN_UNLIKELY(said->fd != fd || said->kind != kind || said->ino != ino)) {
+		p = record_head(s, p, DLBN_REC_FD, t_ns, 3);
+		p = mp_int(p, fd);
+		p = mp_int(p, kind);
+		p = mp_int(p, ino);
+		*said = (struct fd_said){fd, kind, ino};
+	}
+	p = record_head(s, p, type, t_ns, n);
+	for (unsigned i = 0; i < n; i++)
+		p = mp_int(p, fields[i]);
+	record_commit(p);
+}
+
+/* rec_emit_str's body: false when nothing was written. */
+static inline bool emit_str(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n,
+			    const char *str, size_t len)
 {
 	if (len > TW_STR_MAX)
 		len = TW_STR_MAX;
 	uint8_t *p = record_begin(type, t_ns, n + 1, (size_t)n * MP_INT_MAX + MP_STR_HDR_MAX + len);
 	if (!p)
-		return;
+		return false;
 	for (unsigned i = 0; i < n; i++)
 		p = mp_int(p, fields[i]);
 	p = mp_str(p, str, len);
 	record_commit(p);
+	return true;
+}
+
+void rec_emit_str(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n, const char *str,
+		  size_t len)
+{
+	(void)emit_str(type, t_ns, fields, n, str, len);
+}
+
+void rec_emit_open(uint64_t t_ns, int fd, unsigned kind, int64_t ino, int64_t flags,
+		   const char *path, size_t len)
+{
+	int64_t f[4] = {fd, kind, ino, flags};
+	/* The OPEN announces its fd: it is in the extent the stream is in now. */
+	if (emit_str(DLBN_REC_OPEN, t_ns, f, 4, path, len) && fd >= 0)
+		tls_stream.fd_said[(unsigned)fd % DLBN_FD_SLOTS] = (struct fd_said){fd, kind, ino};
 }
 
 void rec_emit_list(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n,

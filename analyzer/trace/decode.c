@@ -306,6 +306,12 @@ static inline int decode_field(const uint8_t **pp, const uint8_t *end, struct dl
 
 long dlbn_decode_record(const uint8_t *buf, size_t len, struct dlbn_record *rec, int64_t *dt_ns)
 {
+	return dlbn_decode_record_gap(buf, len, rec, dt_ns, NULL);
+}
+
+long dlbn_decode_record_gap(const uint8_t *buf, size_t len, struct dlbn_record *rec,
+			    int64_t *dt_ns, const struct dlbn_field_gap *gaps)
+{
 	const uint8_t *p = buf, *end = buf + len;
 	uint32_t n;
 	int64_t type;
@@ -324,14 +330,18 @@ long dlbn_decode_record(const uint8_t *buf, size_t len, struct dlbn_record *rec,
 	rec->type = (int)type;
 	rec->narr = 0;
 	n -= 2;
-	uint32_t kept = n < DLBN_REC_MAX_FIELDS ? n : DLBN_REC_MAX_FIELDS;
-	rec->nfields = (int)kept;
+	/* Fields from gap.at on are stored gap.width places further on. */
+	struct dlbn_field_gap gap = gaps ? gaps[type] : (struct dlbn_field_gap){0, 0};
+	if (n < gap.at)
+		gap.width = 0;
+	uint32_t stored = n + gap.width < DLBN_REC_MAX_FIELDS ? n + gap.width : DLBN_REC_MAX_FIELDS;
+	rec->nfields = (int)stored;
 	memset(rec->kind, DLBN_V_NONE, sizeof(rec->kind));
-	for (uint32_t i = 0; i < kept; i++)
-		if ((rc = decode_field(&p, end, rec, (int)i)) != 0)
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t at = i < gap.at ? i : i + gap.width;
+		rc = at < stored ? decode_field(&p, end, rec, (int)at) : skip_value(&p, end, 1);
+		if (rc != 0)
 			return rc == -2 ? 0 : -1;
-	for (uint32_t i = kept; i < n; i++)
-		if ((rc = skip_value(&p, end, 1)) != 0)
-			return rc == -2 ? 0 : -1;
+	}
 	return (long)(p - buf);
 }

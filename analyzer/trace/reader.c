@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 
 #define STREAM_BUF_INIT (32u * 1024u)
 #define STREAM_BUF_MAX	(64u * 1024u * 1024u) /* a record larger than this is corrupt */
+#define MAP_DROP_STEP	(128u * 1024u)	       /* decoded bytes of a mapped extent kept resident */
 
 /* One initialised extent, as found by the scan. */
 struct ext_ref {
@@ -40,6 +42,12 @@ struct ext_ref {
 	int decoded;	  /* decoded to its end once: its damage is counted */
 };
 
+/* The last FD record of an announcement slot in the current extent (2.0). */
+struct fd_said {
+	int64_t fd; /* -1: none */
+	int64_t kind, ino;
+};
+
 struct stream {
 	struct dlbn_stream_info info;
 	struct ext_ref *ext; /* this stream's extents, by seq (slice of r->exts) */
@@ -48,10 +56,19 @@ struct stream {
 	int in_ext;
 	uint64_t ext_off;  /* file offset of the first byte not yet buffered */
 	uint64_t ext_left; /* committed bytes of the extent not yet buffered */
+	/*
+	 * The records being decoded, data[pos..len): the current extent
+	 * mapped (map), or else what pread() put in buf.  Invariant: data is
+	 * map + map_lead or buf.
+	 */
+	const uint8_t *data;
 	uint8_t *buf;
+	uint8_t *map;
+	size_t map_len, map_lead, map_dropped;
 	size_t cap, pos, len;
 	int64_t t_prev;
 	struct dlbn_record head;
+	struct fd_said fds[DLBN_FD_SLOTS];
 };
 
 /*
@@ -79,8 +96,11 @@ struct dlbn_reader {
 	unsigned passes;    /* rewinds since open: the pass being read (0: none yet, read as 1) */
 	uint8_t *check_buf; /* DLBN_CHECK_BUF bytes while scanning */
 	uint64_t committed; /* record bytes of every extent: one pass reads them */
+	size_t page;	    /* mapping granularity; 0: the file cannot be mapped */
 	uint64_t pass_read; /* record bytes this pass has read (progress line) */
 };
+
+static void stream_unmap(struct stream *s);
 
 /* Every warning is counted; the first DLBN_READER_MAX_WARN are kept. */
 static void warn(struct dlbn_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -142,6 +162,11 @@ static int check_header(struct dlbn_reader *r, char *err, size_t errlen)
 		return -1;
 	}
 	r->st.file_size = (uint64_t)sb.st_size;
+	const char *no_map = getenv("DLBN_NO_MMAP");
+	if (S_ISREG(sb.st_mode) && !(no_map && *no_map && strcmp(no_map, "0") != 0)) {
+		long pg = sysconf(_SC_PAGESIZE);
+		r->page = pg > 0 ? (size_t)pg : 4096;
+	}
 	if (sb.st_size == 0) {
 		snprintf(err, errlen, "%s: empty file, not a dlbn trace", r->path);
 		return -1;
@@ -162,12 +187,12 @@ static int check_header(struct dlbn_reader *r, char *err, size_t errlen)
 			 got);
 		return -1;
 	}
-	if (h.version_major != DLBN_VERSION_MAJOR) {
+	if (h.version_major < DLBN_VERSION_MAJOR_MIN || h.version_major > DLBN_VERSION_MAJOR) {
 		snprintf(err, errlen,
 			 "%s: trace format version %u.%u is not supported (this dlbn-analyze reads "
-			 "version %u.x)",
+			 "versions %u.x to %u.x)",
 			 r->path, (unsigned)h.version_major, (unsigned)h.version_minor,
-			 (unsigned)DLBN_VERSION_MAJOR);
+			 (unsigned)DLBN_VERSION_MAJOR_MIN, (unsigned)DLBN_VERSION_MAJOR);
 		return -1;
 	}
 	if (h.header_size < sizeof(h) || h.header_size > (1u << 20) ||
@@ -180,7 +205,7 @@ static int check_header(struct dlbn_reader *r, char *err, size_t errlen)
 	r->header_size = h.header_size;
 	r->st.version_major = h.version_major;
 	r->st.version_minor = h.version_minor;
-	r->st.checked = h.version_minor >= 1;
+	r->st.checked = h.version_major > 1 || h.version_minor >= 1;
 	r->st.extent_size = h.extent_size;
 	r->st.file_flags = h.flags;
 	r->st.extents_announced = h.next_extent;
@@ -448,8 +473,10 @@ void dlbn_reader_close(struct dlbn_reader *r)
 		return;
 	if (r->fd >= 0)
 		close(r->fd);
-	for (size_t i = 0; i < r->n_streams; i++)
+	for (size_t i = 0; i < r->n_streams; i++) {
+		stream_unmap(&r->streams[i]);
 		free(r->streams[i].buf);
+	}
 	free(r->streams);
 	free(r->heap);
 	free(r->exts);
@@ -476,6 +503,7 @@ static int stream_fill(struct dlbn_reader *r, struct stream *s)
 		if (!nb)
 			return -1;
 		s->buf = nb;
+		s->data = nb;
 		s->cap = ncap;
 	}
 	size_t want = s->cap - s->len;
@@ -503,6 +531,66 @@ static int stream_fill(struct dlbn_reader *r, struct stream *s)
 	return 0;
 }
 
+/*
+ * Map the current extent's records, so that they are decoded where the page
+ * cache holds them instead of copied out by pread().  The mapping is
+ * private: a repaired extent gets its flipped bit undone in its own copy of
+ * that page.  0 if it cannot be mapped (a file that mmap refuses, address
+ * space short): the extent is then read with pread().  A file cut shorter
+ * while it is read would fault, as it would for any program that maps it.
+ */
+static int stream_map(struct dlbn_reader *r, struct stream *s)
+{
+	const struct ext_ref *e = s->cur;
+	if (!r->page || e->avail == 0)
+		return 0;
+	uint64_t at = e->offset + DLBN_EXTENT_HEADER_SIZE;
+	size_t lead = (size_t)(at % r->page);
+	size_t len = lead + e->avail;
+	int prot = PROT_READ | (e->fix_off >= 0 ? PROT_WRITE : 0);
+	void *m = mmap(NULL, len, prot, MAP_PRIVATE, r->fd, (off_t)(at - lead));
+	if (m == MAP_FAILED)
+		return 0;
+	s->map = m;
+	s->map_len = len;
+	s->map_lead = lead;
+	s->map_dropped = 0;
+	if (e->fix_off >= 0 && (uint64_t)e->fix_off < e->avail)
+		s->map[lead + (size_t)e->fix_off] ^= e->fix_mask;
+	s->data = s->map + lead;
+	s->pos = 0;
+	s->len = e->avail;
+	s->ext_left = 0;
+	if (dlbn_progress_on) {
+		r->pass_read += e->avail;
+		dlbn_progress_bytes(r->path, r->passes ? r->passes : 1, r->pass_read, r->committed);
+	}
+	return 1;
+}
+
+static void stream_unmap(struct stream *s)
+{
+	if (s->map) {
+		munmap(s->map, s->map_len);
+		s->map = NULL;
+	}
+	s->data = s->buf;
+}
+
+/*
+ * Give back the pages of a mapped extent already decoded, so that memory
+ * follows the streams, not the extent size (up to 64 MiB).  Bytes from
+ * data[pos] on stay mapped: a pass never goes back inside an extent.
+ */
+static void stream_drop_decoded(struct dlbn_reader *r, struct stream *s)
+{
+	size_t upto = (s->map_lead + s->pos) / r->page * r->page;
+	if (upto > s->map_dropped) {
+		(void)madvise(s->map + s->map_dropped, upto - s->map_dropped, MADV_DONTNEED);
+		s->map_dropped = upto;
+	}
+}
+
 /* Start of the stream's next extent: where records lost in this one end. */
 static int64_t next_base(const struct stream *s)
 {
@@ -514,6 +602,7 @@ static int64_t next_base(const struct stream *s)
 static void ext_done(struct dlbn_reader *r, struct stream *s)
 {
 	s->in_ext = 0;
+	stream_unmap(s);
 	int i = s->cur->loss_after;
 	if (!s->cur->decoded && i >= 0 && i < DLBN_READER_MAX_LOSS)
 		r->st.losses[i].t_from = s->t_prev;
@@ -551,6 +640,50 @@ static inline int64_t clamp_time(int64_t prev, int64_t dt)
 	return t;
 }
 
+/*
+ * Format 2.0's fd announcements (dlbn_trace.h, "Fd announcements"): the
+ * records that leave out fd_kind and ino are decoded with room for them
+ * where the 1.x layout has them (after the fd, field 1), so that records
+ * read alike from both versions.
+ */
+static const struct dlbn_field_gap fd_gaps[256] = {
+	[DLBN_REC_READ] = {2, 2},    [DLBN_REC_WRITE] = {2, 2}, [DLBN_REC_RECVMSG] = {2, 2},
+	[DLBN_REC_SENDMSG] = {2, 2}, [DLBN_REC_PREAD] = {2, 1},
+};
+
+/*
+ * An FD record fills its slot and is not handed out (an OPEN fills it and
+ * is); a record decoded with a gap gets the kind and inode its fd was
+ * announced with, or 0 and 0.  Returns 0 when the record is an FD record.
+ */
+static int fd_fields(struct stream *s, struct dlbn_record *rec)
+{
+	if (rec->type == DLBN_REC_FD || rec->type == DLBN_REC_OPEN) {
+		if (rec->nfields >= 3 && rec->kind[0] == DLBN_V_INT && rec->f[0] >= 0)
+			s->fds[rec->f[0] % DLBN_FD_SLOTS] = (struct fd_said){
+				rec->f[0], rec->kind[1] == DLBN_V_INT ? rec->f[1] : 0,
+				rec->kind[2] == DLBN_V_INT ? rec->f[2] : 0};
+		return rec->type != DLBN_REC_FD;
+	}
+	struct dlbn_field_gap gap = fd_gaps[rec->type];
+	if (!gap.width || rec->nfields < gap.at + gap.width)
+		return 1;
+	int64_t kind = 0, ino = 0;
+	if (rec->kind[1] == DLBN_V_INT && rec->f[1] >= 0) {
+		const struct fd_said *said = &s->fds[rec->f[1] % DLBN_FD_SLOTS];
+		if (said->fd == rec->f[1])
+			kind = said->kind, ino = said->ino;
+	}
+	int at = gap.at;
+	if (gap.width == 2) {
+		rec->kind[at] = DLBN_V_INT;
+		rec->f[at++] = kind;
+	}
+	rec->kind[at] = DLBN_V_INT;
+	rec->f[at] = ino;
+	return 1;
+}
+
 /* Decode the stream's next record into s->head; 0 at the stream's end. */
 static int stream_advance(struct dlbn_reader *r, struct stream *s)
 {
@@ -561,6 +694,7 @@ static int stream_advance(struct dlbn_reader *r, struct stream *s)
 				 * the streams alive at the same time, not all of them. */
 				free(s->buf);
 				s->buf = NULL;
+				s->data = NULL;
 				s->cap = STREAM_BUF_INIT;
 				s->pos = s->len = 0;
 				return 0;
@@ -576,12 +710,21 @@ static int stream_advance(struct dlbn_reader *r, struct stream *s)
 			s->t_prev = base_time(e->base_ns);
 			if (e->flags & DLBN_EXTENT_FINAL)
 				s->info.ended_final = 1;
+			if (r->st.version_major >= 2)
+				for (unsigned k = 0; k < DLBN_FD_SLOTS; k++)
+					s->fds[k].fd = -1;
+			(void)stream_map(r, s);
 		}
 		int64_t dt;
-		long n = dlbn_decode_record(s->buf + s->pos, s->len - s->pos, &s->head, &dt);
+		long n = dlbn_decode_record_gap(s->data + s->pos, s->len - s->pos, &s->head, &dt,
+						r->st.version_major >= 2 ? fd_gaps : NULL);
 		if (n > 0) {
 			s->pos += (size_t)n;
+			if (s->map && s->map_lead + s->pos - s->map_dropped >= MAP_DROP_STEP)
+				stream_drop_decoded(r, s);
 			s->t_prev = clamp_time(s->t_prev, dt);
+			if (r->st.version_major >= 2 && !fd_fields(s, &s->head))
+				continue;
 			s->head.t_ns = s->t_prev;
 			s->head.stream = &s->info;
 			s->info.records++;
@@ -632,6 +775,7 @@ void dlbn_reader_rewind(struct dlbn_reader *r)
 	r->pass_read = 0;
 	for (size_t i = 0; i < r->n_streams; i++) {
 		struct stream *s = &r->streams[i];
+		stream_unmap(s);
 		s->next_ext = 0;
 		s->in_ext = 0;
 		s->pos = s->len = 0;

@@ -167,6 +167,18 @@ const struct dlbn_stream_info *dlbn_reader_stream(const struct dlbn_reader *r, s
  * Exposed for tests and the fuzzer.
  */
 long dlbn_decode_record(const uint8_t *buf, size_t len, struct dlbn_record *rec, int64_t *dt_ns);
+/*
+ * The same, leaving room in the fields of some record types: gaps[type]
+ * (NULL: none) says from which field on (at) the fields are stored how
+ * many places further (width); a record of fewer than `at` fields gets no
+ * gap.  The reader decodes format 2.0 so, to put back the fields of the
+ * 1.x layout that an announcement stands for.
+ */
+struct dlbn_field_gap {
+	uint8_t at, width;
+};
+long dlbn_decode_record_gap(const uint8_t *buf, size_t len, struct dlbn_record *rec,
+			    int64_t *dt_ns, const struct dlbn_field_gap *gaps);
 
 /* Record type names and field names, for --dump and messages. */
 const char *dlbn_record_name(int type);

@@ -1,5 +1,5 @@
 /*
- * dlbn_trace.h - the dlbn trace format, version 1.1 (public interface).
+ * dlbn_trace.h - the dlbn trace format, version 2.0 (public interface).
  *
  * This header is the contract between the recorder (libdlbn.so) and every
  * reader (dlbn-analyze, tests).  It is documented for users in
@@ -64,6 +64,22 @@
  *   Unless stated otherwise fields are msgpack integers.  A reader must skip
  *   record types it does not know, and ignore trailing fields it does not
  *   know (minor versions may append fields; they never remove or reorder).
+ *
+ * Fd announcements (version 2.0)
+ *   READ, WRITE, PREAD, RECVMSG and SENDMSG name their fd but not what
+ *   it is: an FD record [FD, dt, fd, fd_kind, ino] earlier in the same
+ *   extent says so, once for all the records of that fd there.  Its slot is
+ *   fd % DLBN_FD_SLOTS.  An OPEN record of an fd announces it as well.
+ *   The writer announces an fd again when what it is
+ *   changed (closed and reused for another object) and after announcing
+ *   another fd of the same slot, so a reader keeps the last FD record of
+ *   each slot of the current extent and nothing more.  A record whose fd
+ *   has no announcement in its slot reads fd_kind 0 and ino 0 (unknown).
+ *   The field lists below are the 1.x ones, which carry fd_kind and ino
+ *   in place; a 2.0 record lacks exactly those fields ("2.0: ..." gives
+ *   its fields), and readers present it with them (the analyzer's --dump
+ *   does).  The recorder wrote 1.x traces until 2.0: 4-9 bytes of a READ
+ *   were its inode.
  */
 #ifndef DLBN_TRACE_H
 #define DLBN_TRACE_H
@@ -71,8 +87,10 @@
 #include <stdint.h>
 
 #define DLBN_FILE_MAGIC		 "DLBNTRC1" /* 8 bytes, no terminator in the file */
-#define DLBN_VERSION_MAJOR	 1
-#define DLBN_VERSION_MINOR	 1
+#define DLBN_VERSION_MAJOR	 2
+#define DLBN_VERSION_MINOR	 0
+#define DLBN_VERSION_MAJOR_MIN	 1 /* the oldest major a reader of this header reads */
+#define DLBN_FD_SLOTS		 64 /* fd announcement slots per extent (2.0) */
 #define DLBN_FILE_HEADER_SIZE	 4096u
 #define DLBN_EXTENT_MAGIC	 0x58424c44u /* "DLBX" little-endian */
 #define DLBN_EXTENT_HEADER_SIZE	 64u
@@ -170,11 +188,18 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *
  * Host input path (fd kinds are DLBN_FD_*; ino is st_ino, 0 if unknown;
  * ret is the call's return value, or -errno on failure)
+ *  FD       fd, fd_kind, ino     (2.0) what fd is, for the records after it
+ *           in this extent (see "Fd announcements")
  *  READ     dur_ns, fd, fd_kind, ino, ret           read/readv/recv/recvfrom
+ *           2.0: dur_ns, fd, ret
  *  WRITE    dur_ns, fd, fd_kind, ino, ret           write/writev/send/sendto
+ *           2.0: dur_ns, fd, ret
  *  PREAD    dur_ns, fd, ino, ret, offset            pread/preadv (files)
+ *           2.0: dur_ns, fd, ret, offset
  *  RECVMSG  dur_ns, fd, fd_kind, ino, ret, nfds     nfds = SCM_RIGHTS fds got
+ *           2.0: dur_ns, fd, ret, nfds
  *  SENDMSG  dur_ns, fd, fd_kind, ino, ret, nfds
+ *           2.0: dur_ns, fd, ret, nfds
  *  POLL     dur_ns, call (DLBN_POLL_*), ret, timeout_ms, [ino, ...]
  *           the inodes of the pipe/socket fds waited on (at most 8)
  *  CONNECT  dur_ns, fd, ret                          unix-domain sockets only
@@ -182,7 +207,9 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *  OPEN     fd (or -errno), fd_kind, ino, flags, path (str)
  *           regular files, FIFOs and /dev/shm objects
  *  MMAP     fd, fd_kind, ino, length, prot_flags     MAP_SHARED of an fd only
- *           (prot_flags = mmap flags << 8 | prot)
+ *           (prot_flags = mmap flags << 8 | prot); in 2.0 too, since the fd
+ *           of a shared-memory batch tensor is mapped once: an FD record
+ *           would cost more than it saves
  *  SEM_WAIT dur_ns, sem (address), ret, call (DLBN_SEM_*)
  *           only waits that blocked (dur_ns >= DLBN_SEM_MIN_NS)
  *  SEM_POST sem (address)
@@ -279,6 +306,7 @@ enum dlbn_record_type {
 	DLBN_REC_FORK = 3,
 	DLBN_REC_EXEC = 4,
 	DLBN_REC_EXIT = 5,
+	DLBN_REC_FD = 6,
 
 	DLBN_REC_READ = 10,
 	DLBN_REC_WRITE = 11,

@@ -96,7 +96,7 @@ int main(void)
 	struct tgsim_params p;
 	tgsim_default(&p);
 	p.steps = 120;
-	p.extent_size = 4096;
+	p.extent_size = 2048; /* a worker fills several */
 	p.batch_ms = 40;
 	p.loop_ms = 10;
 	CHECK(tgsim_write(path, &p, NULL) == 0, "run written");
@@ -142,17 +142,27 @@ int main(void)
 	CHECK(analyse(b, olen, &r) == 0 && r.blocks && r.verdict == DLBN_VERDICT_INCONCLUSIVE,
 	      "the passive flag alone: INCONCLUSIVE");
 
-	/* A worker's extent dropped (two flipped bits), and a repaired one. */
+	/* A worker's extent dropped (two flipped bits), and a repaired one: one
+	 * that begins inside the window, neither the worker's first nor its
+	 * last (the next one's start bounds what was lost). */
 	memcpy(b, orig, olen);
 	size_t slots = (olen - DLBN_FILE_HEADER_SIZE) / p.extent_size, hit = 0;
-	for (size_t s = 0; s < slots && !hit; s++) {
-		struct dlbn_extent_header eh;
-		size_t off = DLBN_FILE_HEADER_SIZE + s * p.extent_size;
-		memcpy(&eh, b + off, sizeof(eh));
-		if (eh.magic == DLBN_EXTENT_MAGIC && eh.proc_id == 1 && eh.extent_seq == 1)
-			hit = off + DLBN_EXTENT_HEADER_SIZE;
-	}
-	CHECK(hit > 0, "a second extent of worker proc 1");
+	uint32_t last_seq = 0;
+	for (int pick = 0; pick < 2; pick++)
+		for (size_t s = 0; s < slots && !hit; s++) {
+			struct dlbn_extent_header eh;
+			size_t off = DLBN_FILE_HEADER_SIZE + s * p.extent_size;
+			memcpy(&eh, b + off, sizeof(eh));
+			if (eh.magic != DLBN_EXTENT_MAGIC || eh.proc_id != 1 || eh.thread_no != 0)
+				continue;
+			if (!pick && eh.extent_seq > last_seq)
+				last_seq = eh.extent_seq;
+			if (pick && eh.extent_seq >= 1 && eh.extent_seq < last_seq &&
+			    (int64_t)eh.base_ns > whole.window_begin &&
+			    (int64_t)eh.base_ns < whole.window_end)
+				hit = off + DLBN_EXTENT_HEADER_SIZE;
+		}
+	CHECK(hit > 0, "an extent of worker proc 1 inside the window, not its last");
 	b[hit + 10] ^= 0x01;
 	CHECK(analyse(b, olen, &r) == 0 && r.damaged && !r.blocks && r.verdict == whole.verdict &&
 		      !strcmp(r.cause, whole.cause),

@@ -42,9 +42,13 @@ static void write_bytes(const char *path, const void *data, size_t n)
 }
 
 /* Two streams of n records each. */
-static void make_trace(const char *path, int n, uint32_t garbage_tail, int blank)
+/* Format 1.1 unless major is 2: the byte offsets flipped below are the
+ * 1.1 layout's, and the version checks edit a 1.x header. */
+static void make_trace(const char *path, int n, uint32_t garbage_tail, int blank, int major)
 {
 	struct tg *g = tg_open(path, EXT);
+	if (major < 2)
+		tg_set_version(g, 1, 1);
 	tg_set_garbage_tail(g, garbage_tail);
 	struct tg_stream *a = tg_stream(g, 0, 0, 10, 10), *b = tg_stream(g, 1, 0, 11, 11);
 	if (blank)
@@ -128,12 +132,16 @@ int main(void)
 	write_bytes(tmp("garbage"), garbage, sizeof(garbage));
 	CHECK(rejected(tmp("garbage"), "bad magic"), "garbage rejected (bad magic)");
 
-	make_trace(tmp("good"), 100, 0, 0);
+	make_trace(tmp("good"), 100, 0, 0, 1);
 	struct dlbn_reader_stats st;
 	CHECK(count_records(tmp("good"), &st) == 200 && st.nwarnings == 0,
 	      "good trace: 200 records");
+	make_trace(tmp("good2"), 100, 0, 0, 2);
+	CHECK(count_records(tmp("good2"), &st) == 200 && st.nwarnings == 0 &&
+		      st.version_major == 2,
+	      "good 2.0 trace: 200 records (its FD records not among them)");
 
-	/* Wrong magic and version 2 on an otherwise good trace. */
+	/* Wrong magic and version 3 on an otherwise good trace. */
 	int fd = open(tmp("good"), O_RDONLY);
 	static char buf[1 << 20];
 	ssize_t len = read(fd, buf, sizeof(buf));
@@ -144,12 +152,12 @@ int main(void)
 	CHECK(rejected(tmp("magic"), "bad magic"), "wrong magic rejected");
 	struct dlbn_file_header h;
 	memcpy(&h, buf, sizeof(h));
-	h.version_major = 2;
+	h.version_major = 3;
 	memcpy(buf, &h, sizeof(h));
-	write_bytes(tmp("v2"), buf, (size_t)len);
-	CHECK(rejected(tmp("v2"),
-		       "version 2.1 is not supported (this dlbn-analyze reads version 1.x)"),
-	      "version 2 rejected clearly");
+	write_bytes(tmp("v3"), buf, (size_t)len);
+	CHECK(rejected(tmp("v3"), "version 3.1 is not supported (this dlbn-analyze reads "
+				  "versions 1.x to 2.x)"),
+	      "version 3 rejected clearly");
 	h.version_major = 1;
 	h.version_minor = 7;
 	memcpy(buf, &h, sizeof(h));
@@ -167,12 +175,12 @@ int main(void)
 	      "cut inside the first extent header: no records, no crash");
 
 	/* Uncommitted tail: garbage after committed is ignored. */
-	make_trace(tmp("tail"), 100, 300, 0);
+	make_trace(tmp("tail"), 100, 300, 0, 2);
 	CHECK(count_records(tmp("tail"), &st) == 200 && st.extents_corrupt == 0,
 	      "garbage after committed ignored");
 
 	/* An extent allocated but never initialised. */
-	make_trace(tmp("blank"), 100, 0, 1);
+	make_trace(tmp("blank"), 100, 0, 1, 2);
 	CHECK(count_records(tmp("blank"), &st) == 200 && st.extents_uninit == 1,
 	      "uninitialised extent skipped and counted");
 
@@ -255,8 +263,8 @@ int main(void)
 		      "dlbn-analyze: empty file -> exit 1");
 		CHECK(cli_status(tmp("garbage"), "not a dlbn trace") == 1,
 		      "dlbn-analyze: garbage -> exit 1");
-		CHECK(cli_status(tmp("v2"), "not supported") == 1,
-		      "dlbn-analyze: version 2 -> exit 1");
+		CHECK(cli_status(tmp("v3"), "not supported") == 1,
+		      "dlbn-analyze: version 3 -> exit 1");
 		CHECK(cli_status(tmp("cut"), "damaged trace") == 1,
 		      "dlbn-analyze: truncated -> report of the intact part, exit 1");
 		CHECK(cli_status(tmp("good"), NULL) == 0, "dlbn-analyze: good trace -> exit 0");

@@ -25,6 +25,9 @@ struct tg_stream {
 	uint32_t used;
 	int64_t base_ns, t_prev;
 	int has_base, final;
+	struct {
+		int64_t fd, kind, ino;
+	} said[DLBN_FD_SLOTS]; /* fd announcements of the current extent (2.x) */
 };
 
 struct tg {
@@ -127,6 +130,8 @@ static void flush_extent(struct tg_stream *s)
 		g->failed = 1;
 	s->used = 0;
 	s->has_base = 0;
+	for (unsigned k = 0; k < DLBN_FD_SLOTS; k++)
+		s->said[k].fd = -1;
 }
 
 struct tg_stream *tg_stream(struct tg *g, uint32_t proc_id, uint32_t thread_no, uint32_t pid,
@@ -143,6 +148,8 @@ struct tg_stream *tg_stream(struct tg *g, uint32_t proc_id, uint32_t thread_no, 
 	s->data = malloc(g->extent_size);
 	if (!s->data)
 		abort();
+	for (unsigned k = 0; k < DLBN_FD_SLOTS; k++)
+		s->said[k].fd = -1;
 	s->next = g->streams;
 	g->streams = s;
 	if (proc_id + 1 > g->max_proc)
@@ -160,7 +167,7 @@ void tg_stream_final(struct tg_stream *s)
 	s->data = NULL;
 }
 
-static void append(struct tg_stream *s, int64_t t_ns)
+static void append(struct tg_stream *s, int64_t t_ns, int counted)
 {
 	struct tg *g = s->g;
 	uint32_t room = g->extent_size - DLBN_EXTENT_HEADER_SIZE;
@@ -178,7 +185,7 @@ static void append(struct tg_stream *s, int64_t t_ns)
 	}
 	memcpy(s->data + s->used, g->sb.data, g->sb.size);
 	s->used += (uint32_t)g->sb.size;
-	g->records++;
+	g->records += (uint64_t)counted;
 }
 
 void tg_rec(struct tg_stream *s, int type, int64_t t_ns, const char *fmt, ...)
@@ -224,7 +231,7 @@ void tg_rec(struct tg_stream *s, int type, int64_t t_ns, const char *fmt, ...)
 		}
 		break;
 	}
-	append(s, t_ns);
+	append(s, t_ns, type != DLBN_REC_FD); /* a reader hands out no FD record */
 	s->t_prev = t_ns;
 }
 
@@ -302,22 +309,54 @@ void tg_exit(struct tg_stream *s, int64_t t, int status, int how)
 	tg_rec(s, DLBN_REC_EXIT, t, "ii", (int64_t)status, (int64_t)how);
 }
 
+/*
+ * Format 2.x: what fd is, announced in this extent unless it already is
+ * there, the way the recorder does it (dlbn_trace.h, "Fd announcements");
+ * 1 when the record that names fd leaves out fd_kind and ino, 0 for a 1.x
+ * trace.  The announcement and the record go to one extent.
+ */
+static int fd_announced(struct tg_stream *s, int64_t t, int fd, int kind, int64_t ino)
+{
+	struct tg *g = s->g;
+	if (g->major < 2)
+		return 0;
+	if (s->has_base && s->used + 96 > g->extent_size - DLBN_EXTENT_HEADER_SIZE)
+		flush_extent(s);
+	unsigned k = (unsigned)fd % DLBN_FD_SLOTS;
+	if (s->said[k].fd != fd || s->said[k].kind != kind || s->said[k].ino != ino) {
+		tg_rec(s, DLBN_REC_FD, t, "iii", (int64_t)fd, (int64_t)kind, ino);
+		s->said[k].fd = fd;
+		s->said[k].kind = kind;
+		s->said[k].ino = ino;
+	}
+	return 1;
+}
+
 void tg_read(struct tg_stream *s, int64_t t, int64_t dur, int fd, int kind, int64_t ino,
 	     int64_t ret)
 {
-	tg_rec(s, DLBN_REC_READ, t, "iiiii", dur, (int64_t)fd, (int64_t)kind, ino, ret);
+	if (fd_announced(s, t, fd, kind, ino))
+		tg_rec(s, DLBN_REC_READ, t, "iii", dur, (int64_t)fd, ret);
+	else
+		tg_rec(s, DLBN_REC_READ, t, "iiiii", dur, (int64_t)fd, (int64_t)kind, ino, ret);
 }
 
 void tg_write(struct tg_stream *s, int64_t t, int64_t dur, int fd, int kind, int64_t ino,
 	      int64_t ret)
 {
-	tg_rec(s, DLBN_REC_WRITE, t, "iiiii", dur, (int64_t)fd, (int64_t)kind, ino, ret);
+	if (fd_announced(s, t, fd, kind, ino))
+		tg_rec(s, DLBN_REC_WRITE, t, "iii", dur, (int64_t)fd, ret);
+	else
+		tg_rec(s, DLBN_REC_WRITE, t, "iiiii", dur, (int64_t)fd, (int64_t)kind, ino, ret);
 }
 
 void tg_pread(struct tg_stream *s, int64_t t, int64_t dur, int fd, int64_t ino, int64_t ret,
 	      int64_t offset)
 {
-	tg_rec(s, DLBN_REC_PREAD, t, "iiiii", dur, (int64_t)fd, ino, ret, offset);
+	if (fd_announced(s, t, fd, DLBN_FD_FILE, ino))
+		tg_rec(s, DLBN_REC_PREAD, t, "iiii", dur, (int64_t)fd, ret, offset);
+	else
+		tg_rec(s, DLBN_REC_PREAD, t, "iiiii", dur, (int64_t)fd, ino, ret, offset);
 }
 
 void tg_poll(struct tg_stream *s, int64_t t, int64_t dur, int ret, int timeout_ms,
@@ -330,8 +369,11 @@ void tg_poll(struct tg_stream *s, int64_t t, int64_t dur, int ret, int timeout_m
 void tg_recvmsg(struct tg_stream *s, int64_t t, int64_t dur, int fd, int64_t ino, int64_t ret,
 		int nfds)
 {
-	tg_rec(s, DLBN_REC_RECVMSG, t, "iiiiii", dur, (int64_t)fd, (int64_t)DLBN_FD_UNIX, ino, ret,
-	       (int64_t)nfds);
+	if (fd_announced(s, t, fd, DLBN_FD_UNIX, ino))
+		tg_rec(s, DLBN_REC_RECVMSG, t, "iiii", dur, (int64_t)fd, ret, (int64_t)nfds);
+	else
+		tg_rec(s, DLBN_REC_RECVMSG, t, "iiiiii", dur, (int64_t)fd, (int64_t)DLBN_FD_UNIX,
+		       ino, ret, (int64_t)nfds);
 }
 
 void tg_connect(struct tg_stream *s, int64_t t, int64_t dur, int fd, int ret)

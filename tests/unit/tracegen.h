@@ -1,6 +1,7 @@
 /*
- * tracegen.h - test-side writer of valid dlbn v1.1 trace files (CRC-32C
- * checked extents, dlbn_trace.h).
+ * tracegen.h - test-side writer of valid dlbn trace files (CRC-32C checked
+ * extents, dlbn_trace.h): format 2.0, or 1.1 after tg_set_version(g, 1, 1)
+ * (records that name an fd then carry its kind and inode in place).
  *
  * Tests and dlbn-gentrace describe a trace stream by stream (one stream =
  * one thread of one process instance) with absolute timestamps; tracegen
@@ -28,7 +29,8 @@ struct tg *tg_open(const char *path, uint32_t extent_size);
 /* Flush every stream, write the file header; 0 on success. */
 int tg_close(struct tg *g);
 
-/* Override the header written at close (tests of version/magic checks). */
+/* Override the header written at close (tests of version/magic checks); a
+ * major below 2 also writes the records that follow in the 1.x layout. */
 void tg_set_version(struct tg *g, uint16_t major, uint16_t minor);
 /* Write this many bytes of 0xA5 garbage after the committed bytes of every
  * extent (the uncommitted tail a killed writer leaves). */

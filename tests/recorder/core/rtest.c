@@ -211,7 +211,9 @@ static int do_many(int n)
 
 /*
  * fd numbers are reused: a pipe read at fd N, then a regular file at the
- * same N (via close+open, then via dup2) must be seen as the file.
+ * same N (via close+open, then via dup2) must be seen as the file.  Then
+ * N + 64, the same announcement slot of format 2.0, is read between two
+ * reads of N.
  */
 static int do_reuse(const char *file)
 {
@@ -226,11 +228,16 @@ static int do_reuse(const char *file)
 		return 3;
 	printf("fd=%d\nfile_ino=%lu\n", fd, ino_of(fd));
 	int q[2];
-	if (pipe(q) != 0 || write(q[1], "cd", 2) != 2)
+	if (pipe(q) != 0 || write(q[1], "cdefgh", 6) != 6)
 		return 4;
 	printf("pipe2_ino=%lu\n", ino_of(q[0]));
 	if (dup2(q[0], fd) != fd || read(fd, buf, 2) != 2)
 		return 5;
+	int same_slot = fd + 64; /* DLBN_FD_SLOTS of dlbn_trace.h */
+	if (dup2(q[0], same_slot) != same_slot || read(same_slot, buf, 2) != 2 ||
+	    read(fd, buf, 2) != 2)
+		return 6;
+	printf("same_slot=%d\n", same_slot);
 	return 0;
 }
 

@@ -1,4 +1,4 @@
-"""dlbntrace.py - the test suites' reader of dlbn trace files (format 1.x).
+"""dlbntrace.py - the test suites' reader of dlbn trace files (formats 1.x, 2.x).
 
 One Python decoder of include/dlbn/dlbn_trace.h for every test suite
 (recorder, nvtx, cxx, cuda, e2e).  It parses the file header and every
@@ -22,6 +22,13 @@ bytes), "raw" (the msgpack array as decoded), the stream's "proc_id",
 A field wins over a stream key of the same name (PROCESS.pid, THREAD.tid,
 SCHED.tid: in a well-formed trace these equal the stream's anyway).
 
+Format 2.0 announces what an fd is in FD records, and READ, WRITE, PREAD,
+RECVMSG and SENDMSG leave out fd_kind and ino: their Records carry
+"kind" and "ino" from the FD record of their extent as 1.x wrote them in
+place ("raw" is the record as written).  Like dlbn-analyze, the reader
+hands out no FD record: a Stream keeps them apart, in fd_records (an OPEN
+announces its fd as well, and is a Record as before).
+
 Invariants checked (a trace that breaks them raises ValueError): magic and
 major version; within a stream, extent_seq runs 0, 1, 2 ... without a gap;
 the `committed` bytes of an extent hold whole records only, each a msgpack
@@ -35,7 +42,9 @@ import struct
 import msgpack
 
 FILE_MAGIC = b"DLBNTRC1"
-VERSION_MAJOR = 1
+VERSION_MAJOR = 2
+VERSION_MAJOR_MIN = 1
+FD_SLOTS = 64        # fd announcement slots per extent (2.0)
 FILE_HEADER_SIZE = 4096
 EXTENT_MAGIC = 0x58424C44
 EXTENT_HEADER_SIZE = 64
@@ -55,7 +64,7 @@ ExtentHeader = collections.namedtuple(
 Extent = collections.namedtuple("Extent", "seq base_ns body flags offset")
 
 REC = {
-    "PROCESS": 1, "THREAD": 2, "FORK": 3, "EXEC": 4, "EXIT": 5,
+    "PROCESS": 1, "THREAD": 2, "FORK": 3, "EXEC": 4, "EXIT": 5, "FD": 6,
     "READ": 10, "WRITE": 11, "PREAD": 12, "RECVMSG": 13, "SENDMSG": 14,
     "POLL": 15, "CONNECT": 16, "ACCEPT": 17, "OPEN": 18, "MMAP": 19,
     "SEM_WAIT": 20, "SEM_POST": 21, "SCHED": 22,
@@ -79,6 +88,7 @@ FIELDS = {
     "FORK": ["dur", "child_pid"],
     "EXEC": ["path"],
     "EXIT": ["status", "how", "clock_tsc", "clock_drift_ns"],
+    "FD": ["fd", "kind", "ino"],
     "READ": ["dur", "fd", "kind", "ino", "ret"],
     "WRITE": ["dur", "fd", "kind", "ino", "ret"],
     "PREAD": ["dur", "fd", "ino", "ret", "offset"],
@@ -112,6 +122,14 @@ FIELDS = {
     "STACK": ["wait_type", "wait_ts_delta", "frames"],
 }
 assert set(FIELDS) == set(REC)
+
+# Format 2.0: the records that name an fd without saying what it is, with
+# the index of their fd and the 1.x fields that the FD record stands for.
+ANNOUNCED = {
+    "READ": (1, ["kind", "ino"]), "WRITE": (1, ["kind", "ino"]),
+    "RECVMSG": (1, ["kind", "ino"]), "SENDMSG": (1, ["kind", "ino"]),
+    "PREAD": (1, ["ino"]),
+}
 
 # Enumerations of dlbn_trace.h (DLBN_ prefix dropped).
 START_ROOT, START_FORK, START_JOIN = 0, 1, 2
@@ -148,6 +166,7 @@ class Stream:
         self.tid = tid
         self.extents = []
         self.records = []
+        self.fd_records = []  # format 2.x: the FD records, in order
         self.final = False
 
 
@@ -158,7 +177,7 @@ def parse_file_header(data):
     h = FileHeader(*FILE_HEADER.unpack_from(data, 0))
     if h.magic != FILE_MAGIC:
         raise ValueError("bad magic %r" % h.magic)
-    if h.major != VERSION_MAJOR:
+    if not VERSION_MAJOR_MIN <= h.major <= VERSION_MAJOR:
         raise ValueError("unknown major version %d" % h.major)
     if h.header_size < FILE_HEADER.size or h.extent_size <= EXTENT_HEADER_SIZE:
         raise ValueError("bad header_size %d / extent_size %d"
@@ -170,14 +189,16 @@ def parse_extent_header(data, offset):
     return ExtentHeader(*EXTENT_HEADER.unpack_from(data, offset))
 
 
-def decode_records(body, base_ns, stream):
+def decode_records(body, base_ns, stream, major=1):
     """Records of one extent body (or of a bare msgpack stream), times made
-    absolute from base_ns.  Raises ValueError on a partial trailing record."""
+    absolute from base_ns, fds of a 2.x extent resolved by its FD records.
+    Raises ValueError on a partial trailing record."""
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
     unpacker.feed(body)
     out = []
     t = base_ns
     pos = 0
+    said = {}  # slot -> (fd, kind, ino)
     for obj in unpacker:
         end = unpacker.tell()
         if not (isinstance(obj, list) and len(obj) >= 2
@@ -189,7 +210,23 @@ def decode_records(body, base_ns, stream):
         rec = Record(type=name, t=t, size=end - pos, raw=obj,
                      proc_id=stream.proc_id, thread_no=stream.thread_no,
                      pid=stream.pid, tid=stream.tid)
-        rec.update(zip(FIELDS.get(name, ()), obj[2:]))
+        fields = obj[2:]
+        if major >= 2 and name in ("FD", "OPEN") and len(fields) >= 3 \
+                and isinstance(fields[0], int) and fields[0] >= 0:
+            said[fields[0] % FD_SLOTS] = tuple(fields[:3])
+        if major >= 2 and name == "FD":
+            rec.update(zip(FIELDS["FD"], fields))
+            stream.fd_records.append(rec)
+            pos = end
+            continue
+        if major >= 2 and name in ANNOUNCED:
+            fd_at, missing = ANNOUNCED[name]
+            fd = fields[fd_at] if len(fields) > fd_at else None
+            ann = said.get(fd % FD_SLOTS) if isinstance(fd, int) else None
+            known = dict(zip(("kind", "ino"), ann[1:])) if ann and ann[0] == fd else {}
+            at = fd_at + 1
+            fields = fields[:at] + [known.get(k, 0) for k in missing] + fields[at:]
+        rec.update(zip(FIELDS.get(name, ()), fields))
         out.append(rec)
         pos = end
     if pos != len(body):
@@ -252,7 +289,7 @@ class Trace:
             if seqs != list(range(len(seqs))):
                 raise ValueError("stream %r has extents %r" % (key, seqs))
             for x in st.extents:
-                st.records += decode_records(x.body, x.base_ns, st)
+                st.records += decode_records(x.body, x.base_ns, st, self.major)
                 if x.flags & EXTENT_FINAL:
                     st.final = True
 
