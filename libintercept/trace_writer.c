@@ -12,12 +12,16 @@
  *   - fd_said[k] is the last FD record of slot k written in the current
  *     extent (fd -1: none): a record naming fd follows an FD record for it
  *     in the same extent, since the two are committed together.
+ *   - open_path holds the first open_path_len bytes of the path of the
+ *     last OPEN record in the current extent (0: none yet), which the next
+ *     OPEN's path may share.
  *   - Stores never go past `allocated`: disk for an extent is allocated
  *     (session_grow_extent: a first small step, then larger ones) before
  *     records are written there, so a full disk fails with ENOSPC, never
  *     SIGBUS.
  */
 #include <pthread.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -32,6 +36,10 @@ struct fd_said {
 	uint32_t kind;
 	int64_t ino;
 };
+
+/* Bytes of an OPEN's path kept for the next one to share: a module's
+ * directory, however deep, and the start of its file names. */
+#define OPEN_PATH_KEPT 512u
 
 struct stream {
 	struct dlbn_extent_header *ext; /* current extent, NULL if none */
@@ -48,6 +56,8 @@ struct stream {
 	uint32_t gen; /* the_session.gen it was opened in */
 	bool closed;  /* thread is exiting: record nothing */
 	struct fd_said fd_said[DLBN_FD_SLOTS];
+	uint32_t open_path_len;
+	char open_path[OPEN_PATH_KEPT];
 };
 
 static __thread struct stream tls_stream;
@@ -121,6 +131,7 @@ static bool extent_next(struct stream *s)
 								    : SESSION_FIRST_STEP;
 	for (unsigned k = 0; k < DLBN_FD_SLOTS; k++)
 		s->fd_said[k].fd = -1;
+	s->open_path_len = 0;
 	return true;
 }
 
@@ -296,35 +307,48 @@ void rec_emit_fd(uint8_t type, uint64_t t_ns, int fd, unsigned kind, int64_t ino
 	record_commit(p);
 }
 
-/* rec_emit_str's body: false when nothing was written. */
-static inline bool emit_str(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n,
-			    const char *str, size_t len)
+void rec_emit_str(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n, const char *str,
+		  size_t len)
 {
 	if (len > TW_STR_MAX)
 		len = TW_STR_MAX;
 	uint8_t *p = record_begin(type, t_ns, n + 1, (size_t)n * MP_INT_MAX + MP_STR_HDR_MAX + len);
 	if (!p)
-		return false;
+		return;
 	for (unsigned i = 0; i < n; i++)
 		p = mp_int(p, fields[i]);
 	p = mp_str(p, str, len);
 	record_commit(p);
-	return true;
-}
-
-void rec_emit_str(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n, const char *str,
-		  size_t len)
-{
-	(void)emit_str(type, t_ns, fields, n, str, len);
 }
 
 void rec_emit_open(uint64_t t_ns, int fd, unsigned kind, int64_t ino, int64_t flags,
 		   const char *path, size_t len)
 {
-	int64_t f[4] = {fd, kind, ino, flags};
-	/* The OPEN announces its fd: it is in the extent the stream is in now. */
-	if (emit_str(DLBN_REC_OPEN, t_ns, f, 4, path, len) && fd >= 0)
-		tls_stream.fd_said[(unsigned)fd % DLBN_FD_SLOTS] = (struct fd_said){fd, kind, ino};
+	if (len > TW_STR_MAX)
+		len = TW_STR_MAX;
+	struct stream *s = record_room(t_ns, RECORD_HEAD_MAX + 5 * MP_INT_MAX + MP_STR_HDR_MAX + len);
+	if (!s)
+		return;
+	/* The bytes this path shares with the extent's previous OPEN (a new
+	 * extent has none) are left out (dlbn_trace.h, OPEN). */
+	size_t shared = 0, most = !path ? 0 : len < s->open_path_len ? len : s->open_path_len;
+	while (shared < most && path[shared] == s->open_path[shared])
+		shared++;
+	uint8_t *p = record_head(s, s->data + s->used, DLBN_REC_OPEN, t_ns, shared ? 6 : 5);
+	p = mp_int(p, fd);
+	p = mp_int(p, kind);
+	p = mp_int(p, ino);
+	p = mp_int(p, flags);
+	p = path ? mp_str(p, path + shared, len - shared) : mp_str(p, NULL, 0);
+	if (shared)
+		p = mp_int(p, (int64_t)shared);
+	record_commit(p);
+	/* The OPEN announces its fd as well. */
+	if (fd >= 0)
+		s->fd_said[(unsigned)fd % DLBN_FD_SLOTS] = (struct fd_said){fd, kind, ino};
+	s->open_path_len = path ? (uint32_t)(len < OPEN_PATH_KEPT ? len : OPEN_PATH_KEPT) : 0;
+	if (path)
+		memcpy(s->open_path, path, s->open_path_len);
 }
 
 void rec_emit_list(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n,

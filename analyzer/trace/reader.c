@@ -69,6 +69,9 @@ struct stream {
 	int64_t t_prev;
 	struct dlbn_record head;
 	struct fd_said fds[DLBN_FD_SLOTS];
+	/* The path of the extent's last OPEN (2.0: the next may share it). */
+	char *path;
+	size_t path_len, path_cap;
 };
 
 /*
@@ -476,6 +479,7 @@ void dlbn_reader_close(struct dlbn_reader *r)
 	for (size_t i = 0; i < r->n_streams; i++) {
 		stream_unmap(&r->streams[i]);
 		free(r->streams[i].buf);
+		free(r->streams[i].path);
 	}
 	free(r->streams);
 	free(r->heap);
@@ -652,12 +656,54 @@ static const struct dlbn_field_gap fd_gaps[256] = {
 };
 
 /*
+ * A 2.0 OPEN's whole path: the bytes it shares with the extent's previous
+ * OPEN (field 5, `shared`, taken out of the record), then its own.  The
+ * record's string then points into the stream's path buffer, which stays
+ * as it is until the stream's next OPEN is decoded.
+ */
+static void open_path(struct stream *s, struct dlbn_record *rec)
+{
+	size_t shared = 0;
+	if (rec->nfields >= 6 && rec->kind[5] == DLBN_V_INT) {
+		if (rec->f[5] > 0)
+			shared = (uint64_t)rec->f[5] < s->path_len ? (size_t)rec->f[5] : s->path_len;
+		for (int i = 5; i + 1 < rec->nfields; i++) {
+			rec->kind[i] = rec->kind[i + 1];
+			rec->f[i] = rec->f[i + 1];
+			rec->str[i] = rec->str[i + 1];
+		}
+		rec->kind[--rec->nfields] = DLBN_V_NONE;
+	}
+	if (rec->nfields < 5 || rec->kind[4] != DLBN_V_STR) {
+		s->path_len = 0;
+		return;
+	}
+	size_t own = (size_t)rec->f[4], n = shared + own;
+	if (n > s->path_cap) {
+		char *nb = realloc(s->path, n);
+		if (!nb) {
+			s->path_len = 0; /* the record keeps its own bytes only */
+			return;
+		}
+		s->path = nb;
+		s->path_cap = n;
+	}
+	if (own)
+		memcpy(s->path + shared, rec->str[4], own);
+	s->path_len = n;
+	rec->str[4] = s->path;
+	rec->f[4] = (int64_t)n;
+}
+
+/*
  * An FD record fills its slot and is not handed out (an OPEN fills it and
  * is); a record decoded with a gap gets the kind and inode its fd was
  * announced with, or 0 and 0.  Returns 0 when the record is an FD record.
  */
 static int fd_fields(struct stream *s, struct dlbn_record *rec)
 {
+	if (rec->type == DLBN_REC_OPEN)
+		open_path(s, rec);
 	if (rec->type == DLBN_REC_FD || rec->type == DLBN_REC_OPEN) {
 		if (rec->nfields >= 3 && rec->kind[0] == DLBN_V_INT && rec->f[0] >= 0)
 			s->fds[rec->f[0] % DLBN_FD_SLOTS] = (struct fd_said){
@@ -710,9 +756,11 @@ static int stream_advance(struct dlbn_reader *r, struct stream *s)
 			s->t_prev = base_time(e->base_ns);
 			if (e->flags & DLBN_EXTENT_FINAL)
 				s->info.ended_final = 1;
-			if (r->st.version_major >= 2)
+			if (r->st.version_major >= 2) {
 				for (unsigned k = 0; k < DLBN_FD_SLOTS; k++)
 					s->fds[k].fd = -1;
+				s->path_len = 0;
+			}
 			(void)stream_map(r, s);
 		}
 		int64_t dt;

@@ -22,6 +22,13 @@ static int64_t want_time(int s, int k)
 	return 1000000000ll + (int64_t)k * 7919 + s * 13; /* interleaved streams */
 }
 
+static const char *open_path(int k)
+{
+	static const char *const paths[] = {"", "/data/images/0001.jpg \"quoted\"",
+					    "/data/images/0002.jpg", "/data/labels.txt"};
+	return paths[(k / 6) % 4];
+}
+
 static int read_fd(int k)
 {
 	return k % 24 == 12 ? 7 + DLBN_FD_SLOTS : 7;
@@ -38,10 +45,8 @@ static void write_stream_record(struct tg_stream *st, int s, int k)
 	case 1:
 		tg_poll(st, t, 5000000000ll, 1, -1, inos, 3);
 		break;
-	case 2:
-		tg_rec(st, DLBN_REC_OPEN, t, "iiiis", (int64_t)9, (int64_t)DLBN_FD_FILE,
-		       (int64_t)77, (int64_t)0x80000,
-		       k % 12 == 2 ? "" : "/data/images/0001.jpg \"quoted\"");
+	case 2: /* in 2.0 each path shares a prefix with the one before */
+		tg_open_file(st, t, 9, DLBN_FD_FILE, 77, 0x80000, open_path(k));
 		break;
 	case 3:
 		tg_rec(st, DLBN_REC_RANGE_PUSH, t, "iis", (int64_t)1, (int64_t)0,
@@ -70,8 +75,8 @@ static int check_record(const struct dlbn_record *r, int s, int k)
 		       r->f[3] == -1 && r->kind[4] == DLBN_V_ARR && r->narr == 3 &&
 		       r->arr[0] == 123456789012ll && r->arr[1] == -5 && r->arr[2] == k;
 	case 2: {
-		const char *want = k % 12 == 2 ? "" : "/data/images/0001.jpg \"quoted\"";
-		return r->type == DLBN_REC_OPEN && r->kind[4] == DLBN_V_STR &&
+		const char *want = open_path(k);
+		return r->type == DLBN_REC_OPEN && r->nfields == 5 && r->kind[4] == DLBN_V_STR &&
 		       r->f[4] == (int64_t)strlen(want) && !memcmp(r->str[4], want, strlen(want)) &&
 		       r->f[3] == 0x80000;
 	}

@@ -28,6 +28,7 @@ struct tg_stream {
 	struct {
 		int64_t fd, kind, ino;
 	} said[DLBN_FD_SLOTS]; /* fd announcements of the current extent (2.x) */
+	char open_path[4096];  /* the extent's previous OPEN path (2.x), "" none */
 };
 
 struct tg {
@@ -132,6 +133,7 @@ static void flush_extent(struct tg_stream *s)
 	s->has_base = 0;
 	for (unsigned k = 0; k < DLBN_FD_SLOTS; k++)
 		s->said[k].fd = -1;
+	s->open_path[0] = 0;
 }
 
 struct tg_stream *tg_stream(struct tg *g, uint32_t proc_id, uint32_t thread_no, uint32_t pid,
@@ -385,6 +387,36 @@ void tg_mmap(struct tg_stream *s, int64_t t, int fd, int64_t ino, int64_t length
 {
 	tg_rec(s, DLBN_REC_MMAP, t, "iiiii", (int64_t)fd, (int64_t)DLBN_FD_SHM, ino, length,
 	       (int64_t)3);
+}
+
+void tg_open_file(struct tg_stream *s, int64_t t, int fd, int kind, int64_t ino, int64_t flags,
+		  const char *path)
+{
+	struct tg *g = s->g;
+	size_t len = strlen(path);
+	if (g->major < 2 || len >= sizeof(s->open_path)) {
+		tg_rec(s, DLBN_REC_OPEN, t, "iiiis", (int64_t)fd, (int64_t)kind, ino, flags, path);
+		return;
+	}
+	/* The path and what it shares go to one extent. */
+	if (s->has_base &&
+	    s->used + 64 + len > g->extent_size - DLBN_EXTENT_HEADER_SIZE)
+		flush_extent(s);
+	size_t shared = 0;
+	while (path[shared] && path[shared] == s->open_path[shared])
+		shared++;
+	if (shared)
+		tg_rec(s, DLBN_REC_OPEN, t, "iiiisi", (int64_t)fd, (int64_t)kind, ino, flags,
+		       path + shared, (int64_t)shared);
+	else
+		tg_rec(s, DLBN_REC_OPEN, t, "iiiis", (int64_t)fd, (int64_t)kind, ino, flags, path);
+	memcpy(s->open_path, path, len + 1);
+	if (fd >= 0) {
+		unsigned k = (unsigned)fd % DLBN_FD_SLOTS;
+		s->said[k].fd = fd;
+		s->said[k].kind = kind;
+		s->said[k].ino = ino;
+	}
 }
 
 void tg_sem_wait(struct tg_stream *s, int64_t t, int64_t dur, uint64_t sem)

@@ -78,6 +78,10 @@ void tg_recvmsg(struct tg_stream *s, int64_t t, int64_t dur, int fd, int64_t ino
 		int nfds);
 void tg_connect(struct tg_stream *s, int64_t t, int64_t dur, int fd, int ret);
 void tg_mmap(struct tg_stream *s, int64_t t, int fd, int64_t ino, int64_t length);
+/* An OPEN record; in a 2.x trace its path shares what it can with the
+ * extent's previous OPEN, as the recorder writes it. */
+void tg_open_file(struct tg_stream *s, int64_t t, int fd, int kind, int64_t ino, int64_t flags,
+		  const char *path);
 void tg_sem_wait(struct tg_stream *s, int64_t t, int64_t dur, uint64_t sem);
 void tg_sem_post(struct tg_stream *s, int64_t t, uint64_t sem);
 void tg_mark(struct tg_stream *s, int64_t t, int kind, int64_t iter_id, int64_t arg);

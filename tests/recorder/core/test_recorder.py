@@ -564,6 +564,30 @@ def test_reused_fd_numbers_are_reclassified(rtest, tmp_path):
     assert said[0][:2] == (fd, 1) and len(said) == 4
 
 
+def test_open_paths_share_their_directory_within_an_extent(tmp_path):
+    """Format 2.0: an OPEN's path leaves out what it shares with the
+    extent's previous OPEN; readers put the whole path back."""
+    d = tmp_path / "a-rather-long-dataset-directory" / "images"
+    d.mkdir(parents=True)
+    names = ["%04d.jpg" % i for i in range(20)] + ["labels.txt"]
+    for n in names:
+        (d / n).write_bytes(b"x")
+    out = tmp_path / "t.bin"
+    code = "import sys\nfor p in sys.argv[1:]:\n    open(p, 'rb').read()\n"
+    p = run([PYTHON, "-c", code] + [str(d / n) for n in names], DLBN_OUTPUT=out,
+            DLBN_PYTHON=0)
+    assert p.returncode == 0, p.stderr
+    opens = [r for r in dlbntrace.Trace(str(out)).records("OPEN") if str(d) in r["path"]]
+    assert [r["path"] for r in opens] == [str(d / n) for n in names]
+    assert all(r["ino"] == os.stat(r["path"]).st_ino for r in opens)
+    # As written: the first of the directory at most whole, each later one
+    # its file name's own bytes after the shared prefix.
+    for prev, r in zip(opens, opens[1:]):
+        suffix, shared = r["raw"][6], r["raw"][7]
+        assert r["path"][:shared] == prev["path"][:shared] and shared >= len(str(d)) + 1
+        assert suffix == r["path"][shared:] and len(suffix) <= len("labels.txt")
+
+
 def test_each_thread_has_its_own_stream(rtest, tmp_path):
     out = tmp_path / "t.bin"
     p = run([rtest, "threads", "4"], DLBN_OUTPUT=out)

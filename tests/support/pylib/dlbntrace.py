@@ -27,7 +27,10 @@ RECVMSG and SENDMSG leave out fd_kind and ino: their Records carry
 "kind" and "ino" from the FD record of their extent as 1.x wrote them in
 place ("raw" is the record as written).  Like dlbn-analyze, the reader
 hands out no FD record: a Stream keeps them apart, in fd_records (an OPEN
-announces its fd as well, and is a Record as before).
+announces its fd as well, and is a Record as before).  A 2.0 OPEN's path
+leaves out what it shares with the extent's previous OPEN (a trailing
+`shared` field says how many bytes): its Record has the whole path and no
+`shared`.
 
 Invariants checked (a trace that breaks them raises ValueError): magic and
 major version; within a stream, extent_seq runs 0, 1, 2 ... without a gap;
@@ -199,6 +202,7 @@ def decode_records(body, base_ns, stream, major=1):
     t = base_ns
     pos = 0
     said = {}  # slot -> (fd, kind, ino)
+    last_path = b""  # the extent's previous OPEN path (2.0), as bytes
     for obj in unpacker:
         end = unpacker.tell()
         if not (isinstance(obj, list) and len(obj) >= 2
@@ -211,6 +215,11 @@ def decode_records(body, base_ns, stream, major=1):
                      proc_id=stream.proc_id, thread_no=stream.thread_no,
                      pid=stream.pid, tid=stream.tid)
         fields = obj[2:]
+        if major >= 2 and name == "OPEN" and len(fields) >= 5 and isinstance(fields[4], str):
+            shared = fields[5] if len(fields) >= 6 and isinstance(fields[5], int) else 0
+            whole = last_path[:max(shared, 0)] + fields[4].encode("utf-8", "surrogateescape")
+            last_path = whole
+            fields = fields[:4] + [whole.decode("utf-8", "replace")] + fields[6:]
         if major >= 2 and name in ("FD", "OPEN") and len(fields) >= 3 \
                 and isinstance(fields[0], int) and fields[0] >= 0:
             said[fields[0] % FD_SLOTS] = tuple(fields[:3])
