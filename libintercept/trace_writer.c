@@ -187,10 +187,8 @@ void tw_open_stream(uint64_t t_ns)
 }
 
 /* tw_begin and tw_commit, inline in the rec_emit family: the record path
- * of every hook. */
-
-/* The calling thread's stream with `need` bytes of room in its extent, or
- * NULL (recorder off, no stream, no disk). */
+ * of every hook.  record_room: the calling thread's stream with `need`
+ * bytes of room in its extent, or NULL (recorder off, no stream, no disk). */
 static inline struct stream *record_room(uint64_t t_ns, size_t need)
 {
 	struct stream *s = &tls_stream;
@@ -326,7 +324,8 @@ void rec_emit_open(uint64_t t_ns, int fd, unsigned kind, int64_t ino, int64_t fl
 {
 	if (len > TW_STR_MAX)
 		len = TW_STR_MAX;
-	struct stream *s = record_room(t_ns, RECORD_HEAD_MAX + 5 * MP_INT_MAX + MP_STR_HDR_MAX + len);
+	struct stream *s =
+		record_room(t_ns, RECORD_HEAD_MAX + 5 * MP_INT_MAX + MP_STR_HDR_MAX + len);
 	if (!s)
 		return;
 	/* The bytes this path shares with the extent's previous OPEN (a new

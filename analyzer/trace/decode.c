@@ -309,8 +309,8 @@ long dlbn_decode_record(const uint8_t *buf, size_t len, struct dlbn_record *rec,
 	return dlbn_decode_record_gap(buf, len, rec, dt_ns, NULL);
 }
 
-long dlbn_decode_record_gap(const uint8_t *buf, size_t len, struct dlbn_record *rec,
-			    int64_t *dt_ns, const struct dlbn_field_gap *gaps)
+long dlbn_decode_record_gap(const uint8_t *buf, size_t len, struct dlbn_record *rec, int64_t *dt_ns,
+			    const struct dlbn_field_gap *gaps)
 {
 	const uint8_t *p = buf, *end = buf + len;
 	uint32_t n;

@@ -24,7 +24,7 @@
 
 #define STREAM_BUF_INIT (32u * 1024u)
 #define STREAM_BUF_MAX	(64u * 1024u * 1024u) /* a record larger than this is corrupt */
-#define MAP_DROP_STEP	(128u * 1024u)	       /* decoded bytes of a mapped extent kept resident */
+#define MAP_DROP_STEP	(128u * 1024u)	      /* decoded bytes of a mapped extent kept resident */
 
 /* One initialised extent, as found by the scan. */
 struct ext_ref {
@@ -582,13 +582,15 @@ static void stream_unmap(struct stream *s)
 }
 
 /*
- * Give back the pages of a mapped extent already decoded, so that memory
- * follows the streams, not the extent size (up to 64 MiB).  Bytes from
- * data[pos] on stay mapped: a pass never goes back inside an extent.
+ * Give back the pages of a mapped extent before data[upto], so that memory
+ * follows the streams, not the extent size (up to 64 MiB).  upto is where
+ * the record being handed out begins: its strings point at its bytes, and
+ * a pass never goes back further (a repaired page given back would read
+ * unrepaired again).
  */
-static void stream_drop_decoded(struct dlbn_reader *r, struct stream *s)
+static void stream_drop_decoded(struct dlbn_reader *r, struct stream *s, size_t upto_pos)
 {
-	size_t upto = (s->map_lead + s->pos) / r->page * r->page;
+	size_t upto = (s->map_lead + upto_pos) / r->page * r->page;
 	if (upto > s->map_dropped) {
 		(void)madvise(s->map + s->map_dropped, upto - s->map_dropped, MADV_DONTNEED);
 		s->map_dropped = upto;
@@ -666,7 +668,8 @@ static void open_path(struct stream *s, struct dlbn_record *rec)
 	size_t shared = 0;
 	if (rec->nfields >= 6 && rec->kind[5] == DLBN_V_INT) {
 		if (rec->f[5] > 0)
-			shared = (uint64_t)rec->f[5] < s->path_len ? (size_t)rec->f[5] : s->path_len;
+			shared =
+				(uint64_t)rec->f[5] < s->path_len ? (size_t)rec->f[5] : s->path_len;
 		for (int i = 5; i + 1 < rec->nfields; i++) {
 			rec->kind[i] = rec->kind[i + 1];
 			rec->f[i] = rec->f[i + 1];
@@ -764,12 +767,13 @@ static int stream_advance(struct dlbn_reader *r, struct stream *s)
 			(void)stream_map(r, s);
 		}
 		int64_t dt;
+		size_t start = s->pos;
 		long n = dlbn_decode_record_gap(s->data + s->pos, s->len - s->pos, &s->head, &dt,
 						r->st.version_major >= 2 ? fd_gaps : NULL);
 		if (n > 0) {
 			s->pos += (size_t)n;
-			if (s->map && s->map_lead + s->pos - s->map_dropped >= MAP_DROP_STEP)
-				stream_drop_decoded(r, s);
+			if (s->map && s->map_lead + start - s->map_dropped >= MAP_DROP_STEP)
+				stream_drop_decoded(r, s, start);
 			s->t_prev = clamp_time(s->t_prev, dt);
 			if (r->st.version_major >= 2 && !fd_fields(s, &s->head))
 				continue;

@@ -177,8 +177,8 @@ long dlbn_decode_record(const uint8_t *buf, size_t len, struct dlbn_record *rec,
 struct dlbn_field_gap {
 	uint8_t at, width;
 };
-long dlbn_decode_record_gap(const uint8_t *buf, size_t len, struct dlbn_record *rec,
-			    int64_t *dt_ns, const struct dlbn_field_gap *gaps);
+long dlbn_decode_record_gap(const uint8_t *buf, size_t len, struct dlbn_record *rec, int64_t *dt_ns,
+			    const struct dlbn_field_gap *gaps);
 
 /* Record type names and field names, for --dump and messages. */
 const char *dlbn_record_name(int type);

@@ -89,7 +89,7 @@
 #define DLBN_FILE_MAGIC		 "DLBNTRC1" /* 8 bytes, no terminator in the file */
 #define DLBN_VERSION_MAJOR	 2
 #define DLBN_VERSION_MINOR	 0
-#define DLBN_VERSION_MAJOR_MIN	 1 /* the oldest major a reader of this header reads */
+#define DLBN_VERSION_MAJOR_MIN	 1  /* the oldest major a reader of this header reads */
 #define DLBN_FD_SLOTS		 64 /* fd announcement slots per extent (2.0) */
 #define DLBN_FILE_HEADER_SIZE	 4096u
 #define DLBN_EXTENT_MAGIC	 0x58424c44u /* "DLBX" little-endian */

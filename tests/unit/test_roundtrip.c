@@ -99,7 +99,7 @@ static void roundtrip(int major)
 	int fd = mkstemp(path);
 	close(fd);
 
-	printf("# format %d\n", major);
+	printf("# format %d%s\n", major, getenv("DLBN_NO_MMAP") ? ", pread" : "");
 	struct tg *g = tg_open(path, 4096); /* small extents: many per stream */
 	if (major < 2)
 		tg_set_version(g, 1, 1);
@@ -164,6 +164,8 @@ static void roundtrip(int major)
 int main(void)
 {
 	roundtrip(1);
+	roundtrip(DLBN_VERSION_MAJOR);
+	setenv("DLBN_NO_MMAP", "1", 1); /* the reader's pread() path */
 	roundtrip(DLBN_VERSION_MAJOR);
 	CHECK_EXIT();
 }

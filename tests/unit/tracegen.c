@@ -399,8 +399,7 @@ void tg_open_file(struct tg_stream *s, int64_t t, int fd, int kind, int64_t ino,
 		return;
 	}
 	/* The path and what it shares go to one extent. */
-	if (s->has_base &&
-	    s->used + 64 + len > g->extent_size - DLBN_EXTENT_HEADER_SIZE)
+	if (s->has_base && s->used + 64 + len > g->extent_size - DLBN_EXTENT_HEADER_SIZE)
 		flush_extent(s);
 	size_t shared = 0;
 	while (path[shared] && path[shared] == s->open_path[shared])
