@@ -333,6 +333,10 @@ void rec_emit_open(uint64_t t_ns, int fd, unsigned kind, int64_t ino, int64_t fl
 	size_t shared = 0, most = !path ? 0 : len < s->open_path_len ? len : s->open_path_len;
 	while (shared < most && path[shared] == s->open_path[shared])
 		shared++;
+	/* Never between the bytes of one UTF-8 character: the rest stays a
+	 * string a strict UTF-8 decoder takes. */
+	while (shared > 0 && ((unsigned char)path[shared] & 0xc0) == 0x80)
+		shared--;
 	uint8_t *p = record_head(s, s->data + s->used, DLBN_REC_OPEN, t_ns, shared ? 6 : 5);
 	p = mp_int(p, fd);
 	p = mp_int(p, kind);

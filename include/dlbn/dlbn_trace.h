@@ -208,7 +208,8 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *           regular files, FIFOs and /dev/shm objects.  2.0: the path
  *           begins with the first `shared` bytes (absent: 0) of the path
  *           of the previous OPEN record of the same extent, which path
- *           leaves out: a module's directory is written once per extent
+ *           leaves out (never inside a UTF-8 character): a module's
+ *           directory is written once per extent
  *           (readers present the whole path, and no shared field)
  *  MMAP     fd, fd_kind, ino, length, prot_flags     MAP_SHARED of an fd only
  *           (prot_flags = mmap flags << 8 | prot); in 2.0 too, since the fd

@@ -404,6 +404,8 @@ void tg_open_file(struct tg_stream *s, int64_t t, int fd, int kind, int64_t ino,
 	size_t shared = 0;
 	while (path[shared] && path[shared] == s->open_path[shared])
 		shared++;
+	while (shared > 0 && ((unsigned char)path[shared] & 0xc0) == 0x80)
+		shared--; /* as the recorder: never inside a UTF-8 character */
 	if (shared)
 		tg_rec(s, DLBN_REC_OPEN, t, "iiiisi", (int64_t)fd, (int64_t)kind, ino, flags,
 		       path + shared, (int64_t)shared);

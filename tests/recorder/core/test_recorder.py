@@ -569,7 +569,9 @@ def test_open_paths_share_their_directory_within_an_extent(tmp_path):
     extent's previous OPEN; readers put the whole path back."""
     d = tmp_path / "a-rather-long-dataset-directory" / "images"
     d.mkdir(parents=True)
-    names = ["%04d.jpg" % i for i in range(20)] + ["labels.txt"]
+    # é and è share their first UTF-8 byte: the second name's own bytes
+    # must still begin with a whole character.
+    names = ["%04d.jpg" % i for i in range(20)] + ["labels.txt", "é.jpg", "è.jpg"]
     for n in names:
         (d / n).write_bytes(b"x")
     out = tmp_path / "t.bin"

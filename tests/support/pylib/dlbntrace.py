@@ -192,6 +192,34 @@ def parse_extent_header(data, offset):
     return ExtentHeader(*EXTENT_HEADER.unpack_from(data, offset))
 
 
+class ExtentState:
+    """What a 2.x extent's records leave to earlier ones: the last FD (or
+    OPEN) of each announcement slot and the previous OPEN's path."""
+
+    def __init__(self):
+        self.said = {}  # slot -> (fd, kind, ino)
+        self.last_path = b""
+
+    def fields_1x(self, name, fields):
+        """The fields of a 2.x record in the 1.x layout (FD: its own)."""
+        if name == "OPEN" and len(fields) >= 5 and isinstance(fields[4], str):
+            shared = fields[5] if len(fields) >= 6 and isinstance(fields[5], int) else 0
+            whole = self.last_path[:max(shared, 0)] + fields[4].encode("utf-8", "surrogateescape")
+            self.last_path = whole
+            fields = fields[:4] + [whole.decode("utf-8", "replace")] + fields[6:]
+        if name in ("FD", "OPEN") and len(fields) >= 3 \
+                and isinstance(fields[0], int) and fields[0] >= 0:
+            self.said[fields[0] % FD_SLOTS] = tuple(fields[:3])
+        if name in ANNOUNCED:
+            fd_at, missing = ANNOUNCED[name]
+            fd = fields[fd_at] if len(fields) > fd_at else None
+            ann = self.said.get(fd % FD_SLOTS) if isinstance(fd, int) else None
+            known = dict(zip(("kind", "ino"), ann[1:])) if ann and ann[0] == fd else {}
+            at = fd_at + 1
+            fields = fields[:at] + [known.get(k, 0) for k in missing] + fields[at:]
+        return fields
+
+
 def decode_records(body, base_ns, stream, major=1):
     """Records of one extent body (or of a bare msgpack stream), times made
     absolute from base_ns, fds of a 2.x extent resolved by its FD records.
@@ -201,8 +229,7 @@ def decode_records(body, base_ns, stream, major=1):
     out = []
     t = base_ns
     pos = 0
-    said = {}  # slot -> (fd, kind, ino)
-    last_path = b""  # the extent's previous OPEN path (2.0), as bytes
+    state = ExtentState()
     for obj in unpacker:
         end = unpacker.tell()
         if not (isinstance(obj, list) and len(obj) >= 2
@@ -214,29 +241,12 @@ def decode_records(body, base_ns, stream, major=1):
         rec = Record(type=name, t=t, size=end - pos, raw=obj,
                      proc_id=stream.proc_id, thread_no=stream.thread_no,
                      pid=stream.pid, tid=stream.tid)
-        fields = obj[2:]
-        if major >= 2 and name == "OPEN" and len(fields) >= 5 and isinstance(fields[4], str):
-            shared = fields[5] if len(fields) >= 6 and isinstance(fields[5], int) else 0
-            whole = last_path[:max(shared, 0)] + fields[4].encode("utf-8", "surrogateescape")
-            last_path = whole
-            fields = fields[:4] + [whole.decode("utf-8", "replace")] + fields[6:]
-        if major >= 2 and name in ("FD", "OPEN") and len(fields) >= 3 \
-                and isinstance(fields[0], int) and fields[0] >= 0:
-            said[fields[0] % FD_SLOTS] = tuple(fields[:3])
-        if major >= 2 and name == "FD":
-            rec.update(zip(FIELDS["FD"], fields))
-            stream.fd_records.append(rec)
-            pos = end
-            continue
-        if major >= 2 and name in ANNOUNCED:
-            fd_at, missing = ANNOUNCED[name]
-            fd = fields[fd_at] if len(fields) > fd_at else None
-            ann = said.get(fd % FD_SLOTS) if isinstance(fd, int) else None
-            known = dict(zip(("kind", "ino"), ann[1:])) if ann and ann[0] == fd else {}
-            at = fd_at + 1
-            fields = fields[:at] + [known.get(k, 0) for k in missing] + fields[at:]
+        fields = state.fields_1x(name, obj[2:]) if major >= 2 else obj[2:]
         rec.update(zip(FIELDS.get(name, ()), fields))
-        out.append(rec)
+        if major >= 2 and name == "FD":
+            stream.fd_records.append(rec)  # handed out by no reader
+        else:
+            out.append(rec)
         pos = end
     if pos != len(body):
         raise ValueError("stream %r: %d trailing bytes after the last record"
