@@ -78,7 +78,7 @@ static void sem_wait_done(sem_t *sem, int call, uint64_t t0, int rc, int err, bo
 	if (t1 - t0 < DLBN_SEM_MIN_NS)
 		return;
 	int64_t f[4] = {(int64_t)(t1 - t0), (int64_t)(uintptr_t)sem, rc < 0 ? -err : rc, call};
-	rec_emit(DLBN_REC_SEM_WAIT, t0, f, 4);
+	rec_emit_sem(DLBN_REC_SEM_WAIT, t0, f, 4, 1);
 	recorder_sched_sample(t1);
 	if (main_wait)
 		loader_wait_finished(DLBN_REC_SEM_WAIT, t0, t1 - t0);
@@ -130,7 +130,7 @@ DLBN_EXPORT int sem_post(sem_t *sem)
 	int rc = real_sem_post(sem);
 	int err = errno;
 	int64_t f[1] = {(int64_t)(uintptr_t)sem};
-	rec_emit(DLBN_REC_SEM_POST, t, f, 1);
+	rec_emit_sem(DLBN_REC_SEM_POST, t, f, 1, 0);
 	hook_leave();
 	errno = err;
 	return rc;

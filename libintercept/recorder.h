@@ -73,6 +73,12 @@ void rec_emit_str(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n
  */
 void rec_emit_fd(uint8_t type, uint64_t t_ns, int fd, unsigned kind, int64_t ino,
 		 const int64_t *fields, unsigned n) DLBN_HIDDEN;
+/* A SEM_WAIT or SEM_POST whose fields[sem_at] is the semaphore's address:
+ * written as its slot, after a SEM record unless the extent has one for
+ * that address (dlbn_trace.h, "Fd announcements"); fields[sem_at] is
+ * overwritten. */
+void rec_emit_sem(uint8_t type, uint64_t t_ns, int64_t *fields, unsigned n,
+		  unsigned sem_at) DLBN_HIDDEN;
 /* An OPEN record [fd, kind, ino, flags, path], which announces fd as well. */
 void rec_emit_open(uint64_t t_ns, int fd, unsigned kind, int64_t ino, int64_t flags,
 		   const char *path, size_t len) DLBN_HIDDEN;

@@ -12,6 +12,8 @@
  *   - fd_said[k] is the last FD record of slot k written in the current
  *     extent (fd -1: none): a record naming fd follows an FD record for it
  *     in the same extent, since the two are committed together.
+ *   - sem_said[k] is the semaphore address the current extent's last SEM
+ *     record gave slot k (0: none), under the same rule.
  *   - open_path holds the first open_path_len bytes of the path of the
  *     last OPEN record in the current extent (0: none yet), which the next
  *     OPEN's path may share.
@@ -56,6 +58,7 @@ struct stream {
 	uint32_t gen; /* the_session.gen it was opened in */
 	bool closed;  /* thread is exiting: record nothing */
 	struct fd_said fd_said[DLBN_FD_SLOTS];
+	uint64_t sem_said[DLBN_SEM_SLOTS];
 	uint32_t open_path_len;
 	char open_path[OPEN_PATH_KEPT];
 };
@@ -131,6 +134,7 @@ static bool extent_next(struct stream *s)
 								    : SESSION_FIRST_STEP;
 	for (unsigned k = 0; k < DLBN_FD_SLOTS; k++)
 		s->fd_said[k].fd = -1;
+	memset(s->sem_said, 0, sizeof(s->sem_said));
 	s->open_path_len = 0;
 	return true;
 }
@@ -299,6 +303,27 @@ void rec_emit_fd(uint8_t type, uint64_t t_ns, int fd, unsigned kind, int64_t ino
 		p = mp_int(p, ino);
 		*said = (struct fd_said){fd, kind, ino};
 	}
+	p = record_head(s, p, type, t_ns, n);
+	for (unsigned i = 0; i < n; i++)
+		p = mp_int(p, fields[i]);
+	record_commit(p);
+}
+
+void rec_emit_sem(uint8_t type, uint64_t t_ns, int64_t *fields, unsigned n, unsigned sem_at)
+{
+	struct stream *s = record_room(t_ns, 2 * RECORD_HEAD_MAX + (2 + (size_t)n) * MP_INT_MAX);
+	if (!s)
+		return;
+	uint8_t *p = s->data + s->used;
+	uint64_t sem = (uint64_t)fields[sem_at];
+	unsigned slot = (unsigned)(sem >> 5) % DLBN_SEM_SLOTS;
+	if (DLBN_UNLIKELY(s->sem_said[slot] != sem)) {
+		p = record_head(s, p, DLBN_REC_SEM, t_ns, 2);
+		p = mp_int(p, slot);
+		p = mp_int(p, (int64_t)sem);
+		s->sem_said[slot] = sem;
+	}
+	fields[sem_at] = slot;
 	p = record_head(s, p, type, t_ns, n);
 	for (unsigned i = 0; i < n; i++)
 		p = mp_int(p, fields[i]);

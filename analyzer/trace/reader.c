@@ -69,6 +69,7 @@ struct stream {
 	int64_t t_prev;
 	struct dlbn_record head;
 	struct fd_said fds[DLBN_FD_SLOTS];
+	int64_t sems[DLBN_SEM_SLOTS]; /* each slot's semaphore address (2.0), 0 none */
 	/* The path of the extent's last OPEN (2.0: the next may share it). */
 	char *path;
 	size_t path_len, path_cap;
@@ -698,13 +699,35 @@ static void open_path(struct stream *s, struct dlbn_record *rec)
 	rec->f[4] = (int64_t)n;
 }
 
+/* A SEM record fills its slot; SEM_WAIT and SEM_POST get the address of
+ * theirs in place of the slot (0: none).  0 when the record is a SEM. */
+static int sem_fields(struct stream *s, struct dlbn_record *rec)
+{
+	if (rec->type == DLBN_REC_SEM) {
+		if (rec->nfields >= 2 && rec->kind[0] == DLBN_V_INT && rec->f[0] >= 0 &&
+		    rec->f[0] < DLBN_SEM_SLOTS)
+			s->sems[rec->f[0]] = rec->kind[1] == DLBN_V_INT ? rec->f[1] : 0;
+		return 0;
+	}
+	int at = rec->type == DLBN_REC_SEM_POST ? 0 : 1;
+	if (rec->nfields > at && rec->kind[at] == DLBN_V_INT) {
+		int64_t slot = rec->f[at];
+		rec->f[at] = slot >= 0 && slot < DLBN_SEM_SLOTS ? s->sems[slot] : 0;
+	}
+	return 1;
+}
+
 /*
  * An FD record fills its slot and is not handed out (an OPEN fills it and
  * is); a record decoded with a gap gets the kind and inode its fd was
- * announced with, or 0 and 0.  Returns 0 when the record is an FD record.
+ * announced with, or 0 and 0.  Semaphores: sem_fields.  Returns 0 when
+ * the record is an announcement, which is not handed out.
  */
-static int fd_fields(struct stream *s, struct dlbn_record *rec)
+static int announced_fields(struct stream *s, struct dlbn_record *rec)
 {
+	if (rec->type == DLBN_REC_SEM || rec->type == DLBN_REC_SEM_WAIT ||
+	    rec->type == DLBN_REC_SEM_POST)
+		return sem_fields(s, rec);
 	if (rec->type == DLBN_REC_OPEN)
 		open_path(s, rec);
 	if (rec->type == DLBN_REC_FD || rec->type == DLBN_REC_OPEN) {
@@ -762,6 +785,7 @@ static int stream_advance(struct dlbn_reader *r, struct stream *s)
 			if (r->st.version_major >= 2) {
 				for (unsigned k = 0; k < DLBN_FD_SLOTS; k++)
 					s->fds[k].fd = -1;
+				memset(s->sems, 0, sizeof(s->sems));
 				s->path_len = 0;
 			}
 			(void)stream_map(r, s);
@@ -775,7 +799,7 @@ static int stream_advance(struct dlbn_reader *r, struct stream *s)
 			if (s->map && s->map_lead + start - s->map_dropped >= MAP_DROP_STEP)
 				stream_drop_decoded(r, s, start);
 			s->t_prev = clamp_time(s->t_prev, dt);
-			if (r->st.version_major >= 2 && !fd_fields(s, &s->head))
+			if (r->st.version_major >= 2 && !announced_fields(s, &s->head))
 				continue;
 			s->head.t_ns = s->t_prev;
 			s->head.stream = &s->info;

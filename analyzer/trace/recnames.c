@@ -26,6 +26,7 @@ static const struct rec_desc rec_descs[] = {
 	{DLBN_REC_EXEC, "EXEC", {"path"}},
 	{DLBN_REC_EXIT, "EXIT", {"status", "how", "clock_tsc", "clock_drift_ns"}},
 	{DLBN_REC_FD, "FD", {"fd", "fd_kind", "ino"}},
+	{DLBN_REC_SEM, "SEM", {"slot", "sem"}},
 	{DLBN_REC_READ, "READ", {"dur_ns", "fd", "fd_kind", "ino", "ret"}},
 	{DLBN_REC_WRITE, "WRITE", {"dur_ns", "fd", "fd_kind", "ino", "ret"}},
 	{DLBN_REC_PREAD, "PREAD", {"dur_ns", "fd", "ino", "ret", "offset"}},

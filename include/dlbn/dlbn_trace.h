@@ -75,11 +75,15 @@
  *   another fd of the same slot, so a reader keeps the last FD record of
  *   each slot of the current extent and nothing more.  A record whose fd
  *   has no announcement in its slot reads fd_kind 0 and ino 0 (unknown).
- *   The field lists below are the 1.x ones, which carry fd_kind and ino
- *   in place; a 2.0 record lacks exactly those fields ("2.0: ..." gives
- *   its fields), and readers present it with them (the analyzer's --dump
- *   does).  The recorder wrote 1.x traces until 2.0: 4-9 bytes of a READ
- *   were its inode.
+ *   Semaphores likewise: SEM_WAIT and SEM_POST carry the slot of their
+ *   semaphore, (address >> 5) % DLBN_SEM_SLOTS, where 1.x has its address,
+ *   and a SEM record [SEM, dt, slot, address] earlier in the extent says
+ *   which semaphore the slot holds (a slot without one reads address 0).
+ *   The field lists below are the 1.x ones, which carry fd_kind, ino and
+ *   the semaphore's address in place ("2.0: ..." gives a 2.0 record's
+ *   fields), and readers present 2.0 records with them (the analyzer's
+ *   --dump does).  The recorder wrote 1.x traces until 2.0: 4-9 bytes of a
+ *   READ were its inode, 9 of a SEM_POST the address.
  */
 #ifndef DLBN_TRACE_H
 #define DLBN_TRACE_H
@@ -91,6 +95,7 @@
 #define DLBN_VERSION_MINOR	 0
 #define DLBN_VERSION_MAJOR_MIN	 1  /* the oldest major a reader of this header reads */
 #define DLBN_FD_SLOTS		 64 /* fd announcement slots per extent (2.0) */
+#define DLBN_SEM_SLOTS		 16 /* semaphore announcement slots per extent (2.0) */
 #define DLBN_FILE_HEADER_SIZE	 4096u
 #define DLBN_EXTENT_MAGIC	 0x58424c44u /* "DLBX" little-endian */
 #define DLBN_EXTENT_HEADER_SIZE	 64u
@@ -190,6 +195,7 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  * ret is the call's return value, or -errno on failure)
  *  FD       fd, fd_kind, ino     (2.0) what fd is, for the records after it
  *           in this extent (see "Fd announcements")
+ *  SEM      slot, sem (address)  (2.0) the semaphore of a slot, likewise
  *  READ     dur_ns, fd, fd_kind, ino, ret           read/readv/recv/recvfrom
  *           2.0: dur_ns, fd, ret
  *  WRITE    dur_ns, fd, fd_kind, ino, ret           write/writev/send/sendto
@@ -216,8 +222,9 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *           of a shared-memory batch tensor is mapped once: an FD record
  *           would cost more than it saves
  *  SEM_WAIT dur_ns, sem (address), ret, call (DLBN_SEM_*)
+ *           2.0: dur_ns, sem slot, ret, call
  *           only waits that blocked (dur_ns >= DLBN_SEM_MIN_NS)
- *  SEM_POST sem (address)
+ *  SEM_POST sem (address); 2.0: sem slot
  *           only for semaphores some thread of the process has begun to
  *           wait on (a small set, filled at wait entry: the post that wakes
  *           a waiter may come before the waiter blocks)
@@ -312,6 +319,7 @@ enum dlbn_record_type {
 	DLBN_REC_EXEC = 4,
 	DLBN_REC_EXIT = 5,
 	DLBN_REC_FD = 6,
+	DLBN_REC_SEM = 7,
 
 	DLBN_REC_READ = 10,
 	DLBN_REC_WRITE = 11,

@@ -27,8 +27,9 @@ struct tg_stream {
 	int has_base, final;
 	struct {
 		int64_t fd, kind, ino;
-	} said[DLBN_FD_SLOTS]; /* fd announcements of the current extent (2.x) */
-	char open_path[4096];  /* the extent's previous OPEN path (2.x), "" none */
+	} said[DLBN_FD_SLOTS];	       /* fd announcements of the current extent (2.x) */
+	uint64_t sems[DLBN_SEM_SLOTS]; /* semaphore announcements, likewise */
+	char open_path[4096];	       /* the extent's previous OPEN path (2.x), "" none */
 };
 
 struct tg {
@@ -133,6 +134,7 @@ static void flush_extent(struct tg_stream *s)
 	s->has_base = 0;
 	for (unsigned k = 0; k < DLBN_FD_SLOTS; k++)
 		s->said[k].fd = -1;
+	memset(s->sems, 0, sizeof(s->sems));
 	s->open_path[0] = 0;
 }
 
@@ -233,7 +235,8 @@ void tg_rec(struct tg_stream *s, int type, int64_t t_ns, const char *fmt, ...)
 		}
 		break;
 	}
-	append(s, t_ns, type != DLBN_REC_FD); /* a reader hands out no FD record */
+	/* A reader hands out no FD or SEM record. */
+	append(s, t_ns, type != DLBN_REC_FD && type != DLBN_REC_SEM);
 	s->t_prev = t_ns;
 }
 
@@ -420,15 +423,31 @@ void tg_open_file(struct tg_stream *s, int64_t t, int fd, int kind, int64_t ino,
 	}
 }
 
+/* Format 2.x: sem's slot, announced in this extent unless it already is
+ * (as fd_announced does for fds); 1.x: the address itself. */
+static int64_t sem_field(struct tg_stream *s, int64_t t, uint64_t sem)
+{
+	if (s->g->major < 2)
+		return (int64_t)sem;
+	if (s->has_base && s->used + 64 > s->g->extent_size - DLBN_EXTENT_HEADER_SIZE)
+		flush_extent(s);
+	unsigned k = (unsigned)(sem >> 5) % DLBN_SEM_SLOTS;
+	if (s->sems[k] != sem) {
+		tg_rec(s, DLBN_REC_SEM, t, "ii", (int64_t)k, (int64_t)sem);
+		s->sems[k] = sem;
+	}
+	return k;
+}
+
 void tg_sem_wait(struct tg_stream *s, int64_t t, int64_t dur, uint64_t sem)
 {
-	tg_rec(s, DLBN_REC_SEM_WAIT, t, "iiii", dur, (int64_t)sem, (int64_t)0,
+	tg_rec(s, DLBN_REC_SEM_WAIT, t, "iiii", dur, sem_field(s, t, sem), (int64_t)0,
 	       (int64_t)DLBN_SEM_CLOCKWAIT);
 }
 
 void tg_sem_post(struct tg_stream *s, int64_t t, uint64_t sem)
 {
-	tg_rec(s, DLBN_REC_SEM_POST, t, "i", (int64_t)sem);
+	tg_rec(s, DLBN_REC_SEM_POST, t, "i", sem_field(s, t, sem));
 }
 
 void tg_mark(struct tg_stream *s, int64_t t, int kind, int64_t iter_id, int64_t arg)

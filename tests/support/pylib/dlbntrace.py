@@ -25,9 +25,11 @@ SCHED.tid: in a well-formed trace these equal the stream's anyway).
 Format 2.0 announces what an fd is in FD records, and READ, WRITE, PREAD,
 RECVMSG and SENDMSG leave out fd_kind and ino: their Records carry
 "kind" and "ino" from the FD record of their extent as 1.x wrote them in
-place ("raw" is the record as written).  Like dlbn-analyze, the reader
-hands out no FD record: a Stream keeps them apart, in fd_records (an OPEN
-announces its fd as well, and is a Record as before).  A 2.0 OPEN's path
+place ("raw" is the record as written); SEM_WAIT and SEM_POST carry
+their semaphore's "sem" address from the SEM record of its slot likewise.
+Like dlbn-analyze, the reader hands out no FD or SEM record: a Stream
+keeps them apart, in fd_records (an OPEN announces its fd as well, and is
+a Record as before).  A 2.0 OPEN's path
 leaves out what it shares with the extent's previous OPEN (a trailing
 `shared` field says how many bytes): its Record has the whole path and no
 `shared`.
@@ -48,6 +50,7 @@ FILE_MAGIC = b"DLBNTRC1"
 VERSION_MAJOR = 2
 VERSION_MAJOR_MIN = 1
 FD_SLOTS = 64        # fd announcement slots per extent (2.0)
+SEM_SLOTS = 16       # semaphore announcement slots per extent (2.0)
 FILE_HEADER_SIZE = 4096
 EXTENT_MAGIC = 0x58424C44
 EXTENT_HEADER_SIZE = 64
@@ -67,7 +70,7 @@ ExtentHeader = collections.namedtuple(
 Extent = collections.namedtuple("Extent", "seq base_ns body flags offset")
 
 REC = {
-    "PROCESS": 1, "THREAD": 2, "FORK": 3, "EXEC": 4, "EXIT": 5, "FD": 6,
+    "PROCESS": 1, "THREAD": 2, "FORK": 3, "EXEC": 4, "EXIT": 5, "FD": 6, "SEM": 7,
     "READ": 10, "WRITE": 11, "PREAD": 12, "RECVMSG": 13, "SENDMSG": 14,
     "POLL": 15, "CONNECT": 16, "ACCEPT": 17, "OPEN": 18, "MMAP": 19,
     "SEM_WAIT": 20, "SEM_POST": 21, "SCHED": 22,
@@ -92,6 +95,7 @@ FIELDS = {
     "EXEC": ["path"],
     "EXIT": ["status", "how", "clock_tsc", "clock_drift_ns"],
     "FD": ["fd", "kind", "ino"],
+    "SEM": ["slot", "sem"],
     "READ": ["dur", "fd", "kind", "ino", "ret"],
     "WRITE": ["dur", "fd", "kind", "ino", "ret"],
     "PREAD": ["dur", "fd", "ino", "ret", "offset"],
@@ -169,7 +173,7 @@ class Stream:
         self.tid = tid
         self.extents = []
         self.records = []
-        self.fd_records = []  # format 2.x: the FD records, in order
+        self.fd_records = []  # format 2.x: the FD and SEM records, in order
         self.final = False
 
 
@@ -194,10 +198,12 @@ def parse_extent_header(data, offset):
 
 class ExtentState:
     """What a 2.x extent's records leave to earlier ones: the last FD (or
-    OPEN) of each announcement slot and the previous OPEN's path."""
+    OPEN) and SEM record of each announcement slot and the previous OPEN's
+    path."""
 
     def __init__(self):
         self.said = {}  # slot -> (fd, kind, ino)
+        self.sems = {}  # slot -> semaphore address
         self.last_path = b""
 
     def fields_1x(self, name, fields):
@@ -210,6 +216,12 @@ class ExtentState:
         if name in ("FD", "OPEN") and len(fields) >= 3 \
                 and isinstance(fields[0], int) and fields[0] >= 0:
             self.said[fields[0] % FD_SLOTS] = tuple(fields[:3])
+        if name == "SEM" and len(fields) >= 2 and isinstance(fields[0], int):
+            self.sems[fields[0]] = fields[1]
+        if name in ("SEM_WAIT", "SEM_POST"):
+            at = 1 if name == "SEM_WAIT" else 0
+            if len(fields) > at and isinstance(fields[at], int):
+                fields = fields[:at] + [self.sems.get(fields[at], 0)] + fields[at + 1:]
         if name in ANNOUNCED:
             fd_at, missing = ANNOUNCED[name]
             fd = fields[fd_at] if len(fields) > fd_at else None
@@ -243,7 +255,7 @@ def decode_records(body, base_ns, stream, major=1):
                      pid=stream.pid, tid=stream.tid)
         fields = state.fields_1x(name, obj[2:]) if major >= 2 else obj[2:]
         rec.update(zip(FIELDS.get(name, ()), fields))
-        if major >= 2 and name == "FD":
+        if major >= 2 and name in ("FD", "SEM"):
             stream.fd_records.append(rec)  # handed out by no reader
         else:
             out.append(rec)
