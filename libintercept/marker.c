@@ -35,6 +35,8 @@ int dlbn_active(void)
  */
 static __thread uint64_t tls_fetch_begin_ns;
 
+_Static_assert(DLBN_LOOP_COST_FIELDS == DLBN_MARK_COUNTERS, "a MARK carries every loop counter");
+
 int dlbn_mark(int kind, long long iter_id, long long arg)
 {
 	if (!recorder_on() || !hook_enter())
@@ -49,7 +51,7 @@ int dlbn_mark(int kind, long long iter_id, long long arg)
 	int main_thread = on_main_thread();
 	if (counted && main_thread)
 		loop_cost_sample(f + 3);
-	rec_emit(DLBN_REC_MARK, now, f, counted && main_thread ? 3 + DLBN_LOOP_COST_FIELDS : 3);
+	rec_emit_mark(now, f, counted && main_thread ? 3 + DLBN_LOOP_COST_FIELDS : 3);
 	if (main_thread) {
 		if (kind == DLBN_MARK_FETCH_BEGIN) {
 			tls_fetch_begin_ns = now;

@@ -79,11 +79,16 @@ void rec_emit_fd(uint8_t type, uint64_t t_ns, int fd, unsigned kind, int64_t ino
  * overwritten. */
 void rec_emit_sem(uint8_t type, uint64_t t_ns, int64_t *fields, unsigned n,
 		  unsigned sem_at) DLBN_HIDDEN;
-/* An OPEN record [fd, kind, ino, flags, path], which announces fd as well. */
+/* An OPEN record [fd, kind, ino, flags, path], which announces fd as well;
+ * written with what it shares with the extent's previous OPEN left out. */
 void rec_emit_open(uint64_t t_ns, int fd, unsigned kind, int64_t ino, int64_t flags,
 		   const char *path, size_t len) DLBN_HIDDEN;
 void rec_emit_list(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n,
 		   const int64_t *list, unsigned nlist) DLBN_HIDDEN;
+/* A MARK [kind, iter_id, arg] or, n = 3 + DLBN_MARK_COUNTERS, with the
+ * loop's cumulative counters, which are written as differences from the
+ * extent's previous MARK with counters (dlbn_trace.h, MARK). */
+void rec_emit_mark(uint64_t t_ns, const int64_t *fields, unsigned n) DLBN_HIDDEN;
 
 /*
  * The calling thread's hook state (recorder.c), inline because every

@@ -16,7 +16,14 @@
  *     record gave slot k (0: none), under the same rule.
  *   - open_path holds the first open_path_len bytes of the path of the
  *     last OPEN record in the current extent (0: none yet), which the next
- *     OPEN's path may share.
+ *     OPEN's path may share; open_path_whole says they are all of it (only
+ *     then may the next share its end), and open_ino is that OPEN's inode
+ *     (0: none yet).
+ *   - mark_iter and mark_arg are the iter_id and arg of the last MARK in
+ *     the current extent (zeros: none yet), mark_t and mark_counters the
+ *     time and counters of the last MARK with counters (the extent's
+ *     base_ns and zeros: none yet); the next MARK's are differences from
+ *     them.
  *   - Stores never go past `allocated`: disk for an extent is allocated
  *     (session_grow_extent: a first small step, then larger ones) before
  *     records are written there, so a full disk fails with ENOSPC, never
@@ -60,7 +67,12 @@ struct stream {
 	struct fd_said fd_said[DLBN_FD_SLOTS];
 	uint64_t sem_said[DLBN_SEM_SLOTS];
 	uint32_t open_path_len;
+	bool open_path_whole;
+	int64_t open_ino;
 	char open_path[OPEN_PATH_KEPT];
+	int64_t mark_iter, mark_arg;
+	uint64_t mark_t;
+	int64_t mark_counters[DLBN_MARK_COUNTERS];
 };
 
 static __thread struct stream tls_stream;
@@ -136,6 +148,11 @@ static bool extent_next(struct stream *s)
 		s->fd_said[k].fd = -1;
 	memset(s->sem_said, 0, sizeof(s->sem_said));
 	s->open_path_len = 0;
+	s->open_path_whole = false;
+	s->open_ino = 0;
+	s->mark_iter = s->mark_arg = 0;
+	s->mark_t = s->last_ns;
+	memset(s->mark_counters, 0, sizeof(s->mark_counters));
 	return true;
 }
 
@@ -344,37 +361,118 @@ void rec_emit_str(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n
 	record_commit(p);
 }
 
+/* Wrapping difference a - b: the reader adds it back modulo 2^64. */
+static inline int64_t wrap_diff(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
+/*
+ * A MARK writes its iter_id and arg as differences from the extent's
+ * previous MARK's, and the loop's counters, where it has them, each as its
+ * difference from the extent's previous MARK with counters, only those
+ * that are not 0, behind a bit mask that is left out when only run_ns
+ * moved (dlbn_trace.h, MARK): a fetch mark's counters mostly stand
+ * still.  run_ns moves with the wall clock while the loop runs, so what
+ * is written for it is the wall time it did not run.
+ */
+void rec_emit_mark(uint64_t t_ns, const int64_t *fields, unsigned n)
+{
+	int counters = n == 3 + DLBN_MARK_COUNTERS;
+	struct stream *s = record_room(t_ns, RECORD_HEAD_MAX + (4 + (size_t)n) * MP_INT_MAX);
+	if (!s)
+		return;
+	int64_t d[DLBN_MARK_COUNTERS];
+	unsigned present = 0, nd = 0;
+	for (unsigned i = 0; counters && i < DLBN_MARK_COUNTERS; i++) {
+		const int64_t c = fields[3 + i];
+		int64_t v = wrap_diff(c, s->mark_counters[i]);
+		if (i == 0)
+			v = wrap_diff((int64_t)(t_ns - s->mark_t), v);
+		if (v) {
+			present |= 1u << i;
+			d[nd++] = v;
+		}
+		s->mark_counters[i] = c;
+	}
+	int mask = counters && present > 1;
+	if (counters && !mask) { /* only run_ns moved, or nothing: no mask */
+		if (!nd)
+			d[0] = 0;
+		nd = 1;
+	}
+	if (counters)
+		s->mark_t = t_ns;
+	uint8_t *p = record_head(s, s->data + s->used, DLBN_REC_MARK, t_ns, 3 + mask + nd);
+	p = mp_int(p, fields[0]);
+	p = mp_int(p, wrap_diff(fields[1], s->mark_iter));
+	p = mp_int(p, wrap_diff(fields[2], s->mark_arg));
+	if (mask)
+		p = mp_int(p, present);
+	for (unsigned i = 0; i < nd; i++)
+		p = mp_int(p, d[i]);
+	record_commit(p);
+	s->mark_iter = fields[1];
+	s->mark_arg = fields[2];
+}
+
+/* How many bytes path and the kept previous path share at their start
+ * (first) and then at their end (second), never splitting a UTF-8
+ * character: what is left stays a string a strict decoder takes. */
+static void open_path_shared(const struct stream *s, const char *path, size_t len, size_t *front,
+			     size_t *back)
+{
+	size_t n = 0, m = 0, most = len < s->open_path_len ? len : s->open_path_len;
+	while (n < most && path[n] == s->open_path[n])
+		n++;
+	while (n > 0 && n < len && ((unsigned char)path[n] & 0xc0) == 0x80)
+		n--;
+	if (s->open_path_whole) {
+		const char *prev_end = s->open_path + s->open_path_len;
+		while (m < most - n && path[len - 1 - m] == prev_end[-1 - (ptrdiff_t)m])
+			m++;
+		while (m > 0 && ((unsigned char)path[len - m] & 0xc0) == 0x80)
+			m--;
+	}
+	*front = n;
+	*back = m;
+}
+
 void rec_emit_open(uint64_t t_ns, int fd, unsigned kind, int64_t ino, int64_t flags,
 		   const char *path, size_t len)
 {
 	if (len > TW_STR_MAX)
 		len = TW_STR_MAX;
 	struct stream *s =
-		record_room(t_ns, RECORD_HEAD_MAX + 5 * MP_INT_MAX + MP_STR_HDR_MAX + len);
+		record_room(t_ns, RECORD_HEAD_MAX + 6 * MP_INT_MAX + MP_STR_HDR_MAX + len);
 	if (!s)
 		return;
-	/* The bytes this path shares with the extent's previous OPEN (a new
-	 * extent has none) are left out (dlbn_trace.h, OPEN). */
-	size_t shared = 0, most = !path ? 0 : len < s->open_path_len ? len : s->open_path_len;
-	while (shared < most && path[shared] == s->open_path[shared])
-		shared++;
-	/* Never between the bytes of one UTF-8 character: the rest stays a
-	 * string a strict UTF-8 decoder takes. */
-	while (shared > 0 && ((unsigned char)path[shared] & 0xc0) == 0x80)
-		shared--;
-	uint8_t *p = record_head(s, s->data + s->used, DLBN_REC_OPEN, t_ns, shared ? 6 : 5);
+	/* What the path shares with the extent's previous OPEN, its inode
+	 * as a difference from that one's, and its flags against the usual
+	 * O_CLOEXEC are left out (dlbn_trace.h, OPEN). */
+	size_t front = 0, back = 0;
+	if (path)
+		open_path_shared(s, path, len, &front, &back);
+	uint8_t *p = record_head(s, s->data + s->used, DLBN_REC_OPEN, t_ns,
+				 back	 ? 7
+				 : front ? 6
+					 : 5);
 	p = mp_int(p, fd);
 	p = mp_int(p, kind);
-	p = mp_int(p, ino);
-	p = mp_int(p, flags);
-	p = path ? mp_str(p, path + shared, len - shared) : mp_str(p, NULL, 0);
-	if (shared)
-		p = mp_int(p, (int64_t)shared);
+	p = mp_int(p, wrap_diff(ino, s->open_ino));
+	p = mp_int(p, flags ^ DLBN_OPEN_FLAGS_USUAL);
+	p = path ? mp_str(p, path + front, len - front - back) : mp_str(p, NULL, 0);
+	if (front || back)
+		p = mp_int(p, (int64_t)front);
+	if (back)
+		p = mp_int(p, (int64_t)back);
 	record_commit(p);
 	/* The OPEN announces its fd as well. */
 	if (fd >= 0)
 		s->fd_said[(unsigned)fd % DLBN_FD_SLOTS] = (struct fd_said){fd, kind, ino};
+	s->open_ino = ino;
 	s->open_path_len = path ? (uint32_t)(len < OPEN_PATH_KEPT ? len : OPEN_PATH_KEPT) : 0;
+	s->open_path_whole = path && len <= OPEN_PATH_KEPT;
 	if (path)
 		memcpy(s->open_path, path, s->open_path_len);
 }

@@ -3,7 +3,8 @@
  * decoding, k-way merge by timestamp (see reader.h for the contract).
  *
  * The records are decoded by decode.c; the format 1.1 checks of each
- * extent are extent_check.c's.
+ * extent are extent_check.c's, and what a 2.0 or later extent says once
+ * for its records is put back into them by extent_state.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include "trace/reader.h"
 #include "dlbn/crc32c.h"
 #include "trace/extent_check.h"
+#include "trace/extent_state.h"
 #include "util/lines.h"
 #include "util/progress.h"
 
@@ -42,12 +44,6 @@ struct ext_ref {
 	int decoded;	  /* decoded to its end once: its damage is counted */
 };
 
-/* The last FD record of an announcement slot in the current extent (2.0). */
-struct fd_said {
-	int64_t fd; /* -1: none */
-	int64_t kind, ino;
-};
-
 struct stream {
 	struct dlbn_stream_info info;
 	struct ext_ref *ext; /* this stream's extents, by seq (slice of r->exts) */
@@ -68,11 +64,7 @@ struct stream {
 	size_t cap, pos, len;
 	int64_t t_prev;
 	struct dlbn_record head;
-	struct fd_said fds[DLBN_FD_SLOTS];
-	int64_t sems[DLBN_SEM_SLOTS]; /* each slot's semaphore address (2.0), 0 none */
-	/* The path of the extent's last OPEN (2.0: the next may share it). */
-	char *path;
-	size_t path_len, path_cap;
+	struct extent_state said; /* format 2.0 and later */
 };
 
 /*
@@ -480,7 +472,7 @@ void dlbn_reader_close(struct dlbn_reader *r)
 	for (size_t i = 0; i < r->n_streams; i++) {
 		stream_unmap(&r->streams[i]);
 		free(r->streams[i].buf);
-		free(r->streams[i].path);
+		extent_state_free(&r->streams[i].said);
 	}
 	free(r->streams);
 	free(r->heap);
@@ -647,115 +639,6 @@ static inline int64_t clamp_time(int64_t prev, int64_t dt)
 	return t;
 }
 
-/*
- * Format 2.0's fd announcements (dlbn_trace.h, "Fd announcements"): the
- * records that leave out fd_kind and ino are decoded with room for them
- * where the 1.x layout has them (after the fd, field 1), so that records
- * read alike from both versions.
- */
-static const struct dlbn_field_gap fd_gaps[256] = {
-	[DLBN_REC_READ] = {2, 2},    [DLBN_REC_WRITE] = {2, 2}, [DLBN_REC_RECVMSG] = {2, 2},
-	[DLBN_REC_SENDMSG] = {2, 2}, [DLBN_REC_PREAD] = {2, 1},
-};
-
-/*
- * A 2.0 OPEN's whole path: the bytes it shares with the extent's previous
- * OPEN (field 5, `shared`, taken out of the record), then its own.  The
- * record's string then points into the stream's path buffer, which stays
- * as it is until the stream's next OPEN is decoded.
- */
-static void open_path(struct stream *s, struct dlbn_record *rec)
-{
-	size_t shared = 0;
-	if (rec->nfields >= 6 && rec->kind[5] == DLBN_V_INT) {
-		if (rec->f[5] > 0)
-			shared =
-				(uint64_t)rec->f[5] < s->path_len ? (size_t)rec->f[5] : s->path_len;
-		for (int i = 5; i + 1 < rec->nfields; i++) {
-			rec->kind[i] = rec->kind[i + 1];
-			rec->f[i] = rec->f[i + 1];
-			rec->str[i] = rec->str[i + 1];
-		}
-		rec->kind[--rec->nfields] = DLBN_V_NONE;
-	}
-	if (rec->nfields < 5 || rec->kind[4] != DLBN_V_STR) {
-		s->path_len = 0;
-		return;
-	}
-	size_t own = (size_t)rec->f[4], n = shared + own;
-	if (n > s->path_cap) {
-		char *nb = realloc(s->path, n);
-		if (!nb) {
-			s->path_len = 0; /* the record keeps its own bytes only */
-			return;
-		}
-		s->path = nb;
-		s->path_cap = n;
-	}
-	if (own)
-		memcpy(s->path + shared, rec->str[4], own);
-	s->path_len = n;
-	rec->str[4] = s->path;
-	rec->f[4] = (int64_t)n;
-}
-
-/* A SEM record fills its slot; SEM_WAIT and SEM_POST get the address of
- * theirs in place of the slot (0: none).  0 when the record is a SEM. */
-static int sem_fields(struct stream *s, struct dlbn_record *rec)
-{
-	if (rec->type == DLBN_REC_SEM) {
-		if (rec->nfields >= 2 && rec->kind[0] == DLBN_V_INT && rec->f[0] >= 0 &&
-		    rec->f[0] < DLBN_SEM_SLOTS)
-			s->sems[rec->f[0]] = rec->kind[1] == DLBN_V_INT ? rec->f[1] : 0;
-		return 0;
-	}
-	int at = rec->type == DLBN_REC_SEM_POST ? 0 : 1;
-	if (rec->nfields > at && rec->kind[at] == DLBN_V_INT) {
-		int64_t slot = rec->f[at];
-		rec->f[at] = slot >= 0 && slot < DLBN_SEM_SLOTS ? s->sems[slot] : 0;
-	}
-	return 1;
-}
-
-/*
- * An FD record fills its slot and is not handed out (an OPEN fills it and
- * is); a record decoded with a gap gets the kind and inode its fd was
- * announced with, or 0 and 0.  Semaphores: sem_fields.  Returns 0 when
- * the record is an announcement, which is not handed out.
- */
-static int announced_fields(struct stream *s, struct dlbn_record *rec)
-{
-	if (rec->type == DLBN_REC_SEM || rec->type == DLBN_REC_SEM_WAIT ||
-	    rec->type == DLBN_REC_SEM_POST)
-		return sem_fields(s, rec);
-	if (rec->type == DLBN_REC_OPEN)
-		open_path(s, rec);
-	if (rec->type == DLBN_REC_FD || rec->type == DLBN_REC_OPEN) {
-		if (rec->nfields >= 3 && rec->kind[0] == DLBN_V_INT && rec->f[0] >= 0)
-			s->fds[rec->f[0] % DLBN_FD_SLOTS] = (struct fd_said){
-				rec->f[0], rec->kind[1] == DLBN_V_INT ? rec->f[1] : 0,
-				rec->kind[2] == DLBN_V_INT ? rec->f[2] : 0};
-		return rec->type != DLBN_REC_FD;
-	}
-	struct dlbn_field_gap gap = fd_gaps[rec->type];
-	if (!gap.width || rec->nfields < gap.at + gap.width)
-		return 1;
-	int64_t kind = 0, ino = 0;
-	if (rec->kind[1] == DLBN_V_INT && rec->f[1] >= 0) {
-		const struct fd_said *said = &s->fds[rec->f[1] % DLBN_FD_SLOTS];
-		if (said->fd == rec->f[1])
-			kind = said->kind, ino = said->ino;
-	}
-	int at = gap.at;
-	if (gap.width == 2) {
-		rec->kind[at] = DLBN_V_INT;
-		rec->f[at++] = kind;
-	}
-	rec->kind[at] = DLBN_V_INT;
-	rec->f[at] = ino;
-	return 1;
-}
-
 /* Decode the stream's next record into s->head; 0 at the stream's end. */
 static int stream_advance(struct dlbn_reader *r, struct stream *s)
 {
@@ -782,24 +665,21 @@ static int stream_advance(struct dlbn_reader *r, struct stream *s)
 			s->t_prev = base_time(e->base_ns);
 			if (e->flags & DLBN_EXTENT_FINAL)
 				s->info.ended_final = 1;
-			if (r->st.version_major >= 2) {
-				for (unsigned k = 0; k < DLBN_FD_SLOTS; k++)
-					s->fds[k].fd = -1;
-				memset(s->sems, 0, sizeof(s->sems));
-				s->path_len = 0;
-			}
+			if (r->st.version_major >= 2)
+				extent_state_reset(&s->said, r->st.version_major, s->t_prev);
 			(void)stream_map(r, s);
 		}
 		int64_t dt;
 		size_t start = s->pos;
 		long n = dlbn_decode_record_gap(s->data + s->pos, s->len - s->pos, &s->head, &dt,
-						r->st.version_major >= 2 ? fd_gaps : NULL);
+						r->st.version_major >= 2 ? extent_fd_gaps : NULL);
 		if (n > 0) {
 			s->pos += (size_t)n;
 			if (s->map && s->map_lead + start - s->map_dropped >= MAP_DROP_STEP)
 				stream_drop_decoded(r, s, start);
 			s->t_prev = clamp_time(s->t_prev, dt);
-			if (r->st.version_major >= 2 && !announced_fields(s, &s->head))
+			if (r->st.version_major >= 2 &&
+			    !extent_state_complete(&s->said, &s->head, s->t_prev))
 				continue;
 			s->head.t_ns = s->t_prev;
 			s->head.stream = &s->info;

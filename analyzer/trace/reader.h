@@ -171,7 +171,7 @@ long dlbn_decode_record(const uint8_t *buf, size_t len, struct dlbn_record *rec,
  * The same, leaving room in the fields of some record types: gaps[type]
  * (NULL: none) says from which field on (at) the fields are stored how
  * many places further (width); a record of fewer than `at` fields gets no
- * gap.  The reader decodes format 2.0 so, to put back the fields of the
+ * gap.  The reader decodes format 2.0 and later so, to put back the fields of the
  * 1.x layout that an announcement stands for.
  */
 struct dlbn_field_gap {

@@ -1,5 +1,5 @@
 /*
- * dlbn_trace.h - the dlbn trace format, version 2.0 (public interface).
+ * dlbn_trace.h - the dlbn trace format, version 3.0 (public interface).
  *
  * This header is the contract between the recorder (libdlbn.so) and every
  * reader (dlbn-analyze, tests).  It is documented for users in
@@ -65,7 +65,7 @@
  *   record types it does not know, and ignore trailing fields it does not
  *   know (minor versions may append fields; they never remove or reorder).
  *
- * Fd announcements (version 2.0)
+ * Fd announcements (version 2.0 and later)
  *   READ, WRITE, PREAD, RECVMSG and SENDMSG name their fd but not what
  *   it is: an FD record [FD, dt, fd, fd_kind, ino] earlier in the same
  *   extent says so, once for all the records of that fd there.  Its slot is
@@ -80,10 +80,21 @@
  *   and a SEM record [SEM, dt, slot, address] earlier in the extent says
  *   which semaphore the slot holds (a slot without one reads address 0).
  *   The field lists below are the 1.x ones, which carry fd_kind, ino and
- *   the semaphore's address in place ("2.0: ..." gives a 2.0 record's
- *   fields), and readers present 2.0 records with them (the analyzer's
- *   --dump does).  The recorder wrote 1.x traces until 2.0: 4-9 bytes of a
+ *   the semaphore's address in place ("2.0: ..." gives the fields of a
+ *   record of 2.0 and later), and readers present 2.0 records with them
+ *   (the analyzer's --dump does).  The recorder wrote 1.x traces until 2.0: 4-9 bytes of a
  *   READ were its inode, 9 of a SEM_POST the address.
+ *
+ * Differences within an extent (version 3.0)
+ *   Everything of 2.0 above, and: an OPEN's inode is written as its
+ *   difference from the previous OPEN of the extent, its flags XORed with
+ *   DLBN_OPEN_FLAGS_USUAL, and its path without the bytes it shares with
+ *   that OPEN's at both ends; a MARK's iter_id, arg and counters are written
+ *   as differences from the extent's previous MARK (see OPEN and MARK).
+ *   Differences are taken modulo 2^64 and read back the same way.  Readers
+ *   present 3.0 records with their 1.x fields as well.  The recorder wrote
+ *   2.0 traces until 3.0: a Python import's OPEN was ~53 bytes (now ~30),
+ *   a fetch MARK with counters 32-47 (now ~17-25).
  */
 #ifndef DLBN_TRACE_H
 #define DLBN_TRACE_H
@@ -91,11 +102,13 @@
 #include <stdint.h>
 
 #define DLBN_FILE_MAGIC		 "DLBNTRC1" /* 8 bytes, no terminator in the file */
-#define DLBN_VERSION_MAJOR	 2
+#define DLBN_VERSION_MAJOR	 3
 #define DLBN_VERSION_MINOR	 0
-#define DLBN_VERSION_MAJOR_MIN	 1  /* the oldest major a reader of this header reads */
-#define DLBN_FD_SLOTS		 64 /* fd announcement slots per extent (2.0) */
-#define DLBN_SEM_SLOTS		 16 /* semaphore announcement slots per extent (2.0) */
+#define DLBN_VERSION_MAJOR_MIN	 1	 /* the oldest major a reader of this header reads */
+#define DLBN_FD_SLOTS		 64	 /* fd announcement slots per extent (2.0) */
+#define DLBN_SEM_SLOTS		 16	 /* semaphore announcement slots per extent (2.0) */
+#define DLBN_MARK_COUNTERS	 8	 /* the loop's counters a MARK may carry */
+#define DLBN_OPEN_FLAGS_USUAL	 0x80000 /* O_CLOEXEC: 3.0 OPEN flags are XORed with it */
 #define DLBN_FILE_HEADER_SIZE	 4096u
 #define DLBN_EXTENT_MAGIC	 0x58424c44u /* "DLBX" little-endian */
 #define DLBN_EXTENT_HEADER_SIZE	 64u
@@ -216,7 +229,14 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *           of the previous OPEN record of the same extent, which path
  *           leaves out (never inside a UTF-8 character): a module's
  *           directory is written once per extent
- *           (readers present the whole path, and no shared field)
+ *           (readers present the whole path, and no shared field).
+ *           3.0: fd, fd_kind, ino minus the previous OPEN's ino in the
+ *           extent (the first: minus 0), flags ^ DLBN_OPEN_FLAGS_USUAL,
+ *           path (str)[, shared[, tail]]: the path also ends with the last
+ *           `tail` bytes (absent: 0) of the previous OPEN's path, which it
+ *           leaves out as well (never inside a UTF-8 character, never
+ *           overlapping the shared bytes in either path): a .pyc file's
+ *           ".cpython-311.pyc" is written once
  *  MMAP     fd, fd_kind, ino, length, prot_flags     MAP_SHARED of an fd only
  *           (prot_flags = mmap flags << 8 | prot); in 2.0 too, since the fd
  *           of a shared-memory batch tensor is mapped once: an FD record
@@ -249,6 +269,17 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *           interpreter's lock, the other threads' such waits summed
  *           (libintercept/hooks_gil.c; older traces stop after free_cpu_ns);
  *           -1 when unknown (libintercept/loop_cost.c).
+ *           3.0: kind, iter_id - iter_prev, arg - arg_prev, then for a
+ *           MARK with the eight counters either one value, counter 0's
+ *           (the others did not move), or a bit mask `present` and, in
+ *           counter order, the counters i with bit i set.  iter_prev and
+ *           arg_prev are those of the stream's previous MARK in the extent
+ *           (the first: 0).  Counter i is written as its difference from
+ *           the same counter of the stream's previous MARK with counters in
+ *           the extent (the first: from 0), a difference of 0 left out;
+ *           run_ns is written as the wall time it did not run,
+ *           (t - t_prev) - (run_ns - run_prev), t_prev being that MARK's
+ *           time (the first: the extent's base_ns).
  *  CONFIG   iter_id, text (str)   "key=value;key=value" iterator config:
  *           num_workers, batch_size, prefetch_factor, pin_memory,
  *           persistent_workers, start_method, dataset_kind, drop_last,

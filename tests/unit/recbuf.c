@@ -71,6 +71,9 @@ int64_t recbuf_flush(struct tg_stream *s, int64_t none)
 		const struct rec *r = &recs[i];
 		if (r->str)
 			tg_rec(s, r->type, r->t, "iis", r->f[0], r->f[1], r->str);
+		else if (r->type == DLBN_REC_MARK && r->nf >= 3) /* 3.x: differences */
+			tg_mark_counters(s, r->t, (int)r->f[0], r->f[1], r->f[2], r->f + 3,
+					 r->nf - 3);
 		else
 			tg_rec(s, r->type, r->t, fmts[r->nf], r->f[0], r->f[1], r->f[2], r->f[3],
 			       r->f[4], r->f[5], r->f[6]);

@@ -41,14 +41,14 @@ static void write_bytes(const char *path, const void *data, size_t n)
 	close(fd);
 }
 
-/* Two streams of n records each. */
-/* Format 1.1 unless major is 2: the byte offsets flipped below are the
- * 1.1 layout's, and the version checks edit a 1.x header. */
+/* Two streams of n records each, in format 1.1, 2.0 or 3.0 (major): the
+ * byte offsets flipped below are the 1.1 layout's, and the version checks
+ * edit a 1.x header. */
 static void make_trace(const char *path, int n, uint32_t garbage_tail, int blank, int major)
 {
 	struct tg *g = tg_open(path, EXT);
-	if (major < 2)
-		tg_set_version(g, 1, 1);
+	if (major < DLBN_VERSION_MAJOR)
+		tg_set_version(g, (uint16_t)major, major < 2 ? 1 : 0);
 	tg_set_garbage_tail(g, garbage_tail);
 	struct tg_stream *a = tg_stream(g, 0, 0, 10, 10), *b = tg_stream(g, 1, 0, 11, 11);
 	if (blank)
@@ -161,8 +161,11 @@ int main(void)
 	make_trace(tmp("good2"), 100, 0, 0, 2);
 	CHECK(count_records(tmp("good2"), &st) == 200 && st.nwarnings == 0 && st.version_major == 2,
 	      "good 2.0 trace: 200 records (its FD records not among them)");
+	make_trace(tmp("good3"), 100, 0, 0, 3);
+	CHECK(count_records(tmp("good3"), &st) == 200 && st.nwarnings == 0 && st.version_major == 3,
+	      "good 3.0 trace: 200 records");
 
-	/* Wrong magic and version 3 on an otherwise good trace. */
+	/* Wrong magic and version 4 on an otherwise good trace. */
 	int fd = open(tmp("good"), O_RDONLY);
 	static char buf[1 << 20];
 	ssize_t len = read(fd, buf, sizeof(buf));
@@ -173,12 +176,12 @@ int main(void)
 	CHECK(rejected(tmp("magic"), "bad magic"), "wrong magic rejected");
 	struct dlbn_file_header h;
 	memcpy(&h, buf, sizeof(h));
-	h.version_major = 3;
+	h.version_major = 4;
 	memcpy(buf, &h, sizeof(h));
-	write_bytes(tmp("v3"), buf, (size_t)len);
-	CHECK(rejected(tmp("v3"), "version 3.1 is not supported (this dlbn-analyze reads "
-				  "versions 1.x to 2.x)"),
-	      "version 3 rejected clearly");
+	write_bytes(tmp("v4"), buf, (size_t)len);
+	CHECK(rejected(tmp("v4"), "version 4.1 is not supported (this dlbn-analyze reads "
+				  "versions 1.x to 3.x)"),
+	      "version 4 rejected clearly");
 	h.version_major = 1;
 	h.version_minor = 7;
 	memcpy(buf, &h, sizeof(h));
@@ -291,8 +294,8 @@ int main(void)
 		      "dlbn-analyze: empty file -> exit 1");
 		CHECK(cli_status(tmp("garbage"), "not a dlbn trace") == 1,
 		      "dlbn-analyze: garbage -> exit 1");
-		CHECK(cli_status(tmp("v3"), "not supported") == 1,
-		      "dlbn-analyze: version 3 -> exit 1");
+		CHECK(cli_status(tmp("v4"), "not supported") == 1,
+		      "dlbn-analyze: version 4 -> exit 1");
 		CHECK(cli_status(tmp("cut"), "damaged trace") == 1,
 		      "dlbn-analyze: truncated -> report of the intact part, exit 1");
 		CHECK(cli_status(tmp("good"), NULL) == 0, "dlbn-analyze: good trace -> exit 0");

@@ -2,7 +2,9 @@
  * test_roundtrip.c - format round trip: every record tracegen writes (all
  * field kinds: small/large/negative ints, strings, nil, arrays; many
  * extents; interleaved streams) comes back from the reader with the same
- * type, time and fields, and the merge hands records out in time order.
+ * type, time and fields, and the merge hands records out in time order, in
+ * formats 1.1, 2.0 and 3.0 (what 2.0 and 3.0 say once per extent, or as a
+ * difference from the previous record, is put back).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -22,31 +24,68 @@ static int64_t want_time(int s, int k)
 	return 1000000000ll + (int64_t)k * 7919 + s * 13; /* interleaved streams */
 }
 
+#define KINDS 8 /* record k of a stream is of kind k % KINDS */
+
+/* In 2.0 each path shares a start with the one before, in 3.0 an end as
+ * well; the two cafés share the last byte of their last character, which
+ * must not be left out alone. */
 static const char *open_path(int k)
 {
-	static const char *const paths[] = {"", "/data/images/0001.jpg \"quoted\"",
-					    "/data/images/0002.jpg", "/data/labels.txt"};
-	return paths[(k / 6) % 4];
+	static const char *const paths[] = {"",
+					    "/data/images/0001.jpg \"quoted\"",
+					    "/data/images/0002.jpg",
+					    "/data/labels.txt",
+					    "/data/caf\xc3\xa9",
+					    "/data/caf\xc2\xa9",
+					    "/usr/lib/python3/__pycache__/os.cpython-311.pyc",
+					    "/usr/lib/python3/__pycache__/re.cpython-311.pyc"};
+	return paths[(k / KINDS) % 8];
+}
+
+/* A failed open's inode (-1) or one that moves both ways between OPENs. */
+static int64_t open_ino(int k)
+{
+	return k % 40 == 2 ? -1 : 1000000000000ll + (k % 3) * 37 - k;
+}
+
+static int64_t open_flags(int k)
+{
+	return k % 24 == 10 ? 0x241 : 0x80000; /* O_WRONLY|O_CREAT|O_TRUNC, O_CLOEXEC */
+}
+
+/* A fetch MARK's counters: growing, standing, unknown (-1), and near the
+ * ends of int64 so that differences wrap. */
+static void mark_counters(int k, int64_t c[DLBN_MARK_COUNTERS])
+{
+	c[0] = 1000000007ll * k;
+	c[1] = k % 3 ? 0 : k;
+	c[2] = -1;
+	c[3] = INT64_MAX - k;
+	c[4] = 0;
+	c[5] = 7ll * k;
+	c[6] = k % 5 ? k : INT64_MIN;
+	c[7] = 12345;
 }
 
 static int read_fd(int k)
 {
-	return k % 24 == 12 ? 7 + DLBN_FD_SLOTS : 7;
+	return k % (4 * KINDS) == 2 * KINDS ? 7 + DLBN_FD_SLOTS : 7;
 }
 
 static void write_stream_record(struct tg_stream *st, int s, int k)
 {
 	int64_t t = want_time(s, k);
 	int64_t inos[3] = {123456789012ll, -5, k};
-	switch (k % 6) {
+	int64_t c[DLBN_MARK_COUNTERS];
+	switch (k % KINDS) {
 	case 0: /* fd 71 shares fd 7's announcement slot in 2.0 */
 		tg_read(st, t, k * 1000, read_fd(k), DLBN_FD_PIPE, read_fd(k) * 1000, -11);
 		break;
 	case 1:
 		tg_poll(st, t, 5000000000ll, 1, -1, inos, 3);
 		break;
-	case 2: /* in 2.0 each path shares a prefix with the one before */
-		tg_open_file(st, t, 9, DLBN_FD_FILE, 77, 0x80000, open_path(k));
+	case 2:
+		tg_open_file(st, t, 9, DLBN_FD_FILE, open_ino(k), open_flags(k), open_path(k));
 		break;
 	case 3:
 		tg_rec(st, DLBN_REC_RANGE_PUSH, t, "iis", (int64_t)1, (int64_t)0,
@@ -58,6 +97,13 @@ static void write_stream_record(struct tg_stream *st, int s, int k)
 	case 5:
 		tg_rec(st, 99, t, "iii", INT64_MIN, INT64_MAX, (int64_t)UINT32_MAX);
 		break; /* unknown type */
+	case 6:
+		mark_counters(k, c);
+		tg_mark_counters(st, t, DLBN_MARK_FETCH_END, 3, k, c, DLBN_MARK_COUNTERS);
+		break;
+	case 7:
+		tg_mark(st, t, DLBN_MARK_STEP, 3, k);
+		break;
 	}
 }
 
@@ -65,7 +111,8 @@ static int check_record(const struct dlbn_record *r, int s, int k)
 {
 	if (r->t_ns != want_time(s, k))
 		return 0;
-	switch (k % 6) {
+	int64_t c[DLBN_MARK_COUNTERS];
+	switch (k % KINDS) {
 	case 0:
 		return r->type == DLBN_REC_READ && r->nfields == 5 && r->f[0] == k * 1000 &&
 		       r->f[1] == read_fd(k) && r->f[2] == DLBN_FD_PIPE &&
@@ -78,7 +125,7 @@ static int check_record(const struct dlbn_record *r, int s, int k)
 		const char *want = open_path(k);
 		return r->type == DLBN_REC_OPEN && r->nfields == 5 && r->kind[4] == DLBN_V_STR &&
 		       r->f[4] == (int64_t)strlen(want) && !memcmp(r->str[4], want, strlen(want)) &&
-		       r->f[3] == 0x80000;
+		       r->f[2] == open_ino(k) && r->f[3] == open_flags(k);
 	}
 	case 3:
 		return r->type == DLBN_REC_RANGE_PUSH && r->kind[2] == DLBN_V_NIL;
@@ -88,6 +135,18 @@ static int check_record(const struct dlbn_record *r, int s, int k)
 	case 5:
 		return r->type == 99 && r->f[0] == INT64_MIN && r->f[1] == INT64_MAX &&
 		       r->f[2] == (int64_t)UINT32_MAX;
+	case 6:
+		mark_counters(k, c);
+		if (r->type != DLBN_REC_MARK || r->nfields != 3 + DLBN_MARK_COUNTERS ||
+		    r->f[0] != DLBN_MARK_FETCH_END || r->f[1] != 3 || r->f[2] != k)
+			return 0;
+		for (int i = 0; i < DLBN_MARK_COUNTERS; i++)
+			if (r->kind[3 + i] != DLBN_V_INT || r->f[3 + i] != c[i])
+				return 0;
+		return 1;
+	case 7:
+		return r->type == DLBN_REC_MARK && r->nfields == 3 && r->f[0] == DLBN_MARK_STEP &&
+		       r->f[2] == k;
 	}
 	return 0;
 }
@@ -101,8 +160,8 @@ static void roundtrip(int major)
 
 	printf("# format %d%s\n", major, getenv("DLBN_NO_MMAP") ? ", pread" : "");
 	struct tg *g = tg_open(path, 4096); /* small extents: many per stream */
-	if (major < 2)
-		tg_set_version(g, 1, 1);
+	if (major < DLBN_VERSION_MAJOR)
+		tg_set_version(g, (uint16_t)major, major < 2 ? 1 : 0);
 	struct tg_stream *st[NSTREAMS];
 	for (int s = 0; s < NSTREAMS; s++)
 		st[s] = tg_stream(g, (uint32_t)(s / 2), (uint32_t)(s % 2), 100 + (uint32_t)s / 2,
@@ -164,6 +223,7 @@ static void roundtrip(int major)
 int main(void)
 {
 	roundtrip(1);
+	roundtrip(2);
 	roundtrip(DLBN_VERSION_MAJOR);
 	setenv("DLBN_NO_MMAP", "1", 1); /* the reader's pread() path */
 	roundtrip(DLBN_VERSION_MAJOR);

@@ -73,12 +73,7 @@ static void fetch_mark(struct sim *s, int64_t t, int kind, int64_t iter, int64_t
 		tg_mark(s->main, t, kind, iter, arg);
 		return;
 	}
-	if (s->p.lead_gil_ms > 0)
-		tg_rec(s->main, DLBN_REC_MARK, t, "iiiiiiiiii", (int64_t)kind, iter, arg, c[0],
-		       c[1], c[2], c[3], c[4], c[5], c[6]);
-	else
-		tg_rec(s->main, DLBN_REC_MARK, t, "iiiiiiiii", (int64_t)kind, iter, arg, c[0], c[1],
-		       c[2], c[3], c[4], c[5]);
+	tg_mark_counters(s->main, t, kind, iter, arg, c, s->p.lead_gil_ms > 0 ? 7 : 6);
 }
 
 /* The lead of the next step: the costs after the batch arrived; returns

@@ -30,6 +30,10 @@ struct tg_stream {
 	} said[DLBN_FD_SLOTS];	       /* fd announcements of the current extent (2.x) */
 	uint64_t sems[DLBN_SEM_SLOTS]; /* semaphore announcements, likewise */
 	char open_path[4096];	       /* the extent's previous OPEN path (2.x), "" none */
+	int64_t open_ino;	       /* its inode (3.x), 0 none */
+	int64_t mark_iter, mark_arg;   /* the extent's previous MARK's (3.x), 0 none */
+	int marked;		       /* a MARK with counters in this extent (3.x) */
+	int64_t mark_t, mark_c[DLBN_MARK_COUNTERS]; /* the last one's time and counters */
 };
 
 struct tg {
@@ -136,6 +140,10 @@ static void flush_extent(struct tg_stream *s)
 		s->said[k].fd = -1;
 	memset(s->sems, 0, sizeof(s->sems));
 	s->open_path[0] = 0;
+	s->open_ino = 0;
+	s->mark_iter = s->mark_arg = 0;
+	s->marked = 0;
+	memset(s->mark_c, 0, sizeof(s->mark_c));
 }
 
 struct tg_stream *tg_stream(struct tg *g, uint32_t proc_id, uint32_t thread_no, uint32_t pid,
@@ -198,6 +206,22 @@ void tg_rec(struct tg_stream *s, int type, int64_t t_ns, const char *fmt, ...)
 	va_list ap;
 	uint32_t room = g->extent_size - DLBN_EXTENT_HEADER_SIZE;
 
+	size_t nelem = 2;
+	va_start(ap, fmt);
+	for (const char *c = fmt; *c; c++) {
+		if (*c == 'i') {
+			(void)va_arg(ap, int64_t);
+			nelem++;
+		} else if (*c == 's') {
+			(void)va_arg(ap, const char *);
+			nelem++;
+		} else if (*c == 'a' || *c == 'v') {
+			(void)va_arg(ap, const int64_t *);
+			int n = va_arg(ap, int);
+			nelem += *c == 'a' ? 1 : (size_t)n;
+		}
+	}
+	va_end(ap);
 	for (int pass = 0; pass < 2; pass++) {
 		/* The delta depends on whether the record opens a new extent, so
 		 * pack once, and again with dt 0 if it did not fit. */
@@ -205,7 +229,7 @@ void tg_rec(struct tg_stream *s, int type, int64_t t_ns, const char *fmt, ...)
 		if (pass == 1)
 			dt = 0;
 		msgpack_sbuffer_clear(&g->sb);
-		msgpack_pack_array(&g->pk, 2 + strlen(fmt));
+		msgpack_pack_array(&g->pk, nelem);
 		msgpack_pack_int64(&g->pk, type);
 		msgpack_pack_int64(&g->pk, dt);
 		va_start(ap, fmt);
@@ -220,10 +244,11 @@ void tg_rec(struct tg_stream *s, int type, int64_t t_ns, const char *fmt, ...)
 					msgpack_pack_str(&g->pk, strlen(str));
 					msgpack_pack_str_body(&g->pk, str, strlen(str));
 				}
-			} else if (*c == 'a') {
+			} else if (*c == 'a' || *c == 'v') {
 				const int64_t *v = va_arg(ap, const int64_t *);
 				int n = va_arg(ap, int);
-				msgpack_pack_array(&g->pk, (size_t)n);
+				if (*c == 'a')
+					msgpack_pack_array(&g->pk, (size_t)n);
 				for (int k = 0; k < n; k++)
 					msgpack_pack_int64(&g->pk, v[k]);
 			}
@@ -392,29 +417,57 @@ void tg_mmap(struct tg_stream *s, int64_t t, int fd, int64_t ino, int64_t length
 	       (int64_t)3);
 }
 
+static int64_t wrap_diff(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
 void tg_open_file(struct tg_stream *s, int64_t t, int fd, int kind, int64_t ino, int64_t flags,
 		  const char *path)
 {
 	struct tg *g = s->g;
 	size_t len = strlen(path);
 	if (g->major < 2 || len >= sizeof(s->open_path)) {
-		tg_rec(s, DLBN_REC_OPEN, t, "iiiis", (int64_t)fd, (int64_t)kind, ino, flags, path);
+		if (g->major >= 3) /* an unshared path, as a 3.x OPEN */
+			tg_rec(s, DLBN_REC_OPEN, t, "iiiis", (int64_t)fd, (int64_t)kind,
+			       wrap_diff(ino, s->open_ino), flags ^ DLBN_OPEN_FLAGS_USUAL, path);
+		else
+			tg_rec(s, DLBN_REC_OPEN, t, "iiiis", (int64_t)fd, (int64_t)kind, ino, flags,
+			       path);
+		s->open_path[0] = 0;
+		s->open_ino = ino;
 		return;
 	}
 	/* The path and what it shares go to one extent. */
 	if (s->has_base && s->used + 64 + len > g->extent_size - DLBN_EXTENT_HEADER_SIZE)
 		flush_extent(s);
-	size_t shared = 0;
+	size_t prev = strlen(s->open_path), shared = 0, tail = 0;
 	while (path[shared] && path[shared] == s->open_path[shared])
 		shared++;
 	while (shared > 0 && ((unsigned char)path[shared] & 0xc0) == 0x80)
 		shared--; /* as the recorder: never inside a UTF-8 character */
-	if (shared)
-		tg_rec(s, DLBN_REC_OPEN, t, "iiiisi", (int64_t)fd, (int64_t)kind, ino, flags,
-		       path + shared, (int64_t)shared);
+	size_t most = (len < prev ? len : prev) - shared;
+	while (g->major >= 3 && tail < most &&
+	       path[len - 1 - tail] == s->open_path[prev - 1 - tail])
+		tail++;
+	while (tail > 0 && ((unsigned char)path[len - tail] & 0xc0) == 0x80)
+		tail--;
+	char own[sizeof(s->open_path)];
+	memcpy(own, path + shared, len - shared - tail);
+	own[len - shared - tail] = 0;
+	int64_t ino_f = g->major >= 3 ? wrap_diff(ino, s->open_ino) : ino;
+	int64_t flags_f = g->major >= 3 ? flags ^ DLBN_OPEN_FLAGS_USUAL : flags;
+	if (tail)
+		tg_rec(s, DLBN_REC_OPEN, t, "iiiisii", (int64_t)fd, (int64_t)kind, ino_f, flags_f,
+		       own, (int64_t)shared, (int64_t)tail);
+	else if (shared)
+		tg_rec(s, DLBN_REC_OPEN, t, "iiiisi", (int64_t)fd, (int64_t)kind, ino_f, flags_f,
+		       own, (int64_t)shared);
 	else
-		tg_rec(s, DLBN_REC_OPEN, t, "iiiis", (int64_t)fd, (int64_t)kind, ino, flags, path);
+		tg_rec(s, DLBN_REC_OPEN, t, "iiiis", (int64_t)fd, (int64_t)kind, ino_f, flags_f,
+		       own);
 	memcpy(s->open_path, path, len + 1);
+	s->open_ino = ino;
 	if (fd >= 0) {
 		unsigned k = (unsigned)fd % DLBN_FD_SLOTS;
 		s->said[k].fd = fd;
@@ -452,7 +505,53 @@ void tg_sem_post(struct tg_stream *s, int64_t t, uint64_t sem)
 
 void tg_mark(struct tg_stream *s, int64_t t, int kind, int64_t iter_id, int64_t arg)
 {
-	tg_rec(s, DLBN_REC_MARK, t, "iii", (int64_t)kind, iter_id, arg);
+	tg_mark_counters(s, t, kind, iter_id, arg, NULL, 0);
+}
+
+void tg_mark_counters(struct tg_stream *s, int64_t t, int kind, int64_t iter_id, int64_t arg,
+		      const int64_t *counters, int n)
+{
+	struct tg *g = s->g;
+	if (g->major < 3) {
+		tg_rec(s, DLBN_REC_MARK, t, "iiiv", (int64_t)kind, iter_id, arg, counters, n);
+		return;
+	}
+	/* The differences are from this extent's previous MARK: it must not
+	 * move to the next one in tg_rec. */
+	if (s->has_base && s->used + 128 > g->extent_size - DLBN_EXTENT_HEADER_SIZE)
+		flush_extent(s);
+	int64_t v[2 + DLBN_MARK_COUNTERS];
+	int nv = 0;
+	if (n > 0) {
+		int64_t since = s->marked ? s->mark_t : s->has_base ? s->base_ns : t;
+		int64_t d[DLBN_MARK_COUNTERS];
+		int nd = 0;
+		int64_t present = 0;
+		for (int i = 0; i < DLBN_MARK_COUNTERS; i++) {
+			int64_t c = i < n ? counters[i] : 0;
+			int64_t x = wrap_diff(c, s->mark_c[i]);
+			if (i == 0)
+				x = wrap_diff(t - since, x);
+			if (x) {
+				present |= 1 << i;
+				d[nd++] = x;
+			}
+			s->mark_c[i] = c;
+		}
+		s->marked = 1;
+		s->mark_t = t;
+		if (present > 1)
+			v[nv++] = present;
+		if (present <= 1) /* counter 0's value alone, 0 when nothing moved */
+			v[nv++] = nd ? d[0] : 0;
+		else
+			for (int i = 0; i < nd; i++)
+				v[nv++] = d[i];
+	}
+	tg_rec(s, DLBN_REC_MARK, t, "iiiv", (int64_t)kind, wrap_diff(iter_id, s->mark_iter),
+	       wrap_diff(arg, s->mark_arg), v, nv);
+	s->mark_iter = iter_id;
+	s->mark_arg = arg;
 }
 
 void tg_config(struct tg_stream *s, int64_t t, int64_t iter_id, const char *text)

@@ -1,7 +1,8 @@
 /*
  * tracegen.h - test-side writer of valid dlbn trace files (CRC-32C checked
- * extents, dlbn_trace.h): format 2.0, or 1.1 after tg_set_version(g, 1, 1)
- * (records that name an fd then carry its kind and inode in place).
+ * extents, dlbn_trace.h): format 3.0, or 2.0 or 1.1 after tg_set_version
+ * (in 1.1 records that name an fd carry its kind and inode in place; 2.0
+ * writes OPENs and MARKs without 3.0's differences).
  *
  * Tests and dlbn-gentrace describe a trace stream by stream (one stream =
  * one thread of one process instance) with absolute timestamps; tracegen
@@ -50,7 +51,8 @@ void tg_stream_final(struct tg_stream *s);
 /*
  * Append one record [type, dt, fields...] at absolute time t_ns.  fmt has
  * one letter per field: 'i' int64_t, 's' const char * (NULL = nil),
- * 'a' array: const int64_t *, int count.
+ * 'a' array: const int64_t *, int count; 'v' the same count of int64_t
+ * fields in place (not an array).
  */
 void tg_rec(struct tg_stream *s, int type, int64_t t_ns, const char *fmt, ...);
 
@@ -85,6 +87,11 @@ void tg_open_file(struct tg_stream *s, int64_t t, int fd, int kind, int64_t ino,
 void tg_sem_wait(struct tg_stream *s, int64_t t, int64_t dur, uint64_t sem);
 void tg_sem_post(struct tg_stream *s, int64_t t, uint64_t sem);
 void tg_mark(struct tg_stream *s, int64_t t, int kind, int64_t iter_id, int64_t arg);
+/* A fetch MARK with the loop's first n counters (dlbn_trace.h, MARK; n 0:
+ * none, as tg_mark): in 3.x as differences from the extent's previous one,
+ * the counters past n written as 0; before 3.0 the n counters as they are. */
+void tg_mark_counters(struct tg_stream *s, int64_t t, int kind, int64_t iter_id, int64_t arg,
+		      const int64_t *counters, int n);
 void tg_config(struct tg_stream *s, int64_t t, int64_t iter_id, const char *text);
 void tg_fork(struct tg_stream *s, int64_t t, int64_t dur, int child_pid);
 

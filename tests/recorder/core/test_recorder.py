@@ -565,13 +565,15 @@ def test_reused_fd_numbers_are_reclassified(rtest, tmp_path):
 
 
 def test_open_paths_share_their_directory_within_an_extent(tmp_path):
-    """Format 2.0: an OPEN's path leaves out what it shares with the
-    extent's previous OPEN; readers put the whole path back."""
+    """Format 3.0: an OPEN's path leaves out what it shares with the
+    extent's previous OPEN at both ends, its inode is a difference from
+    that OPEN's and its flags are XORed with O_CLOEXEC; readers put the
+    whole record back."""
     d = tmp_path / "a-rather-long-dataset-directory" / "images"
     d.mkdir(parents=True)
-    # é and è share their first UTF-8 byte: the second name's own bytes
-    # must still begin with a whole character.
-    names = ["%04d.jpg" % i for i in range(20)] + ["labels.txt", "é.jpg", "è.jpg"]
+    # è and é share their first UTF-8 byte, é and © their last: each name's
+    # own bytes must still be whole characters.
+    names = ["%04d.jpg" % i for i in range(20)] + ["labels.txt", "è.jpg", "é.jpg", "©.jpg"]
     for n in names:
         (d / n).write_bytes(b"x")
     out = tmp_path / "t.bin"
@@ -582,12 +584,22 @@ def test_open_paths_share_their_directory_within_an_extent(tmp_path):
     opens = [r for r in dlbntrace.Trace(str(out)).records("OPEN") if str(d) in r["path"]]
     assert [r["path"] for r in opens] == [str(d / n) for n in names]
     assert all(r["ino"] == os.stat(r["path"]).st_ino for r in opens)
-    # As written: the first of the directory at most whole, each later one
-    # its file name's own bytes after the shared prefix.
+    assert all(r["flags"] & os.O_CLOEXEC and r["raw"][5] == r["flags"] ^ os.O_CLOEXEC
+               for r in opens)
+    # As written: each path after the first of the directory is the
+    # previous one's start, its own bytes (a strict UTF-8 string, or the
+    # decoder would have failed), then the previous one's end.
+    owns = []
     for prev, r in zip(opens, opens[1:]):
-        suffix, shared = r["raw"][6], r["raw"][7]
-        assert r["path"][:shared] == prev["path"][:shared] and shared >= len(str(d)) + 1
-        assert suffix == r["path"][shared:] and len(suffix) <= len("labels.txt")
+        assert r["raw"][4] == r["ino"] - prev["ino"]
+        own, shared = r["raw"][6], r["raw"][7]
+        tail = r["raw"][8] if len(r["raw"]) > 8 else 0
+        whole, before = r["path"].encode(), prev["path"].encode()
+        assert shared >= len(str(d).encode()) + 1
+        assert whole == before[:shared] + own.encode() + before[len(before) - tail:]
+        owns.append(own)
+    assert all(1 <= len(o) <= 2 for o in owns[:19])  # "1" of 0001.jpg, "10" of 0010.jpg
+    assert owns[19:] == ["labels.txt", "è.jpg", "é", "©"]
 
 
 def test_each_thread_has_its_own_stream(rtest, tmp_path):
@@ -647,7 +659,7 @@ def test_extents_carry_the_crc_of_their_records(rtest, tmp_path):
     p = run([rtest, "many", "20000"], DLBN_OUTPUT=out, DLBN_EXTENT_KB=64)
     assert p.returncode == 0, p.stderr
     t = dlbntrace.Trace(str(out))
-    assert (t.major, t.minor) == (2, 0)
+    assert (t.major, t.minor) == (3, 0)
     data = open(out, "rb").read()
     checked = 0
     for st in t.streams.values():

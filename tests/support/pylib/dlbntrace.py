@@ -1,4 +1,4 @@
-"""dlbntrace.py - the test suites' reader of dlbn trace files (formats 1.x, 2.x).
+"""dlbntrace.py - the test suites' reader of dlbn trace files (formats 1.x to 3.x).
 
 One Python decoder of include/dlbn/dlbn_trace.h for every test suite
 (recorder, nvtx, cxx, cuda, e2e).  It parses the file header and every
@@ -32,7 +32,11 @@ keeps them apart, in fd_records (an OPEN announces its fd as well, and is
 a Record as before).  A 2.0 OPEN's path
 leaves out what it shares with the extent's previous OPEN (a trailing
 `shared` field says how many bytes): its Record has the whole path and no
-`shared`.
+`shared`.  Format 3.0 also leaves out the end an OPEN's path shares with
+the previous one (`tail`), writes its inode as a difference from that
+one's and its flags XORed with O_CLOEXEC, and a MARK's iter_id, arg and
+counters as differences from the extent's previous MARK: Records carry
+the 1.x fields all the same ("raw" keeps what was written).
 
 Invariants checked (a trace that breaks them raises ValueError): magic and
 major version; within a stream, extent_seq runs 0, 1, 2 ... without a gap;
@@ -47,10 +51,12 @@ import struct
 import msgpack
 
 FILE_MAGIC = b"DLBNTRC1"
-VERSION_MAJOR = 2
+VERSION_MAJOR = 3
 VERSION_MAJOR_MIN = 1
 FD_SLOTS = 64        # fd announcement slots per extent (2.0)
 SEM_SLOTS = 16       # semaphore announcement slots per extent (2.0)
+MARK_COUNTERS = 8    # the loop's counters a MARK may carry
+OPEN_FLAGS_USUAL = 0x80000  # 3.0 OPEN flags are XORed with it (O_CLOEXEC)
 FILE_HEADER_SIZE = 4096
 EXTENT_MAGIC = 0x58424C44
 EXTENT_HEADER_SIZE = 64
@@ -109,7 +115,8 @@ FIELDS = {
     "SEM_WAIT": ["dur", "sem", "ret", "call"],
     "SEM_POST": ["sem"],
     "SCHED": ["tid", "run_ns", "runq_wait_ns"],
-    "MARK": ["kind", "iter_id", "arg"],
+    "MARK": ["kind", "iter_id", "arg", "run_ns", "runq_ns", "sys_ns", "minflt", "free_ns",
+             "free_cpu_ns", "gil_ns", "gil_others_ns"],
     "CONFIG": ["iter_id", "text"],
     "STRING": ["id", "text"],
     "LAUNCH": ["stream", "api"],
@@ -196,23 +203,76 @@ def parse_extent_header(data, offset):
     return ExtentHeader(*EXTENT_HEADER.unpack_from(data, offset))
 
 
-class ExtentState:
-    """What a 2.x extent's records leave to earlier ones: the last FD (or
-    OPEN) and SEM record of each announcement slot and the previous OPEN's
-    path."""
+def _wrap(v):
+    """v modulo 2^64 as a signed 64-bit integer, as the writer took it."""
+    return (v + (1 << 63)) % (1 << 64) - (1 << 63)
 
-    def __init__(self):
+
+class ExtentState:
+    """What a 2.x or 3.x extent's records leave to earlier ones: the last FD
+    (or OPEN) and SEM record of each announcement slot, the previous OPEN's
+    path and (3.x) inode, and (3.x) the previous MARK's time and counters."""
+
+    def __init__(self, major=2, base_ns=0):
+        self.major = major
         self.said = {}  # slot -> (fd, kind, ino)
         self.sems = {}  # slot -> semaphore address
         self.last_path = b""
+        self.open_ino = 0
+        self.mark_iter = self.mark_arg = 0
+        self.mark_t = base_ns
+        self.mark_counters = [0] * MARK_COUNTERS
 
-    def fields_1x(self, name, fields):
-        """The fields of a 2.x record in the 1.x layout (FD: its own)."""
-        if name == "OPEN" and len(fields) >= 5 and isinstance(fields[4], str):
+    def _open(self, fields):
+        if self.major >= 3 and len(fields) >= 4:
+            if isinstance(fields[2], int):
+                self.open_ino = _wrap(self.open_ino + fields[2])
+                fields = fields[:2] + [self.open_ino] + fields[3:]
+            if isinstance(fields[3], int):
+                fields = fields[:3] + [fields[3] ^ OPEN_FLAGS_USUAL] + fields[4:]
+        if len(fields) >= 5 and isinstance(fields[4], str):
+            prev = self.last_path
             shared = fields[5] if len(fields) >= 6 and isinstance(fields[5], int) else 0
-            whole = self.last_path[:max(shared, 0)] + fields[4].encode("utf-8", "surrogateescape")
+            tail = fields[6] if len(fields) >= 7 and isinstance(fields[6], int) else 0
+            shared = min(max(shared, 0), len(prev))
+            tail = min(max(tail, 0), len(prev) - shared)
+            whole = (prev[:shared] + fields[4].encode("utf-8", "surrogateescape")
+                     + prev[len(prev) - tail:])
             self.last_path = whole
-            fields = fields[:4] + [whole.decode("utf-8", "replace")] + fields[6:]
+            fields = fields[:4] + [whole.decode("utf-8", "replace")]
+        return fields
+
+    def _mark(self, fields, t):
+        if self.major < 3 or len(fields) < 3:
+            return fields
+        head = list(fields[:3])
+        if isinstance(fields[1], int):
+            head[1] = self.mark_iter = _wrap(self.mark_iter + fields[1])
+        if isinstance(fields[2], int):
+            head[2] = self.mark_arg = _wrap(self.mark_arg + fields[2])
+        if len(fields) == 3:
+            return head
+        # One value: counter 0's; more: the mask, then the values.
+        if len(fields) == 4:
+            present, values = 1, iter(fields[3:])
+        else:
+            present = fields[3] if isinstance(fields[3], int) else 0
+            values = iter(fields[4:])
+        for i in range(MARK_COUNTERS):
+            d = next(values, 0) if present >> i & 1 else 0
+            if i == 0:  # written: the wall time since the last not run
+                d = t - self.mark_t - d
+            self.mark_counters[i] = _wrap(self.mark_counters[i] + d)
+        self.mark_t = t
+        return head + list(self.mark_counters)
+
+    def fields_1x(self, name, fields, t=0):
+        """The fields of a 2.x or 3.x record (at time t) in the 1.x layout
+        (FD: its own)."""
+        if name == "OPEN":
+            fields = self._open(fields)
+        if name == "MARK":
+            fields = self._mark(fields, t)
         if name in ("FD", "OPEN") and len(fields) >= 3 \
                 and isinstance(fields[0], int) and fields[0] >= 0:
             self.said[fields[0] % FD_SLOTS] = tuple(fields[:3])
@@ -241,7 +301,7 @@ def decode_records(body, base_ns, stream, major=1):
     out = []
     t = base_ns
     pos = 0
-    state = ExtentState()
+    state = ExtentState(major, base_ns)
     for obj in unpacker:
         end = unpacker.tell()
         if not (isinstance(obj, list) and len(obj) >= 2
@@ -253,7 +313,7 @@ def decode_records(body, base_ns, stream, major=1):
         rec = Record(type=name, t=t, size=end - pos, raw=obj,
                      proc_id=stream.proc_id, thread_no=stream.thread_no,
                      pid=stream.pid, tid=stream.tid)
-        fields = state.fields_1x(name, obj[2:]) if major >= 2 else obj[2:]
+        fields = state.fields_1x(name, obj[2:], t) if major >= 2 else obj[2:]
         rec.update(zip(FIELDS.get(name, ()), fields))
         if major >= 2 and name in ("FD", "SEM"):
             stream.fd_records.append(rec)  # handed out by no reader

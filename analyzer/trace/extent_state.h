@@ -1,0 +1,52 @@
+/*
+ * extent_state.h - what an extent of format 2.0 or later says once and its
+ * records then leave out (dlbn_trace.h, "Fd announcements" and
+ * "Differences within an extent").
+ *
+ * The reader keeps one per stream, resets it at the start of each extent
+ * and passes every decoded record through extent_state_complete, so that
+ * records come out with their 1.x fields whatever version wrote them.
+ * Nothing here outlives an extent: each extent reads on its own.
+ */
+#ifndef DLBN_EXTENT_STATE_H
+#define DLBN_EXTENT_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlbn/dlbn_trace.h"
+#include "trace/reader.h"
+
+/* The last FD record of an announcement slot in the current extent. */
+struct fd_said {
+	int64_t fd; /* -1: none */
+	int64_t kind, ino;
+};
+
+struct extent_state {
+	unsigned major; /* the trace's format major (2 or later) */
+	struct fd_said fds[DLBN_FD_SLOTS];
+	int64_t sems[DLBN_SEM_SLOTS]; /* each slot's semaphore address, 0 none */
+	/* The extent's last OPEN: its whole path and (3.0) its inode. */
+	char *path;
+	size_t path_len, path_cap;
+	int64_t open_ino;
+	/* The extent's last MARK (3.0): its iter_id and arg (zeros before the
+	 * first); the last with counters: its time and counters (the extent's
+	 * base time and zeros before the first). */
+	int64_t mark_iter, mark_arg;
+	int64_t mark_t;
+	int64_t mark_counters[DLBN_MARK_COUNTERS];
+};
+
+/* Where records of 2.0 and later leave out the 1.x fields fd_kind and
+ * ino: the decoder leaves room there (dlbn_decode_record_gap). */
+extern const struct dlbn_field_gap extent_fd_gaps[256];
+
+void extent_state_reset(struct extent_state *x, unsigned major, int64_t base_ns);
+/* Put back what rec (decoded with extent_fd_gaps, at time t_ns) leaves
+ * out.  0 when rec is an announcement, which is not handed out. */
+int extent_state_complete(struct extent_state *x, struct dlbn_record *rec, int64_t t_ns);
+void extent_state_free(struct extent_state *x);
+
+#endif /* DLBN_EXTENT_STATE_H */
