@@ -89,6 +89,10 @@ void rec_emit_list(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned 
  * loop's cumulative counters, which are written as differences from the
  * extent's previous MARK with counters (dlbn_trace.h, MARK). */
 void rec_emit_mark(uint64_t t_ns, const int64_t *fields, unsigned n) DLBN_HIDDEN;
+/* A STACK [fields..., [frames...]], its frame list written without the
+ * end it shares with the extent's previous STACK's (dlbn_trace.h, STACK). */
+void rec_emit_stack(uint64_t t_ns, const int64_t *fields, unsigned n, const int64_t *frames,
+		    unsigned nframes) DLBN_HIDDEN;
 
 /*
  * The calling thread's hook state (recorder.c), inline because every

@@ -244,7 +244,7 @@ static void capture(uint8_t rec_type, uint64_t t0_ns, uint64_t now)
 	if (n_pairs == 0)
 		return;
 	int64_t f[2] = {rec_type, (int64_t)(now - t0_ns)};
-	rec_emit_list(DLBN_REC_STACK, now, f, 2, pairs, n_pairs);
+	rec_emit_stack(now, f, 2, pairs, n_pairs);
 }
 
 void stacks_wait_finished(uint8_t rec_type, uint64_t t0_ns, uint64_t dur_ns)

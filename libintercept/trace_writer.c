@@ -24,6 +24,9 @@
  *     time and counters of the last MARK with counters (the extent's
  *     base_ns and zeros: none yet); the next MARK's are differences from
  *     them.
+ *   - stack holds the stack_len frame elements of the last STACK record
+ *     in the current extent (0: none yet, or too long to keep), whose end
+ *     the next STACK's may share.
  *   - Stores never go past `allocated`: disk for an extent is allocated
  *     (session_grow_extent: a first small step, then larger ones) before
  *     records are written there, so a full disk fails with ENOSPC, never
@@ -50,6 +53,10 @@ struct fd_said {
  * directory, however deep, and the start of its file names. */
 #define OPEN_PATH_KEPT 512u
 
+/* Elements of a STACK's frame list kept for the next one to share: every
+ * frame the stack sampler takes (32 module-offset pairs). */
+#define STACK_KEPT 64u
+
 struct stream {
 	struct dlbn_extent_header *ext; /* current extent, NULL if none */
 	uint8_t *data;			/* first record byte of ext */
@@ -65,6 +72,7 @@ struct stream {
 	uint32_t gen; /* the_session.gen it was opened in */
 	bool closed;  /* thread is exiting: record nothing */
 	struct fd_said fd_said[DLBN_FD_SLOTS];
+	int64_t fd_ino; /* the inode of the extent's last FD record, 0 none */
 	uint64_t sem_said[DLBN_SEM_SLOTS];
 	uint32_t open_path_len;
 	bool open_path_whole;
@@ -73,6 +81,8 @@ struct stream {
 	int64_t mark_iter, mark_arg;
 	uint64_t mark_t;
 	int64_t mark_counters[DLBN_MARK_COUNTERS];
+	uint32_t stack_len;
+	int64_t stack[STACK_KEPT];
 };
 
 static __thread struct stream tls_stream;
@@ -146,6 +156,7 @@ static bool extent_next(struct stream *s)
 								    : SESSION_FIRST_STEP;
 	for (unsigned k = 0; k < DLBN_FD_SLOTS; k++)
 		s->fd_said[k].fd = -1;
+	s->fd_ino = 0;
 	memset(s->sem_said, 0, sizeof(s->sem_said));
 	s->open_path_len = 0;
 	s->open_path_whole = false;
@@ -153,6 +164,7 @@ static bool extent_next(struct stream *s)
 	s->mark_iter = s->mark_arg = 0;
 	s->mark_t = s->last_ns;
 	memset(s->mark_counters, 0, sizeof(s->mark_counters));
+	s->stack_len = 0;
 	return true;
 }
 
@@ -295,6 +307,12 @@ void tw_fork_child(void)
 	tls_stream.gen = 0;
 }
 
+/* Wrapping difference a - b: the reader adds it back modulo 2^64. */
+static inline int64_t wrap_diff(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
 void rec_emit(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n)
 {
 	uint8_t *p = record_begin(type, t_ns, n, (size_t)n * MP_INT_MAX);
@@ -317,8 +335,9 @@ void rec_emit_fd(uint8_t type, uint64_t t_ns, int fd, unsigned kind, int64_t ino
 		p = record_head(s, p, DLBN_REC_FD, t_ns, 3);
 		p = mp_int(p, fd);
 		p = mp_int(p, kind);
-		p = mp_int(p, ino);
+		p = mp_int(p, wrap_diff(ino, s->fd_ino));
 		*said = (struct fd_said){fd, kind, ino};
+		s->fd_ino = ino;
 	}
 	p = record_head(s, p, type, t_ns, n);
 	for (unsigned i = 0; i < n; i++)
@@ -333,7 +352,9 @@ void rec_emit_sem(uint8_t type, uint64_t t_ns, int64_t *fields, unsigned n, unsi
 		return;
 	uint8_t *p = s->data + s->used;
 	uint64_t sem = (uint64_t)fields[sem_at];
-	unsigned slot = (unsigned)(sem >> 5) % DLBN_SEM_SLOTS;
+	/* Every bit of the address picks the slot: the DataLoader's queues
+	 * have semaphores at the same offset of mappings 128 MiB apart. */
+	unsigned slot = (unsigned)(((sem >> 5) * 0x9e3779b97f4a7c15ull) >> 60) % DLBN_SEM_SLOTS;
 	if (DLBN_UNLIKELY(s->sem_said[slot] != sem)) {
 		p = record_head(s, p, DLBN_REC_SEM, t_ns, 2);
 		p = mp_int(p, slot);
@@ -359,12 +380,6 @@ void rec_emit_str(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n
 		p = mp_int(p, fields[i]);
 	p = mp_str(p, str, len);
 	record_commit(p);
-}
-
-/* Wrapping difference a - b: the reader adds it back modulo 2^64. */
-static inline int64_t wrap_diff(int64_t a, int64_t b)
-{
-	return (int64_t)((uint64_t)a - (uint64_t)b);
 }
 
 /*
@@ -475,6 +490,33 @@ void rec_emit_open(uint64_t t_ns, int fd, unsigned kind, int64_t ino, int64_t fl
 	s->open_path_whole = path && len <= OPEN_PATH_KEPT;
 	if (path)
 		memcpy(s->open_path, path, s->open_path_len);
+}
+
+void rec_emit_stack(uint64_t t_ns, const int64_t *fields, unsigned n, const int64_t *frames,
+		    unsigned nframes)
+{
+	struct stream *s =
+		record_room(t_ns, RECORD_HEAD_MAX + (size_t)(n + 1 + nframes) * MP_INT_MAX + 3);
+	if (!s)
+		return;
+	/* The outer frames it shares with the extent's previous STACK are
+	 * left out (dlbn_trace.h, STACK): waits of one loop share most. */
+	unsigned shared = 0;
+	if (nframes <= STACK_KEPT)
+		while (shared < nframes && shared < s->stack_len &&
+		       frames[nframes - 1 - shared] == s->stack[s->stack_len - 1 - shared])
+			shared++;
+	uint8_t *p = record_head(s, s->data + s->used, DLBN_REC_STACK, t_ns, n + 1 + (shared > 0));
+	for (unsigned i = 0; i < n; i++)
+		p = mp_int(p, fields[i]);
+	p = mp_array(p, nframes - shared);
+	for (unsigned i = 0; i < nframes - shared; i++)
+		p = mp_int(p, frames[i]);
+	if (shared)
+		p = mp_int(p, shared);
+	record_commit(p);
+	s->stack_len = nframes <= STACK_KEPT ? nframes : 0;
+	memcpy(s->stack, frames, s->stack_len * sizeof(*frames));
 }
 
 void rec_emit_list(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n,

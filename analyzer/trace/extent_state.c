@@ -1,8 +1,8 @@
 /*
  * extent_state.c - records of format 2.0 and later made whole again: the
- * fd and semaphore announcements of their extent, and (3.0) the OPEN and
- * MARK fields written as differences from the extent's previous ones
- * (dlbn_trace.h; extent_state.h for the contract).
+ * fd and semaphore announcements of their extent, and (3.0) what OPEN, FD,
+ * STACK and MARK records write as differences from the extent's previous
+ * ones (dlbn_trace.h; extent_state.h for the contract).
  *
  * Invariant: after extent_state_complete, a record reads as its 1.x
  * layout (the field lists of dlbn_trace.h), so the model, the exports and
@@ -24,12 +24,14 @@ void extent_state_reset(struct extent_state *x, unsigned major, int64_t base_ns)
 	x->major = major;
 	for (unsigned k = 0; k < DLBN_FD_SLOTS; k++)
 		x->fds[k].fd = -1;
+	x->fd_ino = 0;
 	memset(x->sems, 0, sizeof(x->sems));
 	x->path_len = 0;
 	x->open_ino = 0;
 	x->mark_iter = x->mark_arg = 0;
 	x->mark_t = base_ns;
 	memset(x->mark_counters, 0, sizeof(x->mark_counters));
+	x->stack_len = 0;
 }
 
 void extent_state_free(struct extent_state *x)
@@ -146,6 +148,30 @@ static void mark_fields(struct extent_state *x, struct dlbn_record *rec, int64_t
 	rec->nfields = 3 + DLBN_MARK_COUNTERS;
 }
 
+/* 3.0: a STACK's frame list with the end it shares with the previous
+ * STACK's put back (dlbn_trace.h, STACK). */
+static void stack_frames(struct extent_state *x, struct dlbn_record *rec)
+{
+	if (rec->nfields < 3 || rec->kind[2] != DLBN_V_ARR) {
+		x->stack_len = 0;
+		return;
+	}
+	int64_t shared = rec->nfields >= 4 ? take_field(rec, 3) : 0;
+	/* A list cut to what a record keeps has no end to share. */
+	int whole = rec->f[2] == rec->narr;
+	if (shared > 0 && whole) {
+		int n = shared < x->stack_len ? (int)shared : x->stack_len;
+		if (n > DLBN_REC_MAX_ARR - rec->narr)
+			n = DLBN_REC_MAX_ARR - rec->narr;
+		memcpy(rec->arr + rec->narr, x->stack + x->stack_len - n,
+		       (size_t)n * sizeof(*rec->arr));
+		rec->narr += n;
+		rec->f[2] = rec->narr;
+	}
+	x->stack_len = whole ? rec->narr : 0;
+	memcpy(x->stack, rec->arr, (size_t)x->stack_len * sizeof(*rec->arr));
+}
+
 /* A SEM record fills its slot; SEM_WAIT and SEM_POST get the address of
  * theirs in place of the slot (0: none).  0 when the record is a SEM. */
 static int sem_fields(struct extent_state *x, struct dlbn_record *rec)
@@ -172,6 +198,9 @@ static int sem_fields(struct extent_state *x, struct dlbn_record *rec)
 static int fd_fields(struct extent_state *x, struct dlbn_record *rec)
 {
 	if (rec->type == DLBN_REC_FD || rec->type == DLBN_REC_OPEN) {
+		if (rec->type == DLBN_REC_FD && x->major >= 3 && rec->nfields >= 3 &&
+		    rec->kind[2] == DLBN_V_INT)
+			x->fd_ino = rec->f[2] = wrap_add(x->fd_ino, rec->f[2]);
 		if (rec->nfields >= 3 && rec->kind[0] == DLBN_V_INT && rec->f[0] >= 0)
 			x->fds[rec->f[0] % DLBN_FD_SLOTS] =
 				(struct fd_said){rec->f[0], int_field(rec, 1), int_field(rec, 2)};
@@ -206,6 +235,10 @@ int extent_state_complete(struct extent_state *x, struct dlbn_record *rec, int64
 	case DLBN_REC_MARK:
 		if (x->major >= 3)
 			mark_fields(x, rec, t_ns);
+		return 1;
+	case DLBN_REC_STACK:
+		if (x->major >= 3)
+			stack_frames(x, rec);
 		return 1;
 	case DLBN_REC_OPEN:
 		if (x->major >= 3)

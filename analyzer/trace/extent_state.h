@@ -26,6 +26,7 @@ struct fd_said {
 struct extent_state {
 	unsigned major; /* the trace's format major (2 or later) */
 	struct fd_said fds[DLBN_FD_SLOTS];
+	int64_t fd_ino;		      /* the last FD record's inode (3.0), 0 none */
 	int64_t sems[DLBN_SEM_SLOTS]; /* each slot's semaphore address, 0 none */
 	/* The extent's last OPEN: its whole path and (3.0) its inode. */
 	char *path;
@@ -37,6 +38,10 @@ struct extent_state {
 	int64_t mark_iter, mark_arg;
 	int64_t mark_t;
 	int64_t mark_counters[DLBN_MARK_COUNTERS];
+	/* The extent's last STACK's frame list (3.0), 0 elements: none, or
+	 * more than a record keeps. */
+	int stack_len;
+	int64_t stack[DLBN_REC_MAX_ARR];
 };
 
 /* Where records of 2.0 and later leave out the 1.x fields fd_kind and

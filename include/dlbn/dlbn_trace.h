@@ -76,7 +76,9 @@
  *   each slot of the current extent and nothing more.  A record whose fd
  *   has no announcement in its slot reads fd_kind 0 and ino 0 (unknown).
  *   Semaphores likewise: SEM_WAIT and SEM_POST carry the slot of their
- *   semaphore, (address >> 5) % DLBN_SEM_SLOTS, where 1.x has its address,
+ *   semaphore, below DLBN_SEM_SLOTS, where 1.x has its address (the
+ *   writer picks it: (address >> 5) % 16 in 2.0, a hash of the whole
+ *   address in 3.0; readers take the slot as written),
  *   and a SEM record [SEM, dt, slot, address] earlier in the extent says
  *   which semaphore the slot holds (a slot without one reads address 0).
  *   The field lists below are the 1.x ones, which carry fd_kind, ino and
@@ -89,8 +91,11 @@
  *   Everything of 2.0 above, and: an OPEN's inode is written as its
  *   difference from the previous OPEN of the extent, its flags XORed with
  *   DLBN_OPEN_FLAGS_USUAL, and its path without the bytes it shares with
- *   that OPEN's at both ends; a MARK's iter_id, arg and counters are written
- *   as differences from the extent's previous MARK (see OPEN and MARK).
+ *   that OPEN's at both ends; an FD record's inode as its difference from
+ *   the previous FD record's; a STACK's frames without the end they share
+ *   with the previous STACK's; a MARK's iter_id, arg and counters as
+ *   differences from the extent's previous MARK (see OPEN, FD, STACK and
+ *   MARK).
  *   Differences are taken modulo 2^64 and read back the same way.  Readers
  *   present 3.0 records with their 1.x fields as well.  The recorder wrote
  *   2.0 traces until 3.0: a Python import's OPEN was ~53 bytes (now ~30),
@@ -207,7 +212,10 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  * Host input path (fd kinds are DLBN_FD_*; ino is st_ino, 0 if unknown;
  * ret is the call's return value, or -errno on failure)
  *  FD       fd, fd_kind, ino     (2.0) what fd is, for the records after it
- *           in this extent (see "Fd announcements")
+ *           in this extent (see "Fd announcements").  3.0: ino minus the
+ *           previous FD record's ino in the extent (the first: minus 0):
+ *           the sockets a DataLoader passes its batches' fds through are
+ *           numbered one after the other
  *  SEM      slot, sem (address)  (2.0) the semaphore of a slot, likewise
  *  READ     dur_ns, fd, fd_kind, ino, ret           read/readv/recv/recvfrom
  *           2.0: dur_ns, fd, ret
@@ -313,7 +321,11 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *  MODULE   module_id, base, path (str)               a loaded object
  *  STACK    wait_type, wait_ts_delta, [module_id, offset, module_id, offset...]
  *           native stack of the wait that began wait_ts_delta ns before
- *           this record's time
+ *           this record's time.  3.0: wait_type, wait_ts_delta, [...]
+ *           [, shared]: the list ends with the last `shared` elements
+ *           (absent: 0) of the previous STACK's list in the extent, which
+ *           it leaves out: the waits of one loop share their outer frames
+ *           (readers present the whole list, and no shared field)
  *
  * Python-level localization (python/_dlbn_profile.py through
  * libintercept/marker_profile.c).  PROF_* are cumulative summaries since

@@ -24,7 +24,7 @@ static int64_t want_time(int s, int k)
 	return 1000000000ll + (int64_t)k * 7919 + s * 13; /* interleaved streams */
 }
 
-#define KINDS 8 /* record k of a stream is of kind k % KINDS */
+#define KINDS 9 /* record k of a stream is of kind k % KINDS */
 
 /* In 2.0 each path shares a start with the one before, in 3.0 an end as
  * well; the two cafés share the last byte of their last character, which
@@ -45,12 +45,23 @@ static const char *open_path(int k)
 /* A failed open's inode (-1) or one that moves both ways between OPENs. */
 static int64_t open_ino(int k)
 {
-	return k % 40 == 2 ? -1 : 1000000000000ll + (k % 3) * 37 - k;
+	return (k / KINDS) % 5 == 2 ? -1 : 1000000000000ll + (k % 3) * 37 - k;
 }
 
 static int64_t open_flags(int k)
 {
-	return k % 24 == 10 ? 0x241 : 0x80000; /* O_WRONLY|O_CREAT|O_TRUNC, O_CLOEXEC */
+	return (k / KINDS) % 3 == 1 ? 0x241 : 0x80000; /* O_WRONLY|O_CREAT|O_TRUNC, O_CLOEXEC */
+}
+
+/* A stack of 2 to 64 elements whose outer part repeats: each STACK shares
+ * some, all or none of its end with the one before. */
+static int stack_frames(int k, int64_t frames[64])
+{
+	int j = k / KINDS, n = 2 + 2 * (j % 32);
+	for (int i = 0; i < n; i++)
+		frames[i] =
+			i < 4 && j % 4 == 1 ? j * 1000 + i : (int64_t)(n - i) * 4096 + (j % 7 == 3);
+	return n;
 }
 
 /* A fetch MARK's counters: growing, standing, unknown (-1), and near the
@@ -104,6 +115,11 @@ static void write_stream_record(struct tg_stream *st, int s, int k)
 	case 7:
 		tg_mark(st, t, DLBN_MARK_STEP, 3, k);
 		break;
+	case 8: {
+		int64_t frames[64];
+		tg_stack(st, t, DLBN_REC_READ, k, frames, stack_frames(k, frames));
+		break;
+	}
 	}
 }
 
@@ -147,6 +163,12 @@ static int check_record(const struct dlbn_record *r, int s, int k)
 	case 7:
 		return r->type == DLBN_REC_MARK && r->nfields == 3 && r->f[0] == DLBN_MARK_STEP &&
 		       r->f[2] == k;
+	case 8: {
+		int64_t frames[64];
+		int n = stack_frames(k, frames);
+		return r->type == DLBN_REC_STACK && r->nfields == 3 && r->kind[2] == DLBN_V_ARR &&
+		       r->f[2] == n && r->narr == n && !memcmp(r->arr, frames, (size_t)n * 8);
+	}
 	}
 	return 0;
 }

@@ -84,8 +84,7 @@ static void write_trace(void)
 		if ((i >= 10 && i < 17) || i == 0) {
 			int64_t now = t + wait + 50 * US;
 			int64_t frames[6] = {0, a, 0, b, 1, 0x1234};
-			tg_rec(m, DLBN_REC_STACK, now, "iia", (int64_t)DLBN_REC_READ, now - t,
-			       frames, 6);
+			tg_stack(m, now, DLBN_REC_READ, now - t, frames, 6);
 		}
 		tg_mark(m, t + wait + 100 * US, DLBN_MARK_FETCH_END, 1, i);
 		t += wait + 2 * MS;

@@ -31,8 +31,11 @@ struct tg_stream {
 	uint64_t sems[DLBN_SEM_SLOTS]; /* semaphore announcements, likewise */
 	char open_path[4096];	       /* the extent's previous OPEN path (2.x), "" none */
 	int64_t open_ino;	       /* its inode (3.x), 0 none */
-	int64_t mark_iter, mark_arg;   /* the extent's previous MARK's (3.x), 0 none */
-	int marked;		       /* a MARK with counters in this extent (3.x) */
+	int64_t fd_ino;		       /* the extent's last FD record's inode (3.x) */
+	int64_t stack[64];	       /* the extent's last STACK's frames (3.x) */
+	int stack_len;
+	int64_t mark_iter, mark_arg;		    /* the extent's previous MARK's (3.x), 0 none */
+	int marked;				    /* a MARK with counters in this extent (3.x) */
 	int64_t mark_t, mark_c[DLBN_MARK_COUNTERS]; /* the last one's time and counters */
 };
 
@@ -141,6 +144,8 @@ static void flush_extent(struct tg_stream *s)
 	memset(s->sems, 0, sizeof(s->sems));
 	s->open_path[0] = 0;
 	s->open_ino = 0;
+	s->fd_ino = 0;
+	s->stack_len = 0;
 	s->mark_iter = s->mark_arg = 0;
 	s->marked = 0;
 	memset(s->mark_c, 0, sizeof(s->mark_c));
@@ -345,6 +350,11 @@ void tg_exit(struct tg_stream *s, int64_t t, int status, int how)
  * 1 when the record that names fd leaves out fd_kind and ino, 0 for a 1.x
  * trace.  The announcement and the record go to one extent.
  */
+static int64_t wrap_diff(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
 static int fd_announced(struct tg_stream *s, int64_t t, int fd, int kind, int64_t ino)
 {
 	struct tg *g = s->g;
@@ -354,7 +364,9 @@ static int fd_announced(struct tg_stream *s, int64_t t, int fd, int kind, int64_
 		flush_extent(s);
 	unsigned k = (unsigned)fd % DLBN_FD_SLOTS;
 	if (s->said[k].fd != fd || s->said[k].kind != kind || s->said[k].ino != ino) {
-		tg_rec(s, DLBN_REC_FD, t, "iii", (int64_t)fd, (int64_t)kind, ino);
+		tg_rec(s, DLBN_REC_FD, t, "iii", (int64_t)fd, (int64_t)kind,
+		       g->major >= 3 ? wrap_diff(ino, s->fd_ino) : ino);
+		s->fd_ino = ino;
 		s->said[k].fd = fd;
 		s->said[k].kind = kind;
 		s->said[k].ino = ino;
@@ -415,11 +427,6 @@ void tg_mmap(struct tg_stream *s, int64_t t, int fd, int64_t ino, int64_t length
 {
 	tg_rec(s, DLBN_REC_MMAP, t, "iiiii", (int64_t)fd, (int64_t)DLBN_FD_SHM, ino, length,
 	       (int64_t)3);
-}
-
-static int64_t wrap_diff(int64_t a, int64_t b)
-{
-	return (int64_t)((uint64_t)a - (uint64_t)b);
 }
 
 void tg_open_file(struct tg_stream *s, int64_t t, int fd, int kind, int64_t ino, int64_t flags,
@@ -484,7 +491,7 @@ static int64_t sem_field(struct tg_stream *s, int64_t t, uint64_t sem)
 		return (int64_t)sem;
 	if (s->has_base && s->used + 64 > s->g->extent_size - DLBN_EXTENT_HEADER_SIZE)
 		flush_extent(s);
-	unsigned k = (unsigned)(sem >> 5) % DLBN_SEM_SLOTS;
+	unsigned k = (unsigned)(((sem >> 5) * 0x9e3779b97f4a7c15ull) >> 60) % DLBN_SEM_SLOTS;
 	if (s->sems[k] != sem) {
 		tg_rec(s, DLBN_REC_SEM, t, "ii", (int64_t)k, (int64_t)sem);
 		s->sems[k] = sem;
@@ -552,6 +559,31 @@ void tg_mark_counters(struct tg_stream *s, int64_t t, int kind, int64_t iter_id,
 	       wrap_diff(arg, s->mark_arg), v, nv);
 	s->mark_iter = iter_id;
 	s->mark_arg = arg;
+}
+
+void tg_stack(struct tg_stream *s, int64_t t, int wait_type, int64_t wait_ts_delta,
+	      const int64_t *frames, int n)
+{
+	struct tg *g = s->g;
+	if (g->major < 3 || n > 64) {
+		tg_rec(s, DLBN_REC_STACK, t, "iia", (int64_t)wait_type, wait_ts_delta, frames, n);
+		s->stack_len = 0;
+		return;
+	}
+	if (s->has_base &&
+	    s->used + 16 + 9 * (uint32_t)n > g->extent_size - DLBN_EXTENT_HEADER_SIZE)
+		flush_extent(s);
+	int shared = 0;
+	while (shared < n && shared < s->stack_len &&
+	       frames[n - 1 - shared] == s->stack[s->stack_len - 1 - shared])
+		shared++;
+	if (shared)
+		tg_rec(s, DLBN_REC_STACK, t, "iiai", (int64_t)wait_type, wait_ts_delta, frames,
+		       n - shared, (int64_t)shared);
+	else
+		tg_rec(s, DLBN_REC_STACK, t, "iia", (int64_t)wait_type, wait_ts_delta, frames, n);
+	memcpy(s->stack, frames, (size_t)n * sizeof(*frames));
+	s->stack_len = n;
 }
 
 void tg_config(struct tg_stream *s, int64_t t, int64_t iter_id, const char *text)

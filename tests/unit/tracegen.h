@@ -92,6 +92,10 @@ void tg_mark(struct tg_stream *s, int64_t t, int kind, int64_t iter_id, int64_t 
  * the counters past n written as 0; before 3.0 the n counters as they are. */
 void tg_mark_counters(struct tg_stream *s, int64_t t, int kind, int64_t iter_id, int64_t arg,
 		      const int64_t *counters, int n);
+/* A STACK of n frame elements (module_id, offset pairs); in 3.x without
+ * the end it shares with the extent's previous STACK. */
+void tg_stack(struct tg_stream *s, int64_t t, int wait_type, int64_t wait_ts_delta,
+	      const int64_t *frames, int n);
 void tg_config(struct tg_stream *s, int64_t t, int64_t iter_id, const char *text);
 void tg_fork(struct tg_stream *s, int64_t t, int64_t dur, int child_pid);
 

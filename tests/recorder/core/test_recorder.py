@@ -602,6 +602,35 @@ def test_open_paths_share_their_directory_within_an_extent(tmp_path):
     assert owns[19:] == ["labels.txt", "è.jpg", "é", "©"]
 
 
+def test_stacks_of_one_call_site_share_their_frames(tmp_path):
+    """Format 3.0: a STACK leaves out the end of its frame list that it
+    shares with the extent's previous STACK; readers put it back.  Twelve
+    waits of one loop line have one stack, written whole once."""
+    code = ("import os, threading, time\n"
+            "r, w = os.pipe()\n"
+            "def feed():\n"
+            "    for _ in range(12):\n"
+            "        time.sleep(0.003)\n"
+            "        os.write(w, b'x')\n"
+            "threading.Thread(target=feed).start()\n"
+            "for _ in range(12):\n"
+            "    os.read(r, 1)\n")
+    out = tmp_path / "t.bin"
+    p = run([PYTHON, "-c", code], DLBN_OUTPUT=out, DLBN_PYTHON=0, DLBN_STACKS="all")
+    assert p.returncode == 0, p.stderr
+    stacks = list(dlbntrace.Trace(str(out)).records("STACK"))
+    assert len(stacks) >= 10
+    assert all(s["wait_type"] == 10 and len(s["frames"]) >= 8 for s in stacks)  # READ
+    assert len(stacks[0]["raw"]) == 5  # the first of the extent: whole, no shared field
+    for prev, s in zip(stacks, stacks[1:]):
+        own = s["raw"][4]
+        shared = s["raw"][5] if len(s["raw"]) > 5 else 0
+        assert s["frames"] == own + prev["frames"][len(prev["frames"]) - shared:]
+    # Most are the same stack: nothing of it written again.
+    repeated = [s for s in stacks[1:] if s["raw"][4] == []]
+    assert len(repeated) >= len(stacks) // 2, [len(s["raw"][4]) for s in stacks]
+
+
 def test_each_thread_has_its_own_stream(rtest, tmp_path):
     out = tmp_path / "t.bin"
     p = run([rtest, "threads", "4"], DLBN_OUTPUT=out)

@@ -117,6 +117,13 @@ void rec_emit_list(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned 
 	emit(type, t_ns, fields, n, 2, NULL, 0, list, nlist);
 }
 
+/* The bare stream is read as 1.x: a STACK's whole frame list. */
+void rec_emit_stack(uint64_t t_ns, const int64_t *fields, unsigned n, const int64_t *frames,
+		    unsigned nframes)
+{
+	emit(DLBN_REC_STACK, t_ns, fields, n, 2, NULL, 0, frames, nframes);
+}
+
 __attribute__((constructor)) static void standin_init(void)
 {
 	const char *path = getenv("DLBN_STANDIN_OUT");

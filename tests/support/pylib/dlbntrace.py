@@ -29,14 +29,16 @@ place ("raw" is the record as written); SEM_WAIT and SEM_POST carry
 their semaphore's "sem" address from the SEM record of its slot likewise.
 Like dlbn-analyze, the reader hands out no FD or SEM record: a Stream
 keeps them apart, in fd_records (an OPEN announces its fd as well, and is
-a Record as before).  A 2.0 OPEN's path
-leaves out what it shares with the extent's previous OPEN (a trailing
-`shared` field says how many bytes): its Record has the whole path and no
-`shared`.  Format 3.0 also leaves out the end an OPEN's path shares with
-the previous one (`tail`), writes its inode as a difference from that
-one's and its flags XORed with O_CLOEXEC, and a MARK's iter_id, arg and
-counters as differences from the extent's previous MARK: Records carry
-the 1.x fields all the same ("raw" keeps what was written).
+a Record as before).  A 2.0 OPEN's path leaves out what it shares with
+the extent's previous OPEN (a trailing `shared` field says how many
+bytes): its Record has the whole path and no `shared`.  Format 3.0 also
+leaves out the end an OPEN's path shares with the previous one (`tail`),
+writes its inode as a difference from that one's and its flags XORed with
+O_CLOEXEC; an FD record's inode as a difference from the previous FD
+record's; a STACK's frames without the end they share with the previous
+STACK's; and a MARK's iter_id, arg and counters as differences from the
+extent's previous MARK.  Records carry the 1.x fields all the same ("raw"
+keeps what was written).
 
 Invariants checked (a trace that breaks them raises ValueError): magic and
 major version; within a stream, extent_seq runs 0, 1, 2 ... without a gap;
@@ -216,7 +218,9 @@ class ExtentState:
     def __init__(self, major=2, base_ns=0):
         self.major = major
         self.said = {}  # slot -> (fd, kind, ino)
+        self.fd_ino = 0
         self.sems = {}  # slot -> semaphore address
+        self.stack = []
         self.last_path = b""
         self.open_ino = 0
         self.mark_iter = self.mark_arg = 0
@@ -266,9 +270,25 @@ class ExtentState:
         self.mark_t = t
         return head + list(self.mark_counters)
 
+    def _stack(self, fields):
+        if self.major < 3 or len(fields) < 3 or not isinstance(fields[2], list):
+            self.stack = []
+            return fields
+        shared = fields[3] if len(fields) >= 4 and isinstance(fields[3], int) else 0
+        shared = min(max(shared, 0), len(self.stack))
+        frames = fields[2] + self.stack[len(self.stack) - shared:]
+        self.stack = frames
+        return fields[:2] + [frames]
+
     def fields_1x(self, name, fields, t=0):
         """The fields of a 2.x or 3.x record (at time t) in the 1.x layout
         (FD: its own)."""
+        if name == "FD" and self.major >= 3 and len(fields) >= 3 \
+                and isinstance(fields[2], int):
+            self.fd_ino = _wrap(self.fd_ino + fields[2])
+            fields = fields[:2] + [self.fd_ino] + fields[3:]
+        if name == "STACK":
+            fields = self._stack(fields)
         if name == "OPEN":
             fields = self._open(fields)
         if name == "MARK":
