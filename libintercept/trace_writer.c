@@ -468,10 +468,8 @@ void rec_emit_open(uint64_t t_ns, int fd, unsigned kind, int64_t ino, int64_t fl
 	size_t front = 0, back = 0;
 	if (path)
 		open_path_shared(s, path, len, &front, &back);
-	uint8_t *p = record_head(s, s->data + s->used, DLBN_REC_OPEN, t_ns,
-				 back	 ? 7
-				 : front ? 6
-					 : 5);
+	unsigned nelem = back ? 7 : front ? 6 : 5; /* shared and tail: only when needed */
+	uint8_t *p = record_head(s, s->data + s->used, DLBN_REC_OPEN, t_ns, nelem);
 	p = mp_int(p, fd);
 	p = mp_int(p, kind);
 	p = mp_int(p, wrap_diff(ino, s->open_ino));

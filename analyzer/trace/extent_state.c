@@ -19,6 +19,11 @@ const struct dlbn_field_gap extent_fd_gaps[256] = {
 	[DLBN_REC_SENDMSG] = {2, 2}, [DLBN_REC_PREAD] = {2, 1},
 };
 
+const uint8_t extent_state_other_types[256] = {
+	[DLBN_REC_FD] = 1,	 [DLBN_REC_OPEN] = 1, [DLBN_REC_SEM] = 1,   [DLBN_REC_SEM_WAIT] = 1,
+	[DLBN_REC_SEM_POST] = 1, [DLBN_REC_MARK] = 1, [DLBN_REC_STACK] = 1,
+};
+
 void extent_state_reset(struct extent_state *x, unsigned major, int64_t base_ns)
 {
 	x->major = major;
@@ -190,42 +195,20 @@ static int sem_fields(struct extent_state *x, struct dlbn_record *rec)
 	return 1;
 }
 
-/*
- * An FD record fills its slot and is not handed out (an OPEN fills it and
- * is); a record decoded with a gap gets the kind and inode its fd was
- * announced with, or 0 and 0.
- */
-static int fd_fields(struct extent_state *x, struct dlbn_record *rec)
+/* An FD record fills its slot and is not handed out; an OPEN fills it and
+ * is (the records that name an fd: extent_state_complete). */
+static int fd_announced(struct extent_state *x, struct dlbn_record *rec)
 {
-	if (rec->type == DLBN_REC_FD || rec->type == DLBN_REC_OPEN) {
-		if (rec->type == DLBN_REC_FD && x->major >= 3 && rec->nfields >= 3 &&
-		    rec->kind[2] == DLBN_V_INT)
-			x->fd_ino = rec->f[2] = wrap_add(x->fd_ino, rec->f[2]);
-		if (rec->nfields >= 3 && rec->kind[0] == DLBN_V_INT && rec->f[0] >= 0)
-			x->fds[rec->f[0] % DLBN_FD_SLOTS] =
-				(struct fd_said){rec->f[0], int_field(rec, 1), int_field(rec, 2)};
-		return rec->type != DLBN_REC_FD;
-	}
-	struct dlbn_field_gap gap = extent_fd_gaps[rec->type];
-	if (!gap.width || rec->nfields < gap.at + gap.width)
-		return 1;
-	int64_t kind = 0, ino = 0;
-	if (rec->kind[1] == DLBN_V_INT && rec->f[1] >= 0) {
-		const struct fd_said *said = &x->fds[rec->f[1] % DLBN_FD_SLOTS];
-		if (said->fd == rec->f[1])
-			kind = said->kind, ino = said->ino;
-	}
-	int at = gap.at;
-	if (gap.width == 2) {
-		rec->kind[at] = DLBN_V_INT;
-		rec->f[at++] = kind;
-	}
-	rec->kind[at] = DLBN_V_INT;
-	rec->f[at] = ino;
-	return 1;
+	if (rec->type == DLBN_REC_FD && x->major >= 3 && rec->nfields >= 3 &&
+	    rec->kind[2] == DLBN_V_INT)
+		x->fd_ino = rec->f[2] = wrap_add(x->fd_ino, rec->f[2]);
+	if (rec->nfields >= 3 && rec->kind[0] == DLBN_V_INT && rec->f[0] >= 0)
+		x->fds[rec->f[0] % DLBN_FD_SLOTS] =
+			(struct fd_said){rec->f[0], int_field(rec, 1), int_field(rec, 2)};
+	return rec->type != DLBN_REC_FD;
 }
 
-int extent_state_complete(struct extent_state *x, struct dlbn_record *rec, int64_t t_ns)
+int extent_state_other(struct extent_state *x, struct dlbn_record *rec, int64_t t_ns)
 {
 	switch (rec->type) {
 	case DLBN_REC_SEM:
@@ -244,8 +227,10 @@ int extent_state_complete(struct extent_state *x, struct dlbn_record *rec, int64
 		if (x->major >= 3)
 			open_fields(x, rec);
 		open_path(x, rec);
-		return fd_fields(x, rec);
+		return fd_announced(x, rec);
+	case DLBN_REC_FD:
+		return fd_announced(x, rec);
 	default:
-		return fd_fields(x, rec);
+		return 1;
 	}
 }

@@ -47,11 +47,43 @@ struct extent_state {
 /* Where records of 2.0 and later leave out the 1.x fields fd_kind and
  * ino: the decoder leaves room there (dlbn_decode_record_gap). */
 extern const struct dlbn_field_gap extent_fd_gaps[256];
+/* The types extent_state_other completes (announcements, semaphores, and
+ * the OPEN, MARK and STACK differences); every other is whole as decoded. */
+extern const uint8_t extent_state_other_types[256];
 
 void extent_state_reset(struct extent_state *x, unsigned major, int64_t base_ns);
-/* Put back what rec (decoded with extent_fd_gaps, at time t_ns) leaves
- * out.  0 when rec is an announcement, which is not handed out. */
-int extent_state_complete(struct extent_state *x, struct dlbn_record *rec, int64_t t_ns);
+int extent_state_other(struct extent_state *x, struct dlbn_record *rec, int64_t t_ns);
+
+/*
+ * Put back what rec (decoded with extent_fd_gaps, at time t_ns) leaves
+ * out.  0 when rec is an announcement, which is not handed out.  Inline:
+ * every record of a trace comes through here, most of them a READ or a
+ * WRITE whose fd's kind and inode fill the decoder's gap.
+ */
+static inline int extent_state_complete(struct extent_state *x, struct dlbn_record *rec,
+					int64_t t_ns)
+{
+	struct dlbn_field_gap gap = extent_fd_gaps[rec->type];
+	if (!gap.width)
+		return extent_state_other_types[rec->type] ? extent_state_other(x, rec, t_ns) : 1;
+	if (rec->nfields < gap.at + gap.width)
+		return 1;
+	int64_t kind = 0, ino = 0;
+	if (rec->kind[1] == DLBN_V_INT && rec->f[1] >= 0) {
+		const struct fd_said *said = &x->fds[rec->f[1] % DLBN_FD_SLOTS];
+		if (said->fd == rec->f[1])
+			kind = said->kind, ino = said->ino;
+	}
+	int at = gap.at;
+	if (gap.width == 2) {
+		rec->kind[at] = DLBN_V_INT;
+		rec->f[at++] = kind;
+	}
+	rec->kind[at] = DLBN_V_INT;
+	rec->f[at] = ino;
+	return 1;
+}
+
 void extent_state_free(struct extent_state *x);
 
 #endif /* DLBN_EXTENT_STATE_H */

@@ -140,7 +140,15 @@ def test_nodes_input_bound(tmp_path, method):
     assert a["steps"]["total"] == JUDGED_STEPS, a["steps"]  # batches, not samples
     loader = training_loader(a)
     assert loader["workers"] == 2 and loader["batch_size"] == 4, loader
-    assert "num_workers 2 ->" in report_text(a), a["recommendations"]
+    # In nodes' terms.  Its 2 workers already fill this machine's cores, so
+    # the what-if's curve is flat or nearly so from 2 on: the advice is
+    # "-> N" (the count that would keep up, given the cores) or "2 is
+    # enough ... limited by the job's cores; instead: a cheaper map
+    # function", whichever side of flat the run's noise puts it.
+    text = report_text(a)
+    assert "ParallelMapper num_workers 2 ->" in text or (
+        "ParallelMapper num_workers 2 is enough" in text and "the job's cores" in text), \
+        a["recommendations"]
     rows, _ = check_what_if(a, "nodes", "num_workers", 2, "prefetch_factor")
     assert min(r["value"] for r in rows if r["setting"] == "num_workers") == 0, rows
     assert a["path"] != "pin_memory", a["path"]  # nodes' own threads pin nothing
