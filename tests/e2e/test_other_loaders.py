@@ -145,9 +145,9 @@ def test_nodes_input_bound(tmp_path, method):
     # "-> N" (the count that would keep up, given the cores) or "2 is
     # enough ... limited by the job's cores; instead: a cheaper map
     # function", whichever side of flat the run's noise puts it.
-    text = report_text(a)
-    assert "ParallelMapper num_workers 2 ->" in text or (
-        "ParallelMapper num_workers 2 is enough" in text and "the job's cores" in text), \
+    text = report_text(a)  # lower-cased
+    assert "parallelmapper num_workers 2 ->" in text or (
+        "parallelmapper num_workers 2 is enough" in text and "the job's cores" in text), \
         a["recommendations"]
     rows, _ = check_what_if(a, "nodes", "num_workers", 2, "prefetch_factor")
     assert min(r["value"] for r in rows if r["setting"] == "num_workers") == 0, rows
