@@ -93,6 +93,9 @@ struct dlbn_reader {
 	uint8_t *check_buf; /* DLBN_CHECK_BUF bytes while scanning */
 	uint64_t committed; /* record bytes of every extent: one pass reads them */
 	size_t page;	    /* mapping granularity; 0: the file cannot be mapped */
+	/* Where the trace's records leave out fields an extent says once
+	 * (format 2.0 and later, extent_state.c); NULL: none do (1.x). */
+	const struct dlbn_field_gap *gaps;
 	uint64_t pass_read; /* record bytes this pass has read (progress line) */
 };
 
@@ -200,6 +203,7 @@ static int check_header(struct dlbn_reader *r, char *err, size_t errlen)
 	}
 	r->header_size = h.header_size;
 	r->st.version_major = h.version_major;
+	r->gaps = h.version_major >= 2 ? extent_fd_gaps : NULL;
 	r->st.version_minor = h.version_minor;
 	r->st.checked = h.version_major > 1 || h.version_minor >= 1;
 	r->st.extent_size = h.extent_size;
@@ -665,21 +669,20 @@ static int stream_advance(struct dlbn_reader *r, struct stream *s)
 			s->t_prev = base_time(e->base_ns);
 			if (e->flags & DLBN_EXTENT_FINAL)
 				s->info.ended_final = 1;
-			if (r->st.version_major >= 2)
+			if (r->gaps)
 				extent_state_reset(&s->said, r->st.version_major, s->t_prev);
 			(void)stream_map(r, s);
 		}
 		int64_t dt;
 		size_t start = s->pos;
 		long n = dlbn_decode_record_gap(s->data + s->pos, s->len - s->pos, &s->head, &dt,
-						r->st.version_major >= 2 ? extent_fd_gaps : NULL);
+						r->gaps);
 		if (n > 0) {
 			s->pos += (size_t)n;
 			if (s->map && s->map_lead + start - s->map_dropped >= MAP_DROP_STEP)
 				stream_drop_decoded(r, s, start);
 			s->t_prev = clamp_time(s->t_prev, dt);
-			if (r->st.version_major >= 2 &&
-			    !extent_state_complete(&s->said, &s->head, s->t_prev))
+			if (r->gaps && !extent_state_complete(&s->said, &s->head, s->t_prev))
 				continue;
 			s->head.t_ns = s->t_prev;
 			s->head.stream = &s->info;
