@@ -83,9 +83,10 @@ def test_marks_carry_the_loop_counters(marked):
         values = [m[n] for m in marks]
         assert values == sorted(values), "cumulative counter %s goes backwards" % n
     # Format 3.0 writes them as differences from the extent's previous
-    # MARK, only those that moved (32-47 bytes a MARK in 2.0): a counter
-    # written whole, or a difference taken from the wrong MARK, costs 4-8
-    # bytes a counter.
+    # MARK, only those that moved (32-47 bytes a MARK in 2.0; ~25 here,
+    # the bound leaving room for more counters moving on a loaded machine):
+    # a counter written whole, or a difference taken from the wrong MARK,
+    # costs 4-8 bytes a counter.
     size = sum(m["size"] for m in marks) / len(marks)
     print("bytes per fetch MARK: %.1f" % size)
-    assert size < 30
+    assert size < 32

@@ -606,20 +606,26 @@ def test_stacks_of_one_call_site_share_their_frames(tmp_path):
     """Format 3.0: a STACK leaves out the end of its frame list that it
     shares with the extent's previous STACK; readers put it back.  Twelve
     waits of one loop line have one stack, written whole once."""
+    # The feeder writes only after the loop took the previous byte, then
+    # sleeps first: every read of the loop blocks, however loaded the
+    # machine.
     code = ("import os, threading, time\n"
             "r, w = os.pipe()\n"
+            "took = threading.Semaphore(0)\n"
             "def feed():\n"
             "    for _ in range(12):\n"
             "        time.sleep(0.003)\n"
             "        os.write(w, b'x')\n"
+            "        took.acquire()\n"
             "threading.Thread(target=feed).start()\n"
             "for _ in range(12):\n"
-            "    os.read(r, 1)\n")
+            "    os.read(r, 1)\n"
+            "    took.release()\n")
     out = tmp_path / "t.bin"
     p = run([PYTHON, "-c", code], DLBN_OUTPUT=out, DLBN_PYTHON=0, DLBN_STACKS="all")
     assert p.returncode == 0, p.stderr
-    stacks = list(dlbntrace.Trace(str(out)).records("STACK"))
-    assert len(stacks) >= 10
+    stacks = [s for s in dlbntrace.Trace(str(out)).records("STACK") if s["thread_no"] == 0]
+    assert len(stacks) == 12
     assert all(s["wait_type"] == 10 and len(s["frames"]) >= 8 for s in stacks)  # READ
     assert len(stacks[0]["raw"]) == 5  # the first of the extent: whole, no shared field
     for prev, s in zip(stacks, stacks[1:]):
