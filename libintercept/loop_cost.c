@@ -220,6 +220,13 @@ void loop_cost_sample(int64_t out[DLBN_LOOP_COST_FIELDS])
 	out[7] = (int64_t)loop_cost_gil_others_ns();
 }
 
+int64_t loop_cost_runq_ns(void)
+{
+	int64_t run_ns, runq_ns;
+	read_schedstat(&run_ns, &runq_ns);
+	return runq_ns;
+}
+
 void loop_cost_fork_child(void)
 {
 	/* The inherited fd reads the parent's thread; the child opens its own. */

@@ -20,6 +20,8 @@
 
 /* Fill out with this thread's counters now (main thread). */
 void loop_cost_sample(int64_t out[DLBN_LOOP_COST_FIELDS]) DLBN_HIDDEN;
+/* Its runq_ns alone, from the same kept-open file (main thread). */
+int64_t loop_cost_runq_ns(void) DLBN_HIDDEN;
 /*
  * Time the calls that free a batch's shared memory on the main thread:
  * munmap of a range the process mapped from a /dev/shm fd (any thread:

@@ -91,11 +91,18 @@ void dlbn_thread_exclude(void)
  * field of /proc/thread-self/schedstat), -1 unknown.  The bootstrap reads
  * it around each fetch to tell a worker waiting for a CPU (a busy machine)
  * from one waiting on I/O.  Raw system calls: the file hooks must not
- * count this read as the dataset's file reading.
+ * count this read as the dataset's file reading.  The main thread (a
+ * worker's fetching thread) reads the file the fetch marks keep open: an
+ * open of /proc/thread-self costs the fetch more than the read.
  */
 long long dlbn_thread_runq_ns(void)
 {
 	int saved = errno;
+	if (on_main_thread()) {
+		long long kept = loop_cost_runq_ns();
+		errno = saved;
+		return kept;
+	}
 	char buf[96];
 	long long wait = -1;
 	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/schedstat",

@@ -8,7 +8,9 @@ process for num_workers=0 - this module then measures, aggregated in the
 process (no per-sample or per-batch records):
 
   exact     the whole fetch of a batch (torch's dataset fetcher: the
-            samples' __getitem__ plus collate), the collate_fn, each stage
+            samples' __getitem__ plus collate; in a worker also the
+            fetching thread's run-queue time, which the main thread's
+            fetch marks already carry), the collate_fn, each stage
             of a torchvision Compose (v1 __call__, v2 forward; timm's
             transforms are torchvision Composes), a Hugging Face
             set_transform function (in workers), and in workers the
@@ -167,8 +169,8 @@ def install(fetch_module=None, api=None, environ=None):
     library's functions (tests: an object with stage/sample/callsite)."""
     global _api, _environ, _sampling, _interval_s
     try:
+        import os
         if environ is None:
-            import os
             environ = os.environ
         _environ = environ
         mode = environ.get("DLBN_PROFILE", "1").strip().lower()
@@ -182,6 +184,8 @@ def install(fetch_module=None, api=None, environ=None):
         except ValueError:
             pass
         _api = api if api is not None else _load_api()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_forget_in_child)
         if fetch_module is None:
             import torch.utils.data._utils.fetch as fetch_module
         patched = []
@@ -298,6 +302,8 @@ class _Profile:
         self.send = [0, 0, 0]  # ForkingPickler.dumps: count, wall, cpu
         self.runq = _api.runq
         self.scope = 0
+        self.get_ident = threading.get_ident
+        self.timer = getattr(_api, "timer", None)
         if self.worker:
             self._wrap_pickler()
         self._register_exit(os)
@@ -345,6 +351,8 @@ class _Profile:
         if signal.getitimer(signal.ITIMER_PROF) != (0.0, 0.0):
             return "off (the program runs an ITIMER_PROF timer)"
         signal.signal(signal.SIGPROF, _on_sigprof)
+        import random
+        self.uniform = random.uniform
         if self.worker:
             # A worker: one timer for its life, never re-armed.  Linux keeps
             # CPU timers in scheduler ticks (4 ms at HZ=250) and rounds a
@@ -361,8 +369,14 @@ class _Profile:
         fetches (its training step, and any exec() it makes, stay
         untouched), started at a random phase so that fetches shorter than
         the interval are still sampled in proportion to their CPU time."""
-        import random
-        _arm(random.uniform(0.0005, _interval_s), _interval_s)
+        interval_ns = int(_interval_s * 1e9)
+        first_ns = int(self.uniform(500000, interval_ns))
+        if self.timer is None or self.timer(first_ns, interval_ns) != 0:
+            _arm(first_ns / 1e9, _interval_s)
+
+    def _disarm_fetch(self):
+        if self.timer is None or self.timer(0, 0) != 0:
+            _arm(0.0, 0.0)
 
     def stop_timer(self):
         """At exit: CPython restores SIGPROF's default action (terminate)
@@ -377,10 +391,11 @@ class _Profile:
     def _still_ours(self):
         """False (and the sampler stopped for good) once the program put its
         own SIGPROF handler in place; its timer, when it set one (another
-        interval than ours), is left alone."""
-        import signal
-        if signal.getsignal(signal.SIGPROF) is _on_sigprof:
+        interval than ours), is left alone.  _signal's getsignal: signal's
+        wraps the answer in an enum lookup that costs 50 times the call."""
+        if _getsignal(_SIGPROF) is _on_sigprof:
             return True
+        import signal
         self.sampler = "stopped (the program installed its own SIGPROF handler)"
         try:
             if getattr(_api, "timer", None) is not None:
@@ -433,7 +448,11 @@ class _Profile:
             except Exception:
                 self.sampler = "off (could not install)"
         sampling = self.sampler == "on"
-        q0 = self.runq()
+        # A marked fetch on the main thread lies between two fetch marks
+        # whose counters hold its run-queue time (the analyzer takes it from
+        # there); reading it here too would cost the loop two system calls.
+        marked = self.scope and self.get_ident() == self.main_ident
+        q0 = -1 if marked else self.runq()
         t0, c0 = self.clock(), self.cpu()
         self.last_cpu = c0
         self.stage_wall = 0
@@ -450,11 +469,11 @@ class _Profile:
             self.busy = False
             if sampling and not self.worker and self.sampler == "on":
                 try:
-                    _arm(0.0, 0.0)
+                    self._disarm_fetch()
                 except Exception:
                     pass
             t1, c1 = self.clock(), self.cpu()
-            q1 = self.runq()
+            q1 = -1 if marked else self.runq()
             self.add(PROF_FETCH, "fetch", "", 0, t1 - t0, c1 - c0)
             if q0 >= 0 and q1 >= q0:
                 self.add(PROF_RUNQ, "run queue", "", 0, q1 - q0, 0)
@@ -671,13 +690,19 @@ def _active():
 
 
 def _profile_for_process():
+    """This process's profile: made at its first fetch, forgotten by a
+    forked child (_forget_in_child), so no getpid at every fetch."""
     global _state
-    import os
-    pid = os.getpid()
     state = _state
-    if state is None or state.pid != pid:
-        state = _state = _Profile(pid)
+    if state is None:
+        import os
+        state = _state = _Profile(os.getpid())
     return state
+
+
+def _forget_in_child():
+    global _state
+    _state = None
 
 
 def _make_fetch_wrapper(orig):
@@ -732,6 +757,11 @@ def _stdlib_prefix():
 
 
 _STDLIB = _stdlib_prefix()
+
+try:
+    from _signal import SIGPROF as _SIGPROF, getsignal as _getsignal
+except ImportError:     # no SIGPROF here: the sampler never starts
+    _SIGPROF, _getsignal = 0, lambda signum: None
 
 
 def _on_sigprof(signum, frame):

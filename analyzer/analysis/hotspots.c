@@ -497,6 +497,7 @@ static int tally_stage(struct dlbn_hotspots *h, const struct dlbn_model *m, stru
 		break;
 	case DLBN_PROF_RUNQ:
 		l->runq_ns += k->b;
+		l->runq_written = 1;
 		break;
 	case DLBN_PROF_THREAD:
 	case DLBN_PROF_THREAD_WATCHED:
@@ -758,12 +759,26 @@ static void recommend(struct dlbn_hotspots *h, const struct dlbn_model *m)
 		memcpy(h->recommendation + room - 4, "...", 4);
 }
 
+/* The main process's fetches (num_workers=0): their run-queue time is
+ * in the fetch marks' counters, which the profile leaves it to (a trace
+ * whose profile wrote it keeps that figure). */
+static void main_process_runq(struct dlbn_hotspots *h, const struct dlbn_model *m)
+{
+	for (size_t li = 0; li < h->nloaders; li++) {
+		struct dlbn_hot_loader *l = &h->loaders[li];
+		if (l->main_process && !l->runq_written && l->loader >= 0 &&
+		    (size_t)l->loader < m->loaders.n)
+			l->runq_ns = m->loaders.v[l->loader].fetch_runq_ns;
+	}
+}
+
 static int finish(struct dlbn_hotspots *h, struct dlbn_model *m)
 {
 	struct hot_tally t = {0};
 	if (tally_keys(h, m, &t) != 0)
 		return -1;
 	threads_finish(h, t.ths, t.nths);
+	main_process_runq(h, m);
 	/* Exact stages: CPU or waiting; sampled: scaled to the CPU time
 	 * outside the stages; plus the waiting and send entries. */
 	size_t nstaged = h->n;

@@ -78,6 +78,7 @@ struct dlbn_hot_loader {
 	uint64_t batches;
 	int64_t busy_ns, fetch_ns, fetch_cpu_ns, send_ns, collate_ns, file_ns;
 	int64_t runq_ns;	 /* fetching threads runnable, not running */
+	int runq_written;	 /* runq_ns from the profile (else the marks') */
 	int64_t sampler_cost_ns; /* in the sampler's handler and timer calls */
 	uint64_t samples;
 	int sampler_on, sampler_off; /* processes that sampled / did not */

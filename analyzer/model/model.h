@@ -239,9 +239,14 @@ struct dlbn_loader {
 	int64_t py_open, py_carry_ns, py_iter_begin;
 	int64_t py_iter_waited; /* the loop's waited_ns at its iter() */
 	int py_new_epoch;
-	struct dlbn_lead py_lead;      /* of the open fetch */
-	int64_t py_lead_end;	       /* its end (dlbn_step.lead_end) */
-	int64_t py_gil_others_at;      /* the open fetch's gil_others_ns counter (-1) */
+	struct dlbn_lead py_lead; /* of the open fetch */
+	int64_t py_lead_end;	  /* its end (dlbn_step.lead_end) */
+	int64_t py_gil_others_at; /* the open fetch's gil_others_ns counter (-1) */
+	int64_t py_runq_at;	  /* and its runq_ns counter (-1) */
+	/* The loop thread's run-queue time inside its fetches of this loader
+	 * (their marks' counters, the main thread's only): with num_workers=0
+	 * the fetch's own, which the profile does not write there. */
+	int64_t fetch_runq_ns;
 	struct dlbn_lead py_iter_lead; /* the lead up to its last iter() */
 	struct dlbn_steps steps;       /* another loader's steps (the training
 					* loader's are m->py_steps) */

@@ -74,7 +74,9 @@ static void mark_fetch_begin(struct pass2 *ps, struct dlbn_loader *l, const stru
 	int64_t c[LOOP_COUNTERS];
 	l->py_open = r->t_ns;
 	l->py_lead = lead_of(ps, r);
-	l->py_gil_others_at = loop_counters(r, c) ? c[LC_GIL_OTHERS] : -1;
+	int counted = loop_counters(r, c);
+	l->py_gil_others_at = counted ? c[LC_GIL_OTHERS] : -1;
+	l->py_runq_at = counted ? c[LC_RUNQ] : -1;
 	l->py_lead_end = r->t_ns;
 	/* The training loader's first iter() is warm-up; another loader's
 	 * may fall inside the training window, where the reference Replay
@@ -108,9 +110,12 @@ static void mark_fetch_end(struct pass2 *ps, struct dlbn_loader *l, struct dlbn_
 		/* The other threads' lock waits over the whole period: the
 		 * lead's, then the fetch's. */
 		int64_t c[LOOP_COUNTERS];
-		if (l->py_lead.known && l->py_gil_others_at >= 0 && loop_counters(r, c) &&
+		int counted = loop_counters(r, c);
+		if (l->py_lead.known && l->py_gil_others_at >= 0 && counted &&
 		    c[LC_GIL_OTHERS] >= l->py_gil_others_at)
 			l->py_lead.gil_others_ns += c[LC_GIL_OTHERS] - l->py_gil_others_at;
+		if (l->py_runq_at >= 0 && counted && c[LC_RUNQ] >= l->py_runq_at)
+			l->fetch_runq_ns += c[LC_RUNQ] - l->py_runq_at;
 		struct dlbn_step s = {.begin = l->py_open,
 				      .end = r->t_ns,
 				      .wait_ns = r->t_ns - l->py_open + l->py_carry_ns +

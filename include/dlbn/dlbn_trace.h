@@ -419,7 +419,9 @@ enum dlbn_prof_kind {
 					 * wall_ns = CPU time in its handler,
 					 * cpu_ns = samples taken */
 	DLBN_PROF_RUNQ = 8,		/* wall_ns = the fetching thread's run-queue wait
-					 * inside the fetches (schedstat), count = fetches */
+					 * inside the fetches (schedstat), count = fetches;
+					 * not written for fetches between two counted
+					 * MARKs (the main thread's), whose counters hold it */
 	DLBN_PROF_THREAD = 9,		/* a loader's thread in the training process
 					 * (python/_dlbn_threads.py): its busy samples,
 					 * their wall and CPU ns; text "thread NAME<TAB>file";

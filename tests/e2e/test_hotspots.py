@@ -19,12 +19,18 @@ import pytest
 
 from e2e_common import ANALYZE, BOOT_DIR, LIB, analyze, analyze_ok, clean_env, require_binaries
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support",
+                                "pylib"))
+from dlbntrace import Trace  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 WORKLOAD = HERE / "hotspot_workload.py"
 
 pytest.importorskip("torch")
 pytest.importorskip("PIL")
 pytest.importorskip("torchvision")
+
+PROF_STAGE, PROF_RUNQ = 70, 8   # dlbn_trace.h: DLBN_REC_PROF_STAGE, DLBN_PROF_RUNQ
 
 
 def run_scenario(tmp, scenario, workers=2, batches=30):
@@ -136,6 +142,36 @@ def test_num_workers_0_profiles_the_loop_fetch(tmp):
     loader = [l for l in report["hotspot_loaders"] if l["batches"]][0]
     assert loader["main_process"] == 1 and loader["batches"] == 20, report["hotspot_loaders"]
     check_share(report, top["share"], truth_share(truth, "numpy"), (hot[:4], truth))
+
+
+def test_num_workers_0_run_queue_from_the_marks(tmp):
+    """The loop thread's fetch shares its one core with a CPU hog: the
+    fetches' run-queue time is large, and the analyzer takes it from the
+    fetch marks' counters, as the profile writes none in the main process."""
+    require_binaries(analyzer=True)
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no sched_setaffinity")
+    cpu = min(os.sched_getaffinity(0))
+    hog = subprocess.Popen([sys.executable, "-c",
+                            "import os\nos.sched_setaffinity(0, {%d})\nwhile True: pass" % cpu])
+    try:
+        trace = tmp / "runq-w0.bin"
+        env = clean_env({"LD_PRELOAD": str(LIB), "DLBN_OUTPUT": str(trace)})
+        proc = subprocess.run([sys.executable, str(WORKLOAD), "numpy", str(tmp / "data"),
+                               str(tmp / "runq-w0.json"), "--workers", "0", "--batches", "12"],
+                              env=env, capture_output=True, text=True, timeout=240,
+                              preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    finally:
+        hog.kill()
+        hog.wait()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stages = [r["raw"] for r in Trace(trace).records(PROF_STAGE)]
+    assert stages and not [f for f in stages if f[2] == PROF_RUNQ], stages[:8]
+    report = analyze_ok(trace)
+    loader = [l for l in report["hotspot_loaders"] if l["batches"]][0]
+    assert loader["main_process"] == 1, loader
+    # two runnable threads on one core: the fetch waits about half its time
+    assert 0.2 <= loader["runq_share"] <= 0.8, loader
 
 
 def test_profile_off_leaves_no_records(tmp):
