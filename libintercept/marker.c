@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "loop_cost.h"
+#include "marker.h"
 #include "recorder.h"
 #include "thread_census.h"
 
@@ -59,10 +60,12 @@ int dlbn_mark(int kind, long long iter_id, long long arg)
 			/* A loop period just ended: the model's threads are idle
 			 * until the batch comes, so the census costs them nothing. */
 			thread_census_sample(now);
+			profile_fetch_timer(1);
 		} else if ((kind == DLBN_MARK_FETCH_END || kind == DLBN_MARK_FETCH_STOP) &&
 			   tls_fetch_begin_ns) {
 			uint64_t t0 = tls_fetch_begin_ns;
 			tls_fetch_begin_ns = 0;
+			profile_fetch_timer(0);
 			loader_wait_finished(DLBN_REC_MARK, t0, now - t0);
 		}
 	}

@@ -18,6 +18,7 @@
 
 #include "fdtable.h"
 #include "loop_cost.h"
+#include "marker.h"
 #include "nvtx_inject.h"
 #include "real.h"
 #include "session.h"
@@ -208,6 +209,7 @@ static void atfork_child(void)
 	dlbn_hook_tls.last_sched_ns = 0;
 	loop_cost_fork_child();
 	thread_census_fork_child();
+	profile_fork_child();
 	if (!recorder_on())
 		return;
 	session_fork_child();

@@ -112,12 +112,14 @@ def _emit_noop(*args):
 
 class _Api:
     def __init__(self, stage, sample, callsite, runq=None, timer=None, thread_gil=None,
-                 thread_exclude=None):
+                 thread_exclude=None, fetch_timer=None):
         self.stage = stage
         self.sample = sample
         self.callsite = callsite
         self.runq = runq or (lambda: -1)
         self.timer = timer   # (first_ns, interval_ns) -> 0; None: ITIMER_PROF
+        # (interval_ns) -> 0: the main thread's fetch marks run that timer
+        self.fetch_timer = fetch_timer
         # tid -> its waits for the interpreter's lock so far (ns, -1 unknown)
         self.thread_gil = thread_gil or (lambda tid: -1)
         # the calling thread is dlbn's own: its lock waits are not the program's
@@ -147,6 +149,10 @@ def _load_api():
     if timer is not None:
         timer.argtypes = (ll, ll)
         timer.restype = ctypes.c_int
+    fetch_timer = getattr(lib, "dlbn_profile_fetch_timer", None)
+    if fetch_timer is not None:
+        fetch_timer.argtypes = (ll,)
+        fetch_timer.restype = ctypes.c_int
     stage.argtypes = (ctypes.c_int, ll, ll, ll, ll, ll, ctypes.c_char_p)
     sample.argtypes = (ll, ll, ll, ll, ll, ctypes.c_char_p)
     callsite.argtypes = (ll, ctypes.c_char_p)
@@ -160,7 +166,7 @@ def _load_api():
     if thread_exclude is not None:
         thread_exclude.argtypes = ()
         thread_exclude.restype = None
-    return _Api(stage, sample, callsite, runq, timer, thread_gil, thread_exclude)
+    return _Api(stage, sample, callsite, runq, timer, thread_gil, thread_exclude, fetch_timer)
 
 
 def install(fetch_module=None, api=None, environ=None):
@@ -304,6 +310,7 @@ class _Profile:
         self.scope = 0
         self.get_ident = threading.get_ident
         self.timer = getattr(_api, "timer", None)
+        self.by_marks = False  # the fetch marks run the timer (main thread)
         if self.worker:
             self._wrap_pickler()
         self._register_exit(os)
@@ -362,13 +369,22 @@ class _Profile:
             # for its next index gets no signal; one that arrives between
             # fetches finds busy False and returns at once.
             _arm(_interval_s, _interval_s)
+        else:
+            # The main thread: its fetch marks arm and disarm the timer
+            # (libdlbn, dlbn_profile_fetch_timer), two ctypes calls a fetch
+            # fewer; a fetch without marks still arms it here.
+            fetch_timer = getattr(_api, "fetch_timer", None)
+            self.by_marks = fetch_timer is not None and \
+                fetch_timer(int(_interval_s * 1e9)) == 0
         return "on"
 
     def _arm_fetch(self):
-        """The main process (num_workers=0): the timer runs only while it
-        fetches (its training step, and any exec() it makes, stay
-        untouched), started at a random phase so that fetches shorter than
-        the interval are still sampled in proportion to their CPU time."""
+        """The main process (num_workers=0), a fetch without marks: the
+        timer runs only while it fetches (its training step, and any exec()
+        it makes, stay untouched), started at a random phase so that
+        fetches shorter than the interval are still sampled in proportion
+        to their CPU time (fetches of more than a few scheduler ticks: the
+        kernel checks CPU timers at its ticks)."""
         interval_ns = int(_interval_s * 1e9)
         first_ns = int(self.uniform(500000, interval_ns))
         if self.timer is None or self.timer(first_ns, interval_ns) != 0:
@@ -384,9 +400,15 @@ class _Profile:
         try:
             import signal
             if self.sampler == "on" and signal.getsignal(signal.SIGPROF) is _on_sigprof:
+                self._marks_stop()
                 _arm(0.0, 0.0)
         except Exception:
             pass
+
+    def _marks_stop(self):
+        if self.by_marks:
+            self.by_marks = False
+            _api.fetch_timer(0)
 
     def _still_ours(self):
         """False (and the sampler stopped for good) once the program put its
@@ -398,6 +420,7 @@ class _Profile:
         import signal
         self.sampler = "stopped (the program installed its own SIGPROF handler)"
         try:
+            self._marks_stop()
             if getattr(_api, "timer", None) is not None:
                 _api.timer(0, 0)   # ours; the program's ITIMER_PROF stays
             elif abs(signal.getitimer(signal.ITIMER_PROF)[1] - _interval_s) < 1e-6:
@@ -457,9 +480,12 @@ class _Profile:
         self.last_cpu = c0
         self.stage_wall = 0
         self.busy = True
+        # the timer is this wrapper's to arm: the main process's, unless the
+        # fetch marks run it
+        arming = sampling and not self.worker and not (marked and self.by_marks)
         if sampling:
             try:
-                if self._still_ours() and not self.worker:
+                if self._still_ours() and arming:
                     self._arm_fetch()
             except Exception:
                 self.sampler = "off (signal check failed)"
@@ -467,7 +493,7 @@ class _Profile:
             return orig(fetcher, index)
         finally:
             self.busy = False
-            if sampling and not self.worker and self.sampler == "on":
+            if arming and self.sampler == "on":
                 try:
                     self._disarm_fetch()
                 except Exception:

@@ -481,6 +481,48 @@ def test_threads_waits_for_the_interpreters_lock(tmp_path):
     assert own == 0 and unknown == 0, p.stdout  # own: its waits since it called
 
 
+FETCH_TIMER = textwrap.dedent("""
+    import ctypes, signal, sys, time
+    lib = ctypes.PyDLL(None)
+    lib.dlbn_profile_fetch_timer.argtypes = (ctypes.c_longlong,)
+    lib.dlbn_mark.argtypes = (ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong)
+    hits = {"fetch": 0, "step": 0}
+    where = ["step"]
+    def on_prof(signum, frame):
+        hits[where[0]] += 1
+    signal.signal(signal.SIGPROF, on_prof)
+    def spin(seconds):
+        t = time.thread_time()
+        while time.thread_time() - t < seconds:
+            sum(range(100))
+    rc = lib.dlbn_profile_fetch_timer(5000000)   # every 5 ms of CPU time
+    for i in range(8):
+        where[0] = "fetch"               # (a signal is counted where the
+        lib.dlbn_mark(1, 1, i)           # timer may be armed: as a fetch's)
+        spin(0.03)                       # FETCH_BEGIN: the marks arm it
+        lib.dlbn_mark(2, 1, i)           # FETCH_END: and disarm it
+        where[0] = "step"
+        spin(0.03)
+    lib.dlbn_profile_fetch_timer(0)
+    lib.dlbn_mark(1, 1, 8)
+    spin(0.03)
+    print(rc, hits["fetch"], hits["step"])
+""")
+
+
+def test_fetch_marks_run_the_profile_timer(tmp_path):
+    """dlbn_profile_fetch_timer: the main thread's fetch marks arm the
+    sampler's CPU-time timer at FETCH_BEGIN and disarm it at FETCH_END, so
+    SIGPROF comes inside fetches only (0.24 s of fetch CPU time at 5 ms:
+    dozens), never in the loop's step between them, and not after it is
+    turned off."""
+    p = subprocess.run([PYTHON, "-c", FETCH_TIMER], env=env_with(DLBN_OUTPUT=tmp_path / "t.bin"),
+                       capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert p.returncode == 0, p.stderr
+    rc, fetch, step = (int(x) for x in p.stdout.split())
+    assert rc == 0 and fetch >= 8 and step == 0, p.stdout
+
+
 def test_marker_api_inactive_when_disabled(tmp_path):
     code = "import ctypes; l = ctypes.CDLL(None); print(l.dlbn_active(), l.dlbn_mark(1, 0, 0))"
     p = subprocess.run([PYTHON, "-c", code], env=env_with(DLBN_DISABLE=1, DLBN_PYTHON=0),
