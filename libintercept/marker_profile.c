@@ -6,8 +6,8 @@
  *
  * Also the sampler's clock, a timer on the fetching thread's CPU time
  * (armed by the Python profiler, or for a main-thread fetch by its fetch
- * marks), and for the thread sampler (python/_dlbn_threads.py) a thread's waits for the
- * interpreter's lock (hooks_gil.c).
+ * marks), and for the thread sampler (python/_dlbn_threads.py) a
+ * thread's waits for the interpreter's lock (hooks_gil.c).
  *
  * The bootstrap calls these through ctypes.PyDLL(None) (the GIL stays
  * held), once per summary entry and second of fetching, never per sample:

@@ -54,8 +54,11 @@ go on) and the trace says so (PROF_STAGE kind SAMPLER).  A signal that
 lands while a thread blocks in a system call interrupts it (CPython's
 handlers are installed without SA_RESTART); Python's own calls retry
 (PEP 475), and the CPU-time timer makes that rare, since it fires while
-the process runs, not while it waits.  DLBN_PROFILE=0 turns this module off; DLBN_PROFILE=exact keeps
-the exact times without sampling.
+the process runs, not while it waits.  In the main process the timer runs
+only inside fetches: the fetch marks arm and disarm it there
+(dlbn_profile_fetch_timer), a fetch without marks arms it itself.
+DLBN_PROFILE=0 turns this module off; DLBN_PROFILE=exact keeps the exact
+times without sampling.
 
 Output: cumulative summaries (PROF_STAGE, PROF_SAMPLE, libintercept/
 marker_profile.c) written at the end of a fetch once a second has passed
