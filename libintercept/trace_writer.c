@@ -313,14 +313,22 @@ static inline int64_t wrap_diff(int64_t a, int64_t b)
 	return (int64_t)((uint64_t)a - (uint64_t)b);
 }
 
-void rec_emit(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n)
+/* [type, dt, fields...] at p in s, whose room the caller took; committed
+ * with whatever the caller wrote before it from s->data + s->used. */
+static inline void record_ints(struct stream *s, uint8_t *p, uint8_t type, uint64_t t_ns,
+			       const int64_t *fields, unsigned n)
 {
-	uint8_t *p = record_begin(type, t_ns, n, (size_t)n * MP_INT_MAX);
-	if (!p)
-		return;
+	p = record_head(s, p, type, t_ns, n);
 	for (unsigned i = 0; i < n; i++)
 		p = mp_int(p, fields[i]);
 	record_commit(p);
+}
+
+void rec_emit(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n)
+{
+	struct stream *s = record_room(t_ns, RECORD_HEAD_MAX + (size_t)n * MP_INT_MAX);
+	if (s)
+		record_ints(s, s->data + s->used, type, t_ns, fields, n);
 }
 
 void rec_emit_fd(uint8_t type, uint64_t t_ns, int fd, unsigned kind, int64_t ino,
@@ -339,10 +347,7 @@ void rec_emit_fd(uint8_t type, uint64_t t_ns, int fd, unsigned kind, int64_t ino
 		*said = (struct fd_said){fd, kind, ino};
 		s->fd_ino = ino;
 	}
-	p = record_head(s, p, type, t_ns, n);
-	for (unsigned i = 0; i < n; i++)
-		p = mp_int(p, fields[i]);
-	record_commit(p);
+	record_ints(s, p, type, t_ns, fields, n);
 }
 
 void rec_emit_sem(uint8_t type, uint64_t t_ns, int64_t *fields, unsigned n, unsigned sem_at)
@@ -362,10 +367,7 @@ void rec_emit_sem(uint8_t type, uint64_t t_ns, int64_t *fields, unsigned n, unsi
 		s->sem_said[slot] = sem;
 	}
 	fields[sem_at] = slot;
-	p = record_head(s, p, type, t_ns, n);
-	for (unsigned i = 0; i < n; i++)
-		p = mp_int(p, fields[i]);
-	record_commit(p);
+	record_ints(s, p, type, t_ns, fields, n);
 }
 
 void rec_emit_str(uint8_t type, uint64_t t_ns, const int64_t *fields, unsigned n, const char *str,
