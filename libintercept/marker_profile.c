@@ -141,11 +141,10 @@ long long dlbn_thread_runq_ns(void)
 static timer_t prof_timer;
 static pid_t prof_timer_pid; /* the process that made prof_timer; 0 none */
 
-/* This process's timer, made on the calling thread if it has none: 0, or
- * -1 (errno changed). */
-static int prof_timer_make(void)
+/* This process's (pid's) timer, made on the calling thread if it has
+ * none: 0, or -1 (errno changed). */
+static int prof_timer_make(pid_t pid)
 {
-	pid_t pid = getpid();
 	if (prof_timer_pid == pid)
 		return 0;
 	struct sigevent sev;
@@ -159,15 +158,10 @@ static int prof_timer_make(void)
 	return 0;
 }
 
-int dlbn_profile_timer(long long first_ns, long long interval_ns)
+/* Set the made timer: every interval_ns after first_ns (0: the interval),
+ * or disarmed for interval_ns 0.  0, or -1 (errno changed). */
+static int prof_timer_set(long long first_ns, long long interval_ns)
 {
-	int saved = errno, rc = 0;
-	if (prof_timer_pid != getpid() && interval_ns <= 0)
-		return 0;
-	if (prof_timer_make() != 0) {
-		errno = saved;
-		return -1;
-	}
 	struct itimerspec its;
 	memset(&its, 0, sizeof(its));
 	if (interval_ns > 0) {
@@ -177,8 +171,16 @@ int dlbn_profile_timer(long long first_ns, long long interval_ns)
 		its.it_value.tv_sec = (time_t)(first / 1000000000LL);
 		its.it_value.tv_nsec = (long)(first % 1000000000LL);
 	}
-	if (timer_settime(prof_timer, 0, &its, NULL) != 0)
-		rc = -1;
+	return timer_settime(prof_timer, 0, &its, NULL);
+}
+
+int dlbn_profile_timer(long long first_ns, long long interval_ns)
+{
+	int saved = errno;
+	pid_t pid = getpid();
+	if (prof_timer_pid != pid && interval_ns <= 0)
+		return 0;
+	int rc = prof_timer_make(pid) == 0 ? prof_timer_set(first_ns, interval_ns) : -1;
 	errno = saved;
 	return rc;
 }
@@ -210,7 +212,7 @@ int dlbn_profile_fetch_timer(long long interval_ns)
 	if (interval_ns <= 0)
 		return dlbn_profile_timer(0, 0);
 	int saved = errno;
-	int made = prof_timer_make();
+	int made = prof_timer_make(getpid());
 	errno = saved;
 	if (made != 0)
 		return -1;
@@ -235,8 +237,11 @@ void profile_fetch_timer(int fetch_begins)
 						      (uint64_t)(interval - FETCH_TIMER_FIRST_NS))
 				: interval;
 	}
-	if (dlbn_profile_timer(first, interval) != 0)
+	/* The timer is this process's: a forked child turned this off. */
+	int saved = errno;
+	if (prof_timer_set(first, interval) != 0)
 		fetch_timer_ns = 0; /* the profiler's exact times go on */
+	errno = saved;
 }
 
 void profile_fork_child(void)
