@@ -105,6 +105,17 @@ elif mode == "batch":
                      "len": len(loader), "sum": sum(int(b.sum()) for b in batches),
                      "batch_size": loader.batch_size}
     print(json.dumps(out))
+elif mode == "distributed":
+    # one rank's share, as under DDP (no process group: the rank is given)
+    from torch.utils.data.distributed import DistributedSampler
+    sampler = DistributedSampler(Items(30), num_replicas=2, rank=1, shuffle=True, seed=3)
+    loader = DataLoader(Items(30), batch_size=2, sampler=sampler, num_workers=1)
+    sampler.set_epoch(1)
+    batches = [b for b in loader]
+    print(json.dumps({"sizes": sorted(len(b) for b in batches), "n": len(batches),
+                      "len": len(loader), "batch_size": loader.batch_size,
+                      "seen": sorted(int(i) for b in batches for i in b),
+                      "rank_indices": sorted(iter(sampler))}))
 elif mode == "stateful":
     try:
         from torchdata.stateful_dataloader import StatefulDataLoader
@@ -300,6 +311,24 @@ def test_set_batch_size(rundir, script):
     assert train["set"] == "batch_size=4" and train["set_from"] == "batch_size=2", train
     own = [c for c in iters if c.get("set_ignored")]
     assert len(own) == 1 and own[0]["set_ignored"] == "batch_size", iters
+
+
+def test_set_batch_size_distributed_sampler(rundir, script):
+    """Under DDP each rank's DataLoader batches its DistributedSampler's
+    share: at the new size the batches still hold exactly that rank's
+    indices of the epoch, each once (the sampler is kept, set_epoch too)."""
+    trace = rundir / "distributed.bin"
+    r = dlbn_run(["-o", str(trace), "--set", "batch_size=4", "--", PYTHON, str(script),
+                  "distributed"], rundir)
+    assert r.returncode == 0, r.stderr[-3000:]
+    seen = json.loads(r.stdout.splitlines()[1])
+    assert seen["sizes"] == [3, 4, 4, 4] and seen["n"] == seen["len"] == 4, seen
+    assert seen["batch_size"] == 4, seen
+    assert len(seen["rank_indices"]) == 15 and seen["seen"] == seen["rank_indices"], seen
+    assert "not applied" not in r.stderr, r.stderr
+    iters = [c for i, c in configs(trace, pid_of(r.stdout)) if i]
+    assert iters and iters[0]["sampler"] == "DistributedSampler", iters
+    assert iters[0]["set"] == "batch_size=4" and iters[0]["set_from"] == "batch_size=2", iters
 
 
 def test_set_batch_size_stateful_dataloader(rundir, script):

@@ -689,6 +689,25 @@ def too_old(scenario, gen):
     return None
 
 
+def replay_check(ok):
+    """dlbn's own Replay run against the plain one, by their windows:
+    `dlbn-run --replay` must run the loop as the reference Replay does, to
+    the prediction's budget (S_dr also divides by another Real run, whose
+    spread it carries).  The scenarios off, and the line saying how many
+    held (None: no scenario ran dlbn's Replay)."""
+    replayed = [r for r in ok if is_number(r["reference"].get("dlbn_replay_s")) and r["replay_s"]]
+    off = ["%s (window %+.0f%%, S_dr/S %+.0f%%)" % (
+        r["name"], 100 * (r["reference"]["dlbn_replay_s"] / r["replay_s"] - 1),
+        100 * (r["S_dr"] / r["S"] - 1) if is_number(r.get("S_dr")) else 0)
+        for r in replayed
+        if abs(r["reference"]["dlbn_replay_s"] / r["replay_s"] - 1) > PREDICTION_BUDGET]
+    if not replayed:
+        return off, None
+    return off, "dlbn's Replay run within %.0f%% of the plain Replay's window: %d/%d%s" % (
+        100 * PREDICTION_BUDGET, len(replayed) - len(off), len(replayed),
+        "; off: " + ", ".join(off) if off else "")
+
+
 def run_generation(snap, gen, scenarios, args, out_dir):
     """Every scenario on one interpreter; returns its results document."""
     label, python = gen["label"], gen["python"]
@@ -755,6 +774,7 @@ def run_generation(snap, gen, scenarios, args, out_dir):
                                "; its real runs %.0f%% apart" % (100 * real_spread(r))
                                if (real_spread(r) or 0) > PREDICTION_BUDGET else "")
            for r in ok if r["error"] is not None and abs(r["error"]) > PREDICTION_BUDGET]
+    replay_off, replay_line = replay_check(ok)
     disagree = ["%s (%s)" % (r["name"], ", ".join(
         "%s %+.0f%%" % (p, 100 * r["agreement"]["pairs"][p])
         for p in r["agreement"]["pairs_over_5pct"])) for r in ok
@@ -767,6 +787,8 @@ def run_generation(snap, gen, scenarios, args, out_dir):
     if off:
         print("eval %s: predicted speedup off by more than %.0f%% of S (docs/DESIGN.md budget): %s"
               % (label, 100 * PREDICTION_BUDGET, ", ".join(off)))
+    if replay_line:
+        print("eval %s: %s" % (label, replay_line))
     if disagree:
         print("eval %s: predicted, S_dr and S_LE more than %.0f%% apart: %s" % (
             label, 100 * AGREE, "; ".join(disagree)))
@@ -790,6 +812,7 @@ def run_generation(snap, gen, scenarios, args, out_dir):
            "rounds": args.rounds, "ref_rounds": min(args.ref_rounds, args.rounds),
            "replay_batches": REPLAY_BATCHES,
            "elapsed_s": elapsed, "summary": line, "wrong": wrong, "off_budget": off,
+           "replay_off": replay_off, "replay_line": replay_line,
            "disagree": disagree, "skipped": skipped, "broken": broken,
            "plain_reruns": runner.plain_reruns,
            "thresholds": {"detected_above": DETECTED_ABOVE,
@@ -890,6 +913,8 @@ def results_markdown(doc):
     if doc["off_budget"]:
         text += ("\nPredicted speedup off by more than %.0f%% of S (docs/DESIGN.md, "
                  "Budgets): %s.\n" % (100 * PREDICTION_BUDGET, ", ".join(doc["off_budget"])))
+    if doc.get("replay_line"):
+        text += "\n%s.\n" % doc["replay_line"]
     if doc["disagree"]:
         text += ("\nPredicted, S_dr and S_LE more than %.0f%% apart: %s.\n" % (
             100 * AGREE, "; ".join(doc["disagree"])))
