@@ -111,7 +111,7 @@ void dlbn_outside_waits(const struct dlbn_model *m, int gpu_rule, double workers
 		o->gil_loader_s = holders;
 	if (kept)
 		snprintf(o->gil_why_kept, sizeof(o->gil_why_kept), "%s", kept);
-	struct dlbn_loop_load load = {o->cpu_s, o->runq_s, workers_busy, nworkers};
+	struct dlbn_loop_load load = {o->wall_s, o->cpu_s, o->runq_s, workers_busy, nworkers};
 	dlbn_shared_cores(m, &load, &o->cores);
 	if (o->cores.applies)
 		o->slowed_s = o->cores.waited_s;

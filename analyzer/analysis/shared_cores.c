@@ -120,6 +120,7 @@ void dlbn_shared_cores(const struct dlbn_model *m, const struct dlbn_loop_load *
 		memcpy(g->name, c->name, sizeof(g->name));
 		g->run_s = (double)run / 1e9;
 		g->runq_s = (double)wait / 1e9;
+		g->span_s = (double)(c->end_t - c->base_t) / 1e9;
 	}
 	qsort(cand, ncand, sizeof(cand[0]), by_run_desc);
 	size_t cap = DLBN_GANG_MAX;
@@ -144,8 +145,12 @@ void dlbn_shared_cores(const struct dlbn_model *m, const struct dlbn_loop_load *
 	double serial = load->runq_s, kept = 1 - load->runq_s / runnable;
 	for (size_t i = 0; i < sc->gang; i++) {
 		struct dlbn_gang_thread *g = &sc->gang_threads[i];
-		double off = runnable > g->run_s ? runnable - g->run_s : 0;
-		g->off_s = g->runq_s < off ? g->runq_s : off;
+		double share = g->span_s > load->wall_s ? load->wall_s / g->span_s : 1;
+		double ran = g->run_s * share, queued = g->runq_s * share;
+		double room = load->wall_s > ran ? load->wall_s - ran : 0;
+		g->off_s = queued < room ? queued : room;
+		if (g->off_s > runnable)
+			g->off_s = runnable;
 		serial += g->off_s;
 		kept *= 1 - g->off_s / runnable;
 	}

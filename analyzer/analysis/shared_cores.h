@@ -13,18 +13,26 @@
  *
  * The rule: the loop's own work at full speed is its runnable time in the
  * loop periods less the time at least one of the model's threads (the
- * loop's among them) was off a CPU.  A thread's time off is its queueing
- * for a CPU, at most the loop's runnable time less its own run time (the
- * census covers the whole window, waits included); the loop's own is its
- * queueing.  How their times off overlap decides the union: all of them
- * can be off at once only while the workers hold every core, so they are
- * taken as independent (the union W * (1 - prod(1 - off_i / W))) for the
- * share q of the time that at least as many workers as cores are busy
+ * loop's among them) was off a CPU.  The census samples at fetch begins,
+ * so it cannot split a thread's times between the loop's periods and its
+ * waits, and the model's threads run and queue in both (an OpenMP thread
+ * spins on after its region ends): a thread's share in the periods is
+ * their share of the census's span.  Its time off is its queueing there,
+ * at most the periods' wall time less its run time there; the loop's own
+ * is its queueing.  How their times off overlap decides the union: all of
+ * them can be off at once only while the workers hold every core, so they
+ * are taken as independent (the union W * (1 - prod(1 - off_i / W))) for
+ * the share q of the time that at least as many workers as cores are busy
  * (each busy its mean share of the window, independently), and as never
  * overlapping (the union sum(off_i)) for the rest.  Checked against Replay
- * on the eval's CPU-training programs (docs/EVAL.md): independence alone
- * predicted 20-25% too little where the workers were busy half the time,
- * no overlap at all twice too much where they were busy 80-90% of it.
+ * on the eval's CPU-training programs (docs/EVAL.md, "Model and loader on
+ * the same cores"): independence alone predicted 20-25% too little where
+ * the workers were busy half the time, no overlap at all twice too much
+ * where they were busy 80-90% of it.  A thread's time off bounded by the
+ * loop's runnable time less its whole run time (its spinning in the waits
+ * included), and not taken in proportion, gave 0.03 s where the loop had
+ * waited 0.16 s with the workers seldom busy, and 1.4-2.1 times what it had
+ * waited where they held the cores.
  */
 #ifndef DLBN_SHARED_CORES_H
 #define DLBN_SHARED_CORES_H
@@ -44,6 +52,7 @@ struct dlbn_gang_thread {
 	int tid;
 	char name[16];
 	double run_s, runq_s; /* in the window */
+	double span_s;	      /* the census's span of it */
 	double off_s;	      /* off a CPU while the loop ran (the rule above) */
 };
 
@@ -72,6 +81,7 @@ double dlbn_census_run_s(const struct dlbn_model *m, size_t *nthreads);
 
 /* The loop periods' figures the rule needs (outside.h, verdict.h). */
 struct dlbn_loop_load {
+	double wall_s;	      /* the loop periods' wall time */
 	double cpu_s, runq_s; /* the loop's own CPU time and queueing */
 	double workers_busy;  /* the workers' mean busy share of the window, -1 unknown */
 	size_t nworkers;

@@ -347,11 +347,12 @@ static void test_without_counters(void)
  * A model on the CPU: its intra-op threads besides the loop's queue for a
  * CPU while the workers run (shared_cores.h).  The loop's own CPU time
  * holds what waiting for them cost: the union of the model threads' times
- * off a CPU while the loop ran (each one's queueing, bounded by the loop's
- * runnable time, 10 ms of work and 2 ms queued a step, less its own run
- * time, 10 ms a step), less the loop's own queueing.  With 64 CPUs the 4
- * workers never hold every core: the times off never overlap and add up.
- * A logger thread that runs 1% of the loop's time is not the model's.
+ * off a CPU while the loop ran (each one's queueing in the loop periods,
+ * the periods' share of the census's span, bounded by the periods' wall
+ * time less its own run time there), less the loop's own queueing.  With
+ * 64 CPUs the 4 workers never hold every core: the times off never
+ * overlap and add up.  A logger thread that runs 1% of the loop's time is
+ * not the model's.
  */
 static void test_model_threads_slowed(void)
 {
@@ -375,9 +376,14 @@ static void test_model_threads_slowed(void)
 	      "model threads: the census saw 2 threads; intraop_threads %d", c->intraop_threads);
 	CHECK(c->all_cores_busy == 0, "model threads: 4 workers cannot hold 64 cores (%.3f)",
 	      c->all_cores_busy);
-	CHECK(near(o->slowed_s, n * 0.010 / 9, 0.03),
-	      "model threads: its queueing is what the loop waited (%.4f, want %.4f)", o->slowed_s,
-	      n * 0.010 / 9);
+	/* The census spans the periods and the short receives between them. */
+	double share = o->wall_s / c->gang_threads[0].span_s;
+	CHECK(share > 0.85 && share <= 1, "model threads: the periods' share of the census %.3f",
+	      share);
+	CHECK(near(o->slowed_s, n * 0.010 / 9 * share, 0.03),
+	      "model threads: its queueing in the periods is what the loop waited (%.4f, want "
+	      "%.4f)",
+	      o->slowed_s, n * 0.010 / 9 * share);
 	CHECK(near(c->gang_threads[0].off_s, o->slowed_s, 1e-9), "model threads: off %.4f",
 	      c->gang_threads[0].off_s);
 	CHECK(near(o->charged_s, plain.outside.charged_s + o->slowed_s, 0.01),
@@ -391,28 +397,37 @@ static void test_model_threads_slowed(void)
 	      a.census_threads, a.cpus_used, plain.cpus_used);
 }
 
-/* Queued longer than the loop could have waited for them: each thread's
- * time off is bounded by 2 ms a step.  Without the cores in the CONFIG the
- * workers may hold all of them: the four times off (the loop's own 2 ms
- * among them) are taken as independent, their union 12 ms x (1 - (10/12)^4)
- * a step, 4.21 ms beyond the loop's own queueing. */
+/* Queued longer than the loop could have waited for them: 10 ms a step
+ * each, while a loop period of 16 ms holds its 10 ms of run time, so each
+ * thread's time off is bounded by the periods' wall time less its run time
+ * in them.  Without the cores in the CONFIG the workers may hold all of
+ * them: the four times off (the loop's own 2 ms a step among them) are
+ * taken as independent, their union R x (1 - (1 - 2/R)(1 - off/R)^3) over
+ * the loop's runnable time R, beyond the loop's own queueing. */
 static void test_model_threads_three(void)
 {
 	struct tgsim_params p;
 	struct dlbn_analysis a;
 	base(&p);
 	p.model_threads = 3;
-	p.model_runq = 0.4; /* 6.7 ms queued a step each */
+	p.model_runq = 0.5; /* 10 ms queued a step each */
 	run(&p, &a);
-	const struct dlbn_shared_cores *c = &a.outside.cores;
+	const struct dlbn_outside *o = &a.outside;
+	const struct dlbn_shared_cores *c = &o->cores;
+	const struct dlbn_gang_thread *g = &c->gang_threads[0];
 	double n = (double)a.steps_window;
-	double want = n * 0.012 * (1 - pow(10.0 / 12, 4)) - n * 0.002;
+	double share = o->wall_s / g->span_s;
+	double off = o->wall_s - n * 0.010 * share, runnable = o->cpu_s + o->runq_s;
+	double want = runnable * (1 - (1 - o->runq_s / runnable) * pow(1 - off / runnable, 3)) -
+		      o->runq_s;
 	CHECK(c->gang == 3 && c->all_cores_busy == 1,
 	      "three model threads: all found (%zu), cores unknown (%.3f)", c->gang,
 	      c->all_cores_busy);
-	CHECK(near(c->gang_threads[0].off_s, n * 0.002, 0.03),
-	      "three model threads: each off 2 ms a step, the bound (%.4f)",
-	      c->gang_threads[0].off_s);
+	CHECK(share > 0.85 && share <= 1 && near(o->wall_s, n * 0.016, 0.03),
+	      "three model threads: 16 ms periods (%.4f s), %.3f of the census", o->wall_s, share);
+	CHECK(near(g->off_s, off, 0.03) && g->off_s < g->runq_s * share,
+	      "three model threads: each off %.4f, the bound %.4f (queued %.4f)", g->off_s, off,
+	      g->runq_s * share);
 	CHECK(near(a.outside.slowed_s, want, 0.03),
 	      "three model threads: independent times off (%.4f, want %.4f)", a.outside.slowed_s,
 	      want);
