@@ -404,6 +404,25 @@ def test_dali_settings(tmp_path):
 
 
 @needs_dali
+def test_dali_proxy_batch_size(tmp_path):
+    """--set batch_size under DALI's proxy DataLoader reaches both the
+    DataLoader, whose batches of sample requests the server answers, and
+    the pipeline, whose batch size bounds them: at 16, twice the pipeline's
+    own 8, the run goes through (a DataLoader alone at 16 makes DALI's
+    external source refuse the batch, and the loop wait for it forever)."""
+    trace, times, _ = run(tmp_path, "dali-proxy-set", "dali-proxy",
+                          env={"DLBN_SET": "batch_size=16"})
+    a = analyze_ok(trace)
+    loader = training_loader(a)
+    assert loader["kind"] == "dataloader" and loader["batch_size"] == 16, loader
+    config = a["config"]
+    assert config.get("dali_proxy") in (1, "1"), config
+    assert config.get("set") == "batch_size=16" and config.get("set_from") == "batch_size=8", \
+        config
+    assert len(times) > 10, len(times)
+
+
+@needs_dali
 def test_dali_compute_bound(tmp_path):
     a = check_compute_bound(tmp_path, "dali", 90)
     pool = dali_pool(a)  # a batch takes the pool a fraction of the loop's 90 ms
