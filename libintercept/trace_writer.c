@@ -14,10 +14,11 @@
  *     in the same extent, since the two are committed together.
  *   - sem_said[k] is the semaphore address the current extent's last SEM
  *     record gave slot k (0: none), under the same rule.
- *   - open_path holds the first open_path_len bytes of the path of the
- *     last OPEN record in the current extent (0: none yet), which the next
- *     OPEN's path may share; open_path_whole says they are all of it (only
- *     then may the next share its end), and open_ino is that OPEN's inode
+ *   - open_paths holds the paths of the last open_count (at most
+ *     OPEN_PATHS) OPEN records of the current extent, the newest at
+ *     open_newest and older ones before it, as the reader keeps them: each
+ *     its first OPEN_PATH_KEPT bytes at most (whole: all of it, only then
+ *     may the next OPEN share its end).  open_ino is the last OPEN's inode
  *     (0: none yet).
  *   - mark_iter and mark_arg are the iter_id and arg of the last MARK in
  *     the current extent (zeros: none yet), mark_t and mark_counters the
@@ -49,9 +50,19 @@ struct fd_said {
 	int64_t ino;
 };
 
-/* Bytes of an OPEN's path kept for the next one to share: a module's
- * directory, however deep, and the start of its file names. */
-#define OPEN_PATH_KEPT 512u
+/* The OPEN paths of an extent a new OPEN's path may share bytes with, and
+ * the bytes kept of each: a module's directory, however deep, and the start
+ * of its file name.  Python's imports go back and forth between a few
+ * directories (the standard library, site-packages, a package's
+ * subpackages): 16 recent paths find one sharing the directory for most. */
+#define OPEN_PATHS     16u
+#define OPEN_PATH_KEPT 256u
+
+struct open_path {
+	uint32_t len; /* bytes kept */
+	bool whole;   /* they are the whole path */
+	char text[OPEN_PATH_KEPT];
+};
 
 /* Elements of a STACK's frame list kept for the next one to share: every
  * frame the stack sampler takes (32 module-offset pairs). */
@@ -74,10 +85,9 @@ struct stream {
 	struct fd_said fd_said[DLBN_FD_SLOTS];
 	int64_t fd_ino; /* the inode of the extent's last FD record, 0 none */
 	uint64_t sem_said[DLBN_SEM_SLOTS];
-	uint32_t open_path_len;
-	bool open_path_whole;
+	uint32_t open_count, open_newest;
 	int64_t open_ino;
-	char open_path[OPEN_PATH_KEPT];
+	struct open_path open_paths[OPEN_PATHS];
 	int64_t mark_iter, mark_arg;
 	uint64_t mark_t;
 	int64_t mark_counters[DLBN_MARK_COUNTERS];
@@ -158,8 +168,7 @@ static bool extent_next(struct stream *s)
 		s->fd_said[k].fd = -1;
 	s->fd_ino = 0;
 	memset(s->sem_said, 0, sizeof(s->sem_said));
-	s->open_path_len = 0;
-	s->open_path_whole = false;
+	s->open_count = 0;
 	s->open_ino = 0;
 	s->mark_iter = s->mark_arg = 0;
 	s->mark_t = s->last_ns;
@@ -433,21 +442,55 @@ void rec_emit_mark(uint64_t t_ns, const int64_t *fields, unsigned n)
 	s->mark_arg = fields[2];
 }
 
-/* How many bytes path and the kept previous path share at their start
- * (first) and then at their end (second), never splitting a UTF-8
- * character: what is left stays a string a strict decoder takes. */
-static void open_path_shared(const struct stream *s, const char *path, size_t len, size_t *front,
-			     size_t *back)
+/* Bytes a and b have in common from their start (forward) or counted from
+ * their ends (backward), of at most `most`: eight at a time, an OPEN's
+ * path is compared with each of the 16 kept. */
+static size_t common_start(const char *a, const char *b, size_t most)
 {
-	size_t n = 0, m = 0, most = len < s->open_path_len ? len : s->open_path_len;
-	while (n < most && path[n] == s->open_path[n])
+	size_t n = 0;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	for (; n + 8 <= most; n += 8) {
+		uint64_t x, y;
+		memcpy(&x, a + n, 8);
+		memcpy(&y, b + n, 8);
+		if (x != y)
+			return n + (size_t)(__builtin_ctzll(x ^ y) >> 3);
+	}
+#endif
+	while (n < most && a[n] == b[n])
 		n++;
+	return n;
+}
+
+static size_t common_end(const char *a_end, const char *b_end, size_t most)
+{
+	size_t m = 0;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	for (; m + 8 <= most; m += 8) {
+		uint64_t x, y;
+		memcpy(&x, a_end - m - 8, 8);
+		memcpy(&y, b_end - m - 8, 8);
+		if (x != y)
+			return m + (size_t)(__builtin_clzll(x ^ y) >> 3);
+	}
+#endif
+	while (m < most && a_end[-1 - (ptrdiff_t)m] == b_end[-1 - (ptrdiff_t)m])
+		m++;
+	return m;
+}
+
+/* How many bytes path shares with a kept one at its start (front) and
+ * then at its end (back), never splitting a UTF-8 character: what is left
+ * stays a string a strict decoder takes. */
+static void open_path_shared(const struct open_path *kept, const char *path, size_t len,
+			     size_t *front, size_t *back)
+{
+	size_t most = len < kept->len ? len : kept->len;
+	size_t n = common_start(path, kept->text, most), m = 0;
 	while (n > 0 && n < len && ((unsigned char)path[n] & 0xc0) == 0x80)
 		n--;
-	if (s->open_path_whole) {
-		const char *prev_end = s->open_path + s->open_path_len;
-		while (m < most - n && path[len - 1 - m] == prev_end[-1 - (ptrdiff_t)m])
-			m++;
+	if (kept->whole) {
+		m = common_end(path + len, kept->text + kept->len, most - n);
 		while (m > 0 && ((unsigned char)path[len - m] & 0xc0) == 0x80)
 			m--;
 	}
@@ -455,41 +498,80 @@ static void open_path_shared(const struct stream *s, const char *path, size_t le
 	*back = m;
 }
 
+/* The kept path an OPEN's path shares most with: its age (0: the newest)
+ * and the bytes shared at both ends.  An older one costs its age's byte. */
+static unsigned open_path_best(const struct stream *s, const char *path, size_t len, size_t *front,
+			       size_t *back)
+{
+	unsigned best = 0;
+	size_t best_saved = 0;
+	*front = *back = 0;
+	for (unsigned age = 0; age < s->open_count; age++) {
+		const struct open_path *kept =
+			&s->open_paths[(s->open_newest + OPEN_PATHS - age) % OPEN_PATHS];
+		size_t n, m;
+		if ((kept->len < len ? kept->len : len) <= best_saved)
+			continue; /* it cannot share more */
+		open_path_shared(kept, path, len, &n, &m);
+		size_t saved = n + m > 0 && age ? n + m - 1 : n + m;
+		if (saved > best_saved) {
+			best = age;
+			best_saved = saved;
+			*front = n;
+			*back = m;
+		}
+	}
+	return best;
+}
+
+static void open_path_keep(struct stream *s, const char *path, size_t len)
+{
+	s->open_newest = (s->open_newest + 1) % OPEN_PATHS;
+	if (s->open_count < OPEN_PATHS)
+		s->open_count++;
+	struct open_path *kept = &s->open_paths[s->open_newest];
+	kept->len = (uint32_t)(len < OPEN_PATH_KEPT ? len : OPEN_PATH_KEPT);
+	kept->whole = len <= OPEN_PATH_KEPT;
+	if (kept->len)
+		memcpy(kept->text, path, kept->len);
+}
+
 void rec_emit_open(uint64_t t_ns, int fd, unsigned kind, int64_t ino, int64_t flags,
 		   const char *path, size_t len)
 {
+	if (!path)
+		len = 0;
 	if (len > TW_STR_MAX)
 		len = TW_STR_MAX;
 	struct stream *s =
-		record_room(t_ns, RECORD_HEAD_MAX + 6 * MP_INT_MAX + MP_STR_HDR_MAX + len);
+		record_room(t_ns, RECORD_HEAD_MAX + 7 * MP_INT_MAX + MP_STR_HDR_MAX + len);
 	if (!s)
 		return;
-	/* What the path shares with the extent's previous OPEN, its inode
-	 * as a difference from that one's, and its flags against the usual
-	 * O_CLOEXEC are left out (dlbn_trace.h, OPEN). */
-	size_t front = 0, back = 0;
-	if (path)
-		open_path_shared(s, path, len, &front, &back);
-	unsigned nelem = back ? 7 : front ? 6 : 5; /* shared and tail: only when needed */
+	/* What the path shares with one of the extent's recent OPENs, its
+	 * inode as a difference from the previous OPEN's, and its flags
+	 * against the usual O_CLOEXEC are left out (dlbn_trace.h, OPEN). */
+	size_t front, back;
+	unsigned age = open_path_best(s, path, len, &front, &back);
+	/* shared, tail and age: only as far as needed */
+	unsigned nelem = age ? 8 : back ? 7 : front ? 6 : 5;
 	uint8_t *p = record_head(s, s->data + s->used, DLBN_REC_OPEN, t_ns, nelem);
 	p = mp_int(p, fd);
 	p = mp_int(p, kind);
 	p = mp_int(p, wrap_diff(ino, s->open_ino));
 	p = mp_int(p, flags ^ DLBN_OPEN_FLAGS_USUAL);
-	p = path ? mp_str(p, path + front, len - front - back) : mp_str(p, NULL, 0);
-	if (front || back)
+	p = mp_str(p, path ? path + front : NULL, len - front - back);
+	if (nelem > 5)
 		p = mp_int(p, (int64_t)front);
-	if (back)
+	if (nelem > 6)
 		p = mp_int(p, (int64_t)back);
+	if (nelem > 7)
+		p = mp_int(p, (int64_t)age);
 	record_commit(p);
 	/* The OPEN announces its fd as well. */
 	if (fd >= 0)
 		s->fd_said[(unsigned)fd % DLBN_FD_SLOTS] = (struct fd_said){fd, kind, ino};
 	s->open_ino = ino;
-	s->open_path_len = path ? (uint32_t)(len < OPEN_PATH_KEPT ? len : OPEN_PATH_KEPT) : 0;
-	s->open_path_whole = path && len <= OPEN_PATH_KEPT;
-	if (path)
-		memcpy(s->open_path, path, s->open_path_len);
+	open_path_keep(s, path, len);
 }
 
 void rec_emit_stack(uint64_t t_ns, const int64_t *fields, unsigned n, const int64_t *frames,

@@ -31,7 +31,7 @@ void extent_state_reset(struct extent_state *x, unsigned major, int64_t base_ns)
 		x->fds[k].fd = -1;
 	x->fd_ino = 0;
 	memset(x->sems, 0, sizeof(x->sems));
-	x->path_len = 0;
+	x->open_count = 0;
 	x->open_ino = 0;
 	x->mark_iter = x->mark_arg = 0;
 	x->mark_t = base_ns;
@@ -41,9 +41,11 @@ void extent_state_reset(struct extent_state *x, unsigned major, int64_t base_ns)
 
 void extent_state_free(struct extent_state *x)
 {
-	free(x->path);
-	x->path = NULL;
-	x->path_len = x->path_cap = 0;
+	for (unsigned k = 0; k <= EXTENT_OPEN_PATHS; k++) {
+		free(x->paths[k].text);
+		x->paths[k] = (struct extent_path){NULL, 0, 0};
+	}
+	x->open_count = 0;
 }
 
 static inline int64_t wrap_add(int64_t a, int64_t b)
@@ -71,43 +73,66 @@ static int64_t take_field(struct dlbn_record *rec, int at)
 	return v;
 }
 
+/* The newest OPEN path kept becomes `next`'s text (the spare's buffer,
+ * put together there), and the oldest's buffer the spare. */
+static struct extent_path *keep_path(struct extent_state *x, size_t len)
+{
+	unsigned slot = (x->open_newest + 1) % EXTENT_OPEN_PATHS;
+	struct extent_path evicted = x->paths[slot];
+	x->paths[slot] = x->paths[EXTENT_OPEN_PATHS];
+	x->paths[slot].len = len;
+	x->paths[EXTENT_OPEN_PATHS] = evicted;
+	x->open_newest = slot;
+	if (x->open_count < EXTENT_OPEN_PATHS)
+		x->open_count++;
+	return &x->paths[slot];
+}
+
 /*
- * An OPEN's whole path: the first `shared` bytes of the extent's previous
- * OPEN's path, its own, then (3.0) the last `tail` bytes of the previous
- * one; both counts are taken out of the record.  The record's string then
- * points into the state's path buffer, which stays as it is until the
- * stream's next OPEN is decoded.
+ * An OPEN's whole path: the first `shared` bytes of a recent OPEN's path
+ * (the previous one's, or in 4.0 the one `age` OPENs before it), its own,
+ * then (3.0) the last `tail` bytes of that one; the counts are taken out
+ * of the record.  The record's string then points into the state's
+ * buffer for it, which stays as it is until the stream's next OPEN is
+ * decoded.
  */
 static void open_path(struct extent_state *x, struct dlbn_record *rec)
 {
+	int64_t age_f = x->major >= 4 && rec->nfields >= 8 ? take_field(rec, 7) : 0;
 	int64_t tail_f = rec->nfields >= 7 ? take_field(rec, 6) : 0;
 	int64_t shared_f = rec->nfields >= 6 ? take_field(rec, 5) : 0;
+	struct extent_path *spare = &x->paths[EXTENT_OPEN_PATHS];
 	if (rec->nfields < 5 || rec->kind[4] != DLBN_V_STR) {
-		x->path_len = 0;
+		(void)keep_path(x, 0);
 		return;
 	}
-	size_t prev = x->path_len;
+	const struct extent_path *from = NULL;
+	if (age_f >= 0 && (uint64_t)age_f < x->open_count)
+		from = &x->paths[(x->open_newest + EXTENT_OPEN_PATHS - (unsigned)age_f) %
+				 EXTENT_OPEN_PATHS];
+	size_t prev = from ? from->len : 0;
 	size_t shared = shared_f > 0 ? ((uint64_t)shared_f < prev ? (size_t)shared_f : prev) : 0;
 	size_t tail = tail_f > 0
 			      ? ((uint64_t)tail_f < prev - shared ? (size_t)tail_f : prev - shared)
 			      : 0;
 	size_t own = (size_t)rec->f[4], n = shared + own + tail;
-	if (n > x->path_cap) {
-		char *nb = realloc(x->path, n);
+	if (n > spare->cap) {
+		char *nb = realloc(spare->text, n);
 		if (!nb) {
-			x->path_len = 0; /* the record keeps its own bytes only */
+			(void)keep_path(x, 0); /* the record keeps its own bytes only */
 			return;
 		}
-		x->path = nb;
-		x->path_cap = n;
+		spare->text = nb;
+		spare->cap = n;
 	}
-	/* The tail first: the own bytes may land where it was. */
-	if (tail)
-		memmove(x->path + shared + own, x->path + prev - tail, tail);
+	if (shared)
+		memcpy(spare->text, from->text, shared);
 	if (own)
-		memcpy(x->path + shared, rec->str[4], own);
-	x->path_len = n;
-	rec->str[4] = x->path;
+		memcpy(spare->text + shared, rec->str[4], own);
+	if (tail)
+		memcpy(spare->text + shared + own, from->text + prev - tail, tail);
+	struct extent_path *kept = keep_path(x, n);
+	rec->str[4] = kept->text;
 	rec->f[4] = (int64_t)n;
 }
 

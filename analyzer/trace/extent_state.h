@@ -17,6 +17,10 @@
 #include "dlbn/dlbn_trace.h"
 #include "trace/reader.h"
 
+/* OPEN records whose paths a 4.0 OPEN may share bytes with (dlbn_trace.h,
+ * "Recent paths"). */
+#define EXTENT_OPEN_PATHS 16
+
 /* The last FD record of an announcement slot in the current extent. */
 struct fd_said {
 	int64_t fd; /* -1: none */
@@ -28,9 +32,15 @@ struct extent_state {
 	struct fd_said fds[DLBN_FD_SLOTS];
 	int64_t fd_ino;		      /* the last FD record's inode (3.0), 0 none */
 	int64_t sems[DLBN_SEM_SLOTS]; /* each slot's semaphore address, 0 none */
-	/* The extent's last OPEN: its whole path and (3.0) its inode. */
-	char *path;
-	size_t path_len, path_cap;
+	/* The whole paths of the extent's last open_count OPENs, the newest
+	 * at paths[open_newest] (2.0 and 3.0 refer to it only; 4.0 to any),
+	 * paths[EXTENT_OPEN_PATHS] a spare the next is put together in; and
+	 * (3.0) the last OPEN's inode. */
+	struct extent_path {
+		char *text;
+		size_t len, cap;
+	} paths[EXTENT_OPEN_PATHS + 1];
+	unsigned open_count, open_newest;
 	int64_t open_ino;
 	/* The extent's last MARK (3.0): its iter_id and arg (zeros before the
 	 * first); the last with counters: its time and counters (the extent's

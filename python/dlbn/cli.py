@@ -76,7 +76,7 @@ def one_rank_of_several():
 
 
 def version():
-    """`dlbn 0.1.0 (trace format 3.0)`, as the analyzer says it."""
+    """`dlbn 0.1.0 (trace format 4.0)`, as the analyzer says it."""
     out = subprocess.run([program("dlbn-analyze"), "--version"], stdout=subprocess.PIPE,
                          universal_newlines=True, check=False).stdout.strip()
     return out.replace("dlbn-analyze ", "dlbn ", 1) if out else "dlbn (version unknown)"

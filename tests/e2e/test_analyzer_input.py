@@ -68,7 +68,7 @@ def test_truncated_in_extent(rundir, good_trace):
 def test_wrong_major_version(rundir, good_trace):
     data = bytearray(good_trace)
     (major,) = struct.unpack_from("<H", data, VERSION_MAJOR_OFFSET)
-    assert major == 3, "trace layout changed: version_major at offset 8 is %d" % major
+    assert major == 4, "trace layout changed: version_major at offset 8 is %d" % major
     struct.pack_into("<H", data, VERSION_MAJOR_OFFSET, 99)
     assert_rejected(write(rundir, "v99.dlbn", bytes(data)), "version")
 

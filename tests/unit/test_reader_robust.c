@@ -41,7 +41,7 @@ static void write_bytes(const char *path, const void *data, size_t n)
 	close(fd);
 }
 
-/* Two streams of n records each, in format 1.1, 2.0 or 3.0 (major): the
+/* Two streams of n records each, in format 1.1, 2.0, 3.0 or 4.0 (major): the
  * byte offsets flipped below are the 1.1 layout's, and the version checks
  * edit a 1.x header. */
 static void make_trace(const char *path, int n, uint32_t garbage_tail, int blank, int major)
@@ -164,8 +164,11 @@ int main(void)
 	make_trace(tmp("good3"), 100, 0, 0, 3);
 	CHECK(count_records(tmp("good3"), &st) == 200 && st.nwarnings == 0 && st.version_major == 3,
 	      "good 3.0 trace: 200 records");
+	make_trace(tmp("good4"), 100, 0, 0, 4);
+	CHECK(count_records(tmp("good4"), &st) == 200 && st.nwarnings == 0 && st.version_major == 4,
+	      "good 4.0 trace: 200 records");
 
-	/* Wrong magic and version 4 on an otherwise good trace. */
+	/* Wrong magic and the next major version on an otherwise good trace. */
 	int fd = open(tmp("good"), O_RDONLY);
 	static char buf[1 << 20];
 	ssize_t len = read(fd, buf, sizeof(buf));
@@ -176,12 +179,14 @@ int main(void)
 	CHECK(rejected(tmp("magic"), "bad magic"), "wrong magic rejected");
 	struct dlbn_file_header h;
 	memcpy(&h, buf, sizeof(h));
-	h.version_major = 4;
+	h.version_major = DLBN_VERSION_MAJOR + 1;
 	memcpy(buf, &h, sizeof(h));
-	write_bytes(tmp("v4"), buf, (size_t)len);
-	CHECK(rejected(tmp("v4"), "version 4.1 is not supported (this dlbn-analyze reads "
-				  "versions 1.x to 3.x)"),
-	      "version 4 rejected clearly");
+	write_bytes(tmp("vnext"), buf, (size_t)len);
+	char want[128];
+	snprintf(want, sizeof(want),
+		 "version %d.1 is not supported (this dlbn-analyze reads versions 1.x to %d.x)",
+		 DLBN_VERSION_MAJOR + 1, DLBN_VERSION_MAJOR);
+	CHECK(rejected(tmp("vnext"), want), "the next major version rejected clearly");
 	h.version_major = 1;
 	h.version_minor = 7;
 	memcpy(buf, &h, sizeof(h));
@@ -294,8 +299,8 @@ int main(void)
 		      "dlbn-analyze: empty file -> exit 1");
 		CHECK(cli_status(tmp("garbage"), "not a dlbn trace") == 1,
 		      "dlbn-analyze: garbage -> exit 1");
-		CHECK(cli_status(tmp("v4"), "not supported") == 1,
-		      "dlbn-analyze: version 4 -> exit 1");
+		CHECK(cli_status(tmp("vnext"), "not supported") == 1,
+		      "dlbn-analyze: the next major version -> exit 1");
 		CHECK(cli_status(tmp("cut"), "damaged trace") == 1,
 		      "dlbn-analyze: truncated -> report of the intact part, exit 1");
 		CHECK(cli_status(tmp("good"), NULL) == 0, "dlbn-analyze: good trace -> exit 0");

@@ -3,8 +3,8 @@
  * field kinds: small/large/negative ints, strings, nil, arrays; many
  * extents; interleaved streams) comes back from the reader with the same
  * type, time and fields, and the merge hands records out in time order, in
- * formats 1.1, 2.0 and 3.0 (what 2.0 and 3.0 say once per extent, or as a
- * difference from the previous record, is put back).
+ * formats 1.1, 2.0, 3.0 and 4.0 (what 2.0 and later say once per extent, or
+ * as a difference from an earlier record, is put back).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -27,8 +27,9 @@ static int64_t want_time(int s, int k)
 #define KINDS 9 /* record k of a stream is of kind k % KINDS */
 
 /* In 2.0 each path shares a start with the one before, in 3.0 an end as
- * well; the two cafés share the last byte of their last character, which
- * must not be left out alone. */
+ * well, in 4.0 with one of the 16 before (the last image shares most with
+ * the one four OPENs back); the two cafés share the last byte of their last
+ * character, which must not be left out alone. */
 static const char *open_path(int k)
 {
 	static const char *const paths[] = {"",
@@ -38,8 +39,9 @@ static const char *open_path(int k)
 					    "/data/caf\xc3\xa9",
 					    "/data/caf\xc2\xa9",
 					    "/usr/lib/python3/__pycache__/os.cpython-311.pyc",
-					    "/usr/lib/python3/__pycache__/re.cpython-311.pyc"};
-	return paths[(k / KINDS) % 8];
+					    "/usr/lib/python3/__pycache__/re.cpython-311.pyc",
+					    "/data/images/0003.jpg"};
+	return paths[(k / KINDS) % 9];
 }
 
 /* A failed open's inode (-1) or one that moves both ways between OPENs. */
@@ -191,7 +193,10 @@ static void roundtrip(int major)
 	for (int k = 0; k < PER_STREAM; k++)
 		for (int s = 0; s < NSTREAMS; s++)
 			write_stream_record(st[s], s, k);
+	uint64_t aged = tg_opens_aged(g);
 	CHECK(tg_close(g) == 0, "tracegen wrote %d records", NSTREAMS * PER_STREAM);
+	if (major >= 4)
+		CHECK(aged > 0, "%" PRIu64 " OPENs share bytes with an older OPEN's path", aged);
 
 	char err[256];
 	struct dlbn_reader *r = dlbn_reader_open(path, err, sizeof(err));
@@ -244,9 +249,8 @@ static void roundtrip(int major)
 
 int main(void)
 {
-	roundtrip(1);
-	roundtrip(2);
-	roundtrip(DLBN_VERSION_MAJOR);
+	for (int major = 1; major <= DLBN_VERSION_MAJOR; major++)
+		roundtrip(major);
 	setenv("DLBN_NO_MMAP", "1", 1); /* the reader's pread() path */
 	roundtrip(DLBN_VERSION_MAJOR);
 	CHECK_EXIT();

@@ -17,6 +17,9 @@
 #include "dlbn/crc32c.h"
 #include "tracegen.h"
 
+#define TG_OPEN_PATHS 16 /* recent OPEN paths a 4.0 OPEN may share bytes with */
+#define TG_PATH_MAX   4096
+
 struct tg_stream {
 	struct tg *g;
 	struct tg_stream *next;
@@ -29,10 +32,11 @@ struct tg_stream {
 		int64_t fd, kind, ino;
 	} said[DLBN_FD_SLOTS];	       /* fd announcements of the current extent (2.x) */
 	uint64_t sems[DLBN_SEM_SLOTS]; /* semaphore announcements, likewise */
-	char open_path[4096];	       /* the extent's previous OPEN path (2.x), "" none */
-	int64_t open_ino;	       /* its inode (3.x), 0 none */
-	int64_t fd_ino;		       /* the extent's last FD record's inode (3.x) */
-	int64_t stack[64];	       /* the extent's last STACK's frames (3.x) */
+	char open_paths[TG_OPEN_PATHS][TG_PATH_MAX]; /* the extent's recent OPEN paths */
+	unsigned open_count, open_newest; /* how many (1 at most before 4.0), the newest */
+	int64_t open_ino;		  /* the previous OPEN's inode (3.x), 0 none */
+	int64_t fd_ino;			  /* the extent's last FD record's inode (3.x) */
+	int64_t stack[64];		  /* the extent's last STACK's frames (3.x) */
 	int stack_len;
 	int64_t mark_iter, mark_arg;		    /* the extent's previous MARK's (3.x), 0 none */
 	int marked;				    /* a MARK with counters in this extent (3.x) */
@@ -47,6 +51,7 @@ struct tg {
 	uint16_t major, minor;
 	uint32_t garbage_tail;
 	uint64_t records;
+	uint64_t opens_aged; /* 4.0 OPENs sharing with an older OPEN than the previous */
 	uint32_t npassive;
 	struct dlbn_passive_entry passive[DLBN_MAX_PASSIVE];
 	struct tg_stream *streams;
@@ -142,7 +147,7 @@ static void flush_extent(struct tg_stream *s)
 	for (unsigned k = 0; k < DLBN_FD_SLOTS; k++)
 		s->said[k].fd = -1;
 	memset(s->sems, 0, sizeof(s->sems));
-	s->open_path[0] = 0;
+	s->open_count = 0;
 	s->open_ino = 0;
 	s->fd_ino = 0;
 	s->stack_len = 0;
@@ -304,6 +309,11 @@ int tg_close(struct tg *g)
 	return rc;
 }
 
+uint64_t tg_opens_aged(const struct tg *g)
+{
+	return g->opens_aged;
+}
+
 uint64_t tg_records(const struct tg *g)
 {
 	return g->records;
@@ -429,42 +439,77 @@ void tg_mmap(struct tg_stream *s, int64_t t, int fd, int64_t ino, int64_t length
 	       (int64_t)3);
 }
 
+/* What path shares with a kept one at its start, then at its end (3.x),
+ * never splitting a UTF-8 character. */
+static void shared_ends(const struct tg *g, const char *path, const char *kept, size_t *front,
+			size_t *back)
+{
+	size_t len = strlen(path), prev = strlen(kept), n = 0, m = 0;
+	while (path[n] && path[n] == kept[n])
+		n++;
+	while (n > 0 && ((unsigned char)path[n] & 0xc0) == 0x80)
+		n--; /* as the recorder: never inside a UTF-8 character */
+	size_t most = (len < prev ? len : prev) - n;
+	while (g->major >= 3 && m < most && path[len - 1 - m] == kept[prev - 1 - m])
+		m++;
+	while (m > 0 && ((unsigned char)path[len - m] & 0xc0) == 0x80)
+		m--;
+	*front = n;
+	*back = m;
+}
+
+static void keep_path(struct tg_stream *s, const char *path)
+{
+	unsigned room = s->g->major >= 4 ? TG_OPEN_PATHS : 1;
+	s->open_newest = (s->open_newest + 1) % TG_OPEN_PATHS;
+	snprintf(s->open_paths[s->open_newest], TG_PATH_MAX, "%s", path);
+	if (s->open_count < room)
+		s->open_count++;
+}
+
 void tg_open_file(struct tg_stream *s, int64_t t, int fd, int kind, int64_t ino, int64_t flags,
 		  const char *path)
 {
 	struct tg *g = s->g;
 	size_t len = strlen(path);
-	if (g->major < 2 || len >= sizeof(s->open_path)) {
+	if (g->major < 2 || len >= TG_PATH_MAX) {
 		if (g->major >= 3) /* an unshared path, as a 3.x OPEN */
 			tg_rec(s, DLBN_REC_OPEN, t, "iiiis", (int64_t)fd, (int64_t)kind,
 			       wrap_diff(ino, s->open_ino), flags ^ DLBN_OPEN_FLAGS_USUAL, path);
 		else
 			tg_rec(s, DLBN_REC_OPEN, t, "iiiis", (int64_t)fd, (int64_t)kind, ino, flags,
 			       path);
-		s->open_path[0] = 0;
+		keep_path(s, len >= TG_PATH_MAX ? "" : path);
 		s->open_ino = ino;
 		return;
 	}
 	/* The path and what it shares go to one extent. */
 	if (s->has_base && s->used + 64 + len > g->extent_size - DLBN_EXTENT_HEADER_SIZE)
 		flush_extent(s);
-	size_t prev = strlen(s->open_path), shared = 0, tail = 0;
-	while (path[shared] && path[shared] == s->open_path[shared])
-		shared++;
-	while (shared > 0 && ((unsigned char)path[shared] & 0xc0) == 0x80)
-		shared--; /* as the recorder: never inside a UTF-8 character */
-	size_t most = (len < prev ? len : prev) - shared;
-	while (g->major >= 3 && tail < most &&
-	       path[len - 1 - tail] == s->open_path[prev - 1 - tail])
-		tail++;
-	while (tail > 0 && ((unsigned char)path[len - tail] & 0xc0) == 0x80)
-		tail--;
-	char own[sizeof(s->open_path)];
+	/* The recent path sharing the most (4.0: an older one costs a byte). */
+	size_t shared = 0, tail = 0;
+	unsigned age = 0;
+	for (unsigned a = 0; a < s->open_count; a++) {
+		size_t n, m;
+		shared_ends(g, path,
+			    s->open_paths[(s->open_newest + TG_OPEN_PATHS - a) % TG_OPEN_PATHS], &n,
+			    &m);
+		if (n + m > shared + tail + (a > age ? 1 : 0)) {
+			age = a;
+			shared = n;
+			tail = m;
+		}
+	}
+	char own[TG_PATH_MAX];
 	memcpy(own, path + shared, len - shared - tail);
 	own[len - shared - tail] = 0;
 	int64_t ino_f = g->major >= 3 ? wrap_diff(ino, s->open_ino) : ino;
 	int64_t flags_f = g->major >= 3 ? flags ^ DLBN_OPEN_FLAGS_USUAL : flags;
-	if (tail)
+	g->opens_aged += age > 0;
+	if (age)
+		tg_rec(s, DLBN_REC_OPEN, t, "iiiisiii", (int64_t)fd, (int64_t)kind, ino_f, flags_f,
+		       own, (int64_t)shared, (int64_t)tail, (int64_t)age);
+	else if (tail)
 		tg_rec(s, DLBN_REC_OPEN, t, "iiiisii", (int64_t)fd, (int64_t)kind, ino_f, flags_f,
 		       own, (int64_t)shared, (int64_t)tail);
 	else if (shared)
@@ -473,7 +518,7 @@ void tg_open_file(struct tg_stream *s, int64_t t, int fd, int kind, int64_t ino,
 	else
 		tg_rec(s, DLBN_REC_OPEN, t, "iiiis", (int64_t)fd, (int64_t)kind, ino_f, flags_f,
 		       own);
-	memcpy(s->open_path, path, len + 1);
+	keep_path(s, path);
 	s->open_ino = ino;
 	if (fd >= 0) {
 		unsigned k = (unsigned)fd % DLBN_FD_SLOTS;

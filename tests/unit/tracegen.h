@@ -1,8 +1,9 @@
 /*
  * tracegen.h - test-side writer of valid dlbn trace files (CRC-32C checked
- * extents, dlbn_trace.h): format 3.0, or 2.0 or 1.1 after tg_set_version
- * (in 1.1 records that name an fd carry its kind and inode in place; 2.0
- * writes OPENs and MARKs without 3.0's differences).
+ * extents, dlbn_trace.h): format 4.0, or 3.0, 2.0 or 1.1 after
+ * tg_set_version (in 1.1 records that name an fd carry its kind and inode
+ * in place; 2.0 writes OPENs and MARKs without 3.0's differences; 3.0
+ * shares an OPEN's path with the previous OPEN's only).
  *
  * Tests and dlbn-gentrace describe a trace stream by stream (one stream =
  * one thread of one process instance) with absolute timestamps; tracegen
@@ -101,5 +102,7 @@ void tg_fork(struct tg_stream *s, int64_t t, int64_t dur, int child_pid);
 
 /* Records written so far (all streams). */
 uint64_t tg_records(const struct tg *g);
+/* OPENs written (4.0) sharing bytes with an older path than the previous. */
+uint64_t tg_opens_aged(const struct tg *g);
 
 #endif /* DLBN_TRACEGEN_H */

@@ -610,7 +610,7 @@ def test_reused_fd_numbers_are_reclassified(rtest, tmp_path):
 
 def test_open_paths_share_their_directory_within_an_extent(tmp_path):
     """Format 3.0: an OPEN's path leaves out what it shares with the
-    extent's previous OPEN at both ends, its inode is a difference from
+    extent's previous OPEN (4.0: or an earlier one's) at both ends, its inode is a difference from
     that OPEN's and its flags are XORed with O_CLOEXEC; readers put the
     whole record back."""
     d = tmp_path / "a-rather-long-dataset-directory" / "images"
@@ -630,20 +630,52 @@ def test_open_paths_share_their_directory_within_an_extent(tmp_path):
     assert all(r["ino"] == os.stat(r["path"]).st_ino for r in opens)
     assert all(r["flags"] & os.O_CLOEXEC and r["raw"][5] == r["flags"] ^ os.O_CLOEXEC
                for r in opens)
-    # As written: each path after the first of the directory is the
-    # previous one's start, its own bytes (a strict UTF-8 string, or the
-    # decoder would have failed), then the previous one's end.
+    # As written: each path after the first of the directory is an earlier
+    # one's start (4.0: `age` OPENs before the previous, absent 0), its own
+    # bytes (a strict UTF-8 string, or the decoder would have failed), then
+    # that one's end.
     owns = []
-    for prev, r in zip(opens, opens[1:]):
-        assert r["raw"][4] == r["ino"] - prev["ino"]
+    for i, r in enumerate(opens[1:], 1):
+        assert r["raw"][4] == r["ino"] - opens[i - 1]["ino"]
         own, shared = r["raw"][6], r["raw"][7]
         tail = r["raw"][8] if len(r["raw"]) > 8 else 0
-        whole, before = r["path"].encode(), prev["path"].encode()
+        age = r["raw"][9] if len(r["raw"]) > 9 else 0
+        whole, before = r["path"].encode(), opens[i - 1 - age]["path"].encode()
         assert shared >= len(str(d).encode()) + 1
         assert whole == before[:shared] + own.encode() + before[len(before) - tail:]
         owns.append(own)
     assert all(1 <= len(o) <= 2 for o in owns[:19])  # "1" of 0001.jpg, "10" of 0010.jpg
-    assert owns[19:] == ["labels.txt", "è.jpg", "é", "©"]
+    # è.jpg shares ".jpg" with 0019.jpg, the OPEN before labels.txt
+    assert owns[19:] == ["labels.txt", "è", "é", "©"]
+
+
+def test_open_paths_share_with_an_older_open(tmp_path):
+    """Format 4.0: Python's imports go back and forth between directories;
+    an OPEN's path may share its ends with any of the extent's last 16
+    OPENs' paths, and a trailing `age` says which (1: the one before the
+    previous)."""
+    a = tmp_path / "the-standard-library" / "__pycache__"
+    b = tmp_path / "site-packages" / "a-package" / "__pycache__"
+    a.mkdir(parents=True)
+    b.mkdir(parents=True)
+    paths = []
+    for i in range(8):
+        paths += [a / ("mod%d.cpython-311.pyc" % i), b / ("sub%d.cpython-311.pyc" % i)]
+    for p in paths:
+        p.write_bytes(b"x")
+    out = tmp_path / "t.bin"
+    code = "import sys\nfor p in sys.argv[1:]:\n    open(p, 'rb').read()\n"
+    p = run([PYTHON, "-c", code] + [str(x) for x in paths], DLBN_OUTPUT=out, DLBN_PYTHON=0)
+    assert p.returncode == 0, p.stderr
+    t = dlbntrace.Trace(str(out))
+    assert t.major == 4
+    opens = [r for r in t.records("OPEN") if str(tmp_path) in r["path"]]
+    assert [r["path"] for r in opens] == [str(x) for x in paths]
+    # From the third on, each shares its directory and ".cpython-311.pyc"
+    # with the one two OPENs back: age 1, its own bytes the module's number.
+    for r in opens[2:]:
+        own, shared, tail, age = r["raw"][6:10]
+        assert age == 1 and tail == len(".cpython-311.pyc") and len(own) == 1, r["raw"]
 
 
 def test_stacks_of_one_call_site_share_their_frames(tmp_path):
@@ -752,7 +784,7 @@ def test_extents_carry_the_crc_of_their_records(rtest, tmp_path):
     p = run([rtest, "many", "20000"], DLBN_OUTPUT=out, DLBN_EXTENT_KB=64)
     assert p.returncode == 0, p.stderr
     t = dlbntrace.Trace(str(out))
-    assert (t.major, t.minor) == (3, 0)
+    assert (t.major, t.minor) == (4, 0)
     data = open(out, "rb").read()
     checked = 0
     for st in t.streams.values():

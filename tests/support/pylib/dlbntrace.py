@@ -37,8 +37,10 @@ writes its inode as a difference from that one's and its flags XORed with
 O_CLOEXEC; an FD record's inode as a difference from the previous FD
 record's; a STACK's frames without the end they share with the previous
 STACK's; and a MARK's iter_id, arg and counters as differences from the
-extent's previous MARK.  Records carry the 1.x fields all the same ("raw"
-keeps what was written).
+extent's previous MARK.  In format 4.0 an OPEN's path may share its ends
+with any of the extent's last 16 OPENs' (a trailing `age` field says
+which: 0 or absent, the previous one).  Records carry the 1.x fields all
+the same ("raw" keeps what was written).
 
 Invariants checked (a trace that breaks them raises ValueError): magic and
 major version; within a stream, extent_seq runs 0, 1, 2 ... without a gap;
@@ -53,7 +55,8 @@ import struct
 import msgpack
 
 FILE_MAGIC = b"DLBNTRC1"
-VERSION_MAJOR = 3
+VERSION_MAJOR = 4
+OPEN_PATHS = 16      # recent OPEN paths a 4.0 OPEN may share bytes with
 VERSION_MAJOR_MIN = 1
 FD_SLOTS = 64        # fd announcement slots per extent (2.0)
 SEM_SLOTS = 16       # semaphore announcement slots per extent (2.0)
@@ -211,9 +214,10 @@ def _wrap(v):
 
 
 class ExtentState:
-    """What a 2.x or 3.x extent's records leave to earlier ones: the last FD
-    (or OPEN) and SEM record of each announcement slot, the previous OPEN's
-    path and (3.x) inode, and (3.x) the previous MARK's time and counters."""
+    """What an extent of 2.x or later leaves to earlier records: the last FD
+    (or OPEN) and SEM record of each announcement slot, the recent OPENs'
+    paths (the previous one's before 4.0) and (3.x) the previous OPEN's
+    inode, and (3.x) the previous MARK's time and counters."""
 
     def __init__(self, major=2, base_ns=0):
         self.major = major
@@ -221,7 +225,7 @@ class ExtentState:
         self.fd_ino = 0
         self.sems = {}  # slot -> semaphore address
         self.stack = []
-        self.last_path = b""
+        self.paths = []   # recent OPEN paths, the newest first
         self.open_ino = 0
         self.mark_iter = self.mark_arg = 0
         self.mark_t = base_ns
@@ -234,17 +238,24 @@ class ExtentState:
                 fields = fields[:2] + [self.open_ino] + fields[3:]
             if isinstance(fields[3], int):
                 fields = fields[:3] + [fields[3] ^ OPEN_FLAGS_USUAL] + fields[4:]
-        if len(fields) >= 5 and isinstance(fields[4], str):
-            prev = self.last_path
-            shared = fields[5] if len(fields) >= 6 and isinstance(fields[5], int) else 0
-            tail = fields[6] if len(fields) >= 7 and isinstance(fields[6], int) else 0
-            shared = min(max(shared, 0), len(prev))
-            tail = min(max(tail, 0), len(prev) - shared)
-            whole = (prev[:shared] + fields[4].encode("utf-8", "surrogateescape")
-                     + prev[len(prev) - tail:])
-            self.last_path = whole
-            fields = fields[:4] + [whole.decode("utf-8", "replace")]
-        return fields
+        if len(fields) < 5 or not isinstance(fields[4], str):
+            self._keep_path(b"")   # a path that is not a string counts, empty
+            return fields
+        age = fields[7] if self.major >= 4 and len(fields) >= 8 \
+            and isinstance(fields[7], int) else 0
+        prev = self.paths[age] if 0 <= age < len(self.paths) else b""
+        shared = fields[5] if len(fields) >= 6 and isinstance(fields[5], int) else 0
+        tail = fields[6] if len(fields) >= 7 and isinstance(fields[6], int) else 0
+        shared = min(max(shared, 0), len(prev))
+        tail = min(max(tail, 0), len(prev) - shared)
+        whole = (prev[:shared] + fields[4].encode("utf-8", "surrogateescape")
+                 + prev[len(prev) - tail:])
+        self._keep_path(whole)
+        return fields[:4] + [whole.decode("utf-8", "replace")]
+
+    def _keep_path(self, path):
+        self.paths.insert(0, path)
+        del self.paths[OPEN_PATHS if self.major >= 4 else 1:]
 
     def _mark(self, fields, t):
         if self.major < 3 or len(fields) < 3:
