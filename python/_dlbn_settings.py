@@ -29,7 +29,10 @@ DLBN_SET: items separated by ";", each [SELECTOR:]KEY=VALUE.
   drop_last, as __init__ makes it from batch_size; a loader that does not
   batch that way (batch_size=None: a batch_sampler of the program's, or
   no automatic batching) keeps its own, said on stderr and in
-  set_ignored.
+  set_ignored.  So does DALI's proxy DataLoader asked for larger batches
+  than its pipeline makes (a numbered selector: the pipeline, built
+  before the DataLoader, kept its own size, and DALI would refuse the
+  batches, the loop waiting for them forever).
   CONFIG of each iterator: set=KEY=VALUE,... (the values dlbn-run asked
   for that apply to it, equal to its own or not, and the forced
   consequences), set_from=KEY=VALUE,... (the loader's own values that
@@ -51,6 +54,7 @@ DLBN_MAX_STEPS=N: the run ends after N training steps past warm-up.  The
   would end that thread only), at that fetch and every later one.
   CONFIG: max_steps=N on that loader's iterators and in the process note.
 """
+import sys
 
 import _dlbn_common as _common
 import _dlbn_marks as _marks
@@ -264,9 +268,13 @@ def _set_batch_size(loader, size):
         # torch's, or a library's subclass made the same way (torchdata's
         # StatefulDataLoader has one); a program's own class is its own
         library = kind.__module__.split(".")[0] in ("torch", "torchdata")
+        limit = _dali_proxy_limit(loader)
         if own is None:
             reason = ("it does not batch by batch_size (a batch_sampler of the program's, "
                       "or batch_size=None)")
+        elif limit is not None and size > limit:
+            reason = ("DALI's proxy pipeline behind it makes batches of at most %d (a "
+                      "batch_size without a selector, or with train, sets both)" % limit)
         elif not (isinstance(current, BatchSampler) and library):
             reason = "its batch sampler (%s) is the program's own" % kind.__name__
         elif size != own:
@@ -281,6 +289,26 @@ def _set_batch_size(loader, size):
         _say_ignored([_BATCH_KEY], reason)
         return "", "", _BATCH_KEY
     return ("batch_size=%d" % size, "batch_size=%d" % own if own != size else "", "")
+
+
+def _dali_proxy_limit(loader):
+    """The largest batch the pipeline behind DALI's proxy DataLoader
+    takes, or None (not one, or not found).  Called at the end of torch's
+    DataLoader.__init__, before the proxy's own __init__ keeps its
+    server: found in that __init__'s frame."""
+    if not type(loader).__module__.startswith("nvidia.dali."):
+        return None
+    frame = sys._getframe(1)
+    while frame is not None:
+        found = frame.f_locals
+        if found.get("self") is loader and "dali_server" in found:
+            break
+        frame = frame.f_back
+    if frame is None:
+        return None
+    pipe = getattr(found["dali_server"], "_pipe", None)
+    limit = getattr(pipe, "max_batch_size", None)
+    return limit if isinstance(limit, int) and limit > 0 else None
 
 
 def _say_ignored(keys, reason):

@@ -423,6 +423,27 @@ def test_dali_proxy_batch_size(tmp_path):
 
 
 @needs_dali
+def test_dali_proxy_numbered_batch_size_kept(tmp_path):
+    """A numbered --set selector reaches the DataLoader only: DALI's proxy
+    pipeline, built before it, keeps its 8, and 16-sample batches would be
+    refused (the loop waiting forever).  The DataLoader keeps its batches,
+    said on stderr and in set_ignored; a smaller size applies."""
+    trace, times, err = run(tmp_path, "dali-proxy-set0", "dali-proxy",
+                            env={"DLBN_SET": "0:batch_size=16"})
+    assert "batch_size not applied to a DataLoader: DALI's proxy pipeline" in err, err[-2000:]
+    a = analyze_ok(trace)
+    loader = training_loader(a)
+    assert loader["batch_size"] == 8 and a["config"].get("set_ignored") == "batch_size", \
+        (loader, a["config"])
+    assert len(times) > 10, len(times)
+    trace, _, err = run(tmp_path, "dali-proxy-set0-small", "dali-proxy",
+                        env={"DLBN_SET": "0:batch_size=4"})
+    loader = training_loader(analyze_ok(trace))
+    assert loader["batch_size"] == 4 and "not applied to a DataLoader" not in err, \
+        (loader, err[-2000:])
+
+
+@needs_dali
 def test_dali_compute_bound(tmp_path):
     a = check_compute_bound(tmp_path, "dali", 90)
     pool = dali_pool(a)  # a batch takes the pool a fraction of the loop's 90 ms
