@@ -73,8 +73,8 @@ static int64_t take_field(struct dlbn_record *rec, int at)
 	return v;
 }
 
-/* The newest OPEN path kept becomes `next`'s text (the spare's buffer,
- * put together there), and the oldest's buffer the spare. */
+/* The spare, where an OPEN's path was put together (len bytes), becomes
+ * the newest of the kept paths, and the oldest's buffer the spare. */
 static struct extent_path *keep_path(struct extent_state *x, size_t len)
 {
 	unsigned slot = (x->open_newest + 1) % EXTENT_OPEN_PATHS;
@@ -116,6 +116,10 @@ static void open_path(struct extent_state *x, struct dlbn_record *rec)
 			      ? ((uint64_t)tail_f < prev - shared ? (size_t)tail_f : prev - shared)
 			      : 0;
 	size_t own = (size_t)rec->f[4], n = shared + own + tail;
+	if (n > EXTENT_PATH_MAX) {
+		(void)keep_path(x, 0); /* the record keeps its own bytes only */
+		return;
+	}
 	if (n > spare->cap) {
 		char *nb = realloc(spare->text, n);
 		if (!nb) {

@@ -20,6 +20,11 @@
 /* OPEN records whose paths a 4.0 OPEN may share bytes with (dlbn_trace.h,
  * "Recent paths"). */
 #define EXTENT_OPEN_PATHS 16
+/* The longest OPEN path put back.  The kernel opens none longer than
+ * PATH_MAX (4096): a longer one is a damaged or hostile trace's, each of
+ * whose OPENs could otherwise add its bytes to an earlier path, up to the
+ * extent's size for each of the 16 kept. */
+#define EXTENT_PATH_MAX 65536
 
 /* The last FD record of an announcement slot in the current extent. */
 struct fd_said {

@@ -18,6 +18,7 @@
 
 #include "check.h"
 #include "trace/reader.h"
+#include "trace/extent_state.h"
 #include "tracegen.h"
 
 #define EXT 4096
@@ -132,6 +133,43 @@ static int cli_status(const char *path, const char *want)
 	return WEXITSTATUS(st);
 }
 
+/*
+ * A hostile 4.0 extent: each OPEN's path is the whole of the one before
+ * (shared) and 4000 bytes of its own, so the paths put back would grow
+ * without end.  The reader stops at EXTENT_PATH_MAX (a record past it
+ * keeps its own bytes) and gives every record back.  Returns the longest
+ * path handed out, -1 if a record is missing.
+ */
+static long open_chain_longest(const char *path, int opens)
+{
+	struct tg *g = tg_open(path, 1u << 20);
+	struct tg_stream *a = tg_stream(g, 0, 0, 10, 10);
+	tg_process(a, 1000, 10, 1, -1, DLBN_START_ROOT, "python3");
+	static char own[4001];
+	memset(own, 'x', 4000);
+	size_t len = 0;
+	for (int i = 0; i < opens; i++) {
+		tg_rec(a, DLBN_REC_OPEN, 2000 + i, "iiiisiii", (int64_t)3, (int64_t)DLBN_FD_FILE,
+		       (int64_t)0, (int64_t)0, own, (int64_t)len, (int64_t)0, (int64_t)0);
+		len += 4000;
+	}
+	tg_close(g);
+	char err[256];
+	struct dlbn_reader *r = dlbn_reader_open(path, err, sizeof(err));
+	if (!r)
+		return -1;
+	long longest = 0, n = 0;
+	const struct dlbn_record *rec;
+	while ((rec = dlbn_reader_next(r)))
+		if (rec->type == DLBN_REC_OPEN) {
+			n++;
+			if (rec->f[4] > longest)
+				longest = (long)rec->f[4];
+		}
+	dlbn_reader_close(r);
+	return n == opens ? longest : -1;
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -167,6 +205,11 @@ int main(void)
 	make_trace(tmp("good4"), 100, 0, 0, 4);
 	CHECK(count_records(tmp("good4"), &st) == 200 && st.nwarnings == 0 && st.version_major == 4,
 	      "good 4.0 trace: 200 records");
+
+	long longest = open_chain_longest(tmp("open-chain"), 40);
+	CHECK(longest > 60000 && longest <= EXTENT_PATH_MAX,
+	      "OPEN paths that would grow without end stop at %d bytes (longest %ld)",
+	      EXTENT_PATH_MAX, longest);
 
 	/* Wrong magic and the next major version on an otherwise good trace. */
 	int fd = open(tmp("good"), O_RDONLY);

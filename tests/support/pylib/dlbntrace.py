@@ -57,6 +57,7 @@ import msgpack
 FILE_MAGIC = b"DLBNTRC1"
 VERSION_MAJOR = 4
 OPEN_PATHS = 16      # recent OPEN paths a 4.0 OPEN may share bytes with
+PATH_MAX = 65536     # the longest OPEN path put back (dlbn-analyze's cap)
 VERSION_MAJOR_MIN = 1
 FD_SLOTS = 64        # fd announcement slots per extent (2.0)
 SEM_SLOTS = 16       # semaphore announcement slots per extent (2.0)
@@ -248,8 +249,11 @@ class ExtentState:
         tail = fields[6] if len(fields) >= 7 and isinstance(fields[6], int) else 0
         shared = min(max(shared, 0), len(prev))
         tail = min(max(tail, 0), len(prev) - shared)
-        whole = (prev[:shared] + fields[4].encode("utf-8", "surrogateescape")
-                 + prev[len(prev) - tail:])
+        own = fields[4].encode("utf-8", "surrogateescape")
+        if shared + len(own) + tail > PATH_MAX:   # a hostile trace's: its own bytes
+            self._keep_path(b"")
+            return fields[:4] + [fields[4]]
+        whole = prev[:shared] + own + prev[len(prev) - tail:]
         self._keep_path(whole)
         return fields[:4] + [whole.decode("utf-8", "replace")]
 
