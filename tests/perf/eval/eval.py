@@ -251,8 +251,7 @@ class Runner:
                 os.unlink(path)
         env = dict(self.env)
         env.update(scenario.get("env") or {})
-        mode = {"preload": "real", "dlbn-replay": "real", "overhead-real": "real",
-                "overhead-preload": "real"}.get(kind, kind)
+        mode = "real" if kind in PRELOADED or kind == "overhead-real" else kind
         if kind in PRELOADED:
             env["LD_PRELOAD"] = self.snap.lib
             env["DLBN_OUTPUT"] = trace
@@ -556,10 +555,12 @@ def real_spread(r):
 def notes_of(r, markdown=False):
     notes = []
     check = r.get("overhead_check") or {}
-    if check.get("status") in ("unresolved", "over"):
+    status = check.get("status")
+    if status in ("unresolved", "over"):
+        if status == "over":
+            status = "**OVER**" if markdown else "OVER"
         notes.append("overhead %s in %d pairs (real runs %.1f%% apart)" % (
-            "unresolved" if check["status"] == "unresolved"
-            else "**OVER**" if markdown else "OVER", check["pairs"], 100 * check["spread"]))
+            status, check["pairs"], 100 * check["spread"]))
     if r["foreign_load_max"] is not None and r["foreign_load_max"] > BUSY_CORES:
         notes.append("busy %.1f cores" % r["foreign_load_max"])
     runq = r["loop_runq_fraction"]
