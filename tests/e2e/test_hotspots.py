@@ -6,7 +6,8 @@ __getitem__ standing for slow storage, a pure-Python tokenizer, a numpy
 transform, pickling a large batch for the hand-off - and times its stages
 itself (perf_counter_ns in the dataset and the collate_fn, pickling
 measured after the run).  The analyzer's top hotspot must name that place,
-with a share within 10 points of the scenario's own figure.  Also: the
+and the entries that name it (a decode: PIL's Image.open and its convert)
+hold a share within 10 points of the scenario's own figure.  Also: the
 table in the text and Markdown reports, the loop's next() call site.
 """
 import json
@@ -102,15 +103,19 @@ def check_share(report, got, expected, context):
 @pytest.mark.parametrize("scenario", sorted(CASES))
 def test_top_hotspot_names_the_expensive_stage(tmp, scenario):
     stage, names_it = CASES[scenario]
-    # 60 batches: ~180 samples at 2 ms, a sampled share within ~4 points
-    trace, truth, report = run_scenario(tmp, scenario, batches=60)
+    # 120 batches: ~260 samples at 2 ms (a JPEG decode holding the GIL merges
+    # expirations: ~3 ms a sample), a sampled share within ~2 points (one
+    # standard error); 60 put a CI run's share 10 points off (3.5 errors)
+    trace, truth, report = run_scenario(tmp, scenario, batches=120)
     top, hot = top_of(report)
     expected = truth_share(truth, stage)
     assert names_it(top), (scenario, top, hot[:4], truth)
     assert report["hotspots_recommendation"], report
     assert top["category"] in report["hotspots_recommendation"]
-    check_share(report, top["share"], expected, (scenario, top["share"], expected, hot[:4],
-                                                 truth))
+    # the stage's share is that of every entry naming it (a decode's
+    # Image.open beside its convert), not the top entry's alone
+    got = sum(h["share"] for h in hot if names_it(h))
+    check_share(report, got, expected, (scenario, got, expected, hot[:4], truth))
 
 
 def test_reports_carry_the_table_and_call_site(tmp):
