@@ -587,6 +587,28 @@ static const char *limit_words(const char *limited_by)
 	return limited_by;
 }
 
+/*
+ * What holds the step once more units stop helping, from n on: the limit
+ * of the first larger count that the units themselves do not limit.  The
+ * curve's best is the fewest units within 2% of its best step, so at that
+ * count the units can still be the limit by a hair (workers at 14.34 ms,
+ * the cores from the next count on at 14.19): naming them would say "more
+ * would not help, limited by the workers".  The units' own limit when no
+ * other takes over within the curve.
+ */
+static const char *limit_beyond(const struct dlbn_whatif *w, int n, const char *at_n)
+{
+	if (strcmp(at_n, DLBN_LIMIT_WORKERS) != 0)
+		return at_n;
+	for (int k = n + 1; k <= MAX_CURVE_WORKERS; k++) {
+		const char *lim;
+		(void)dlbn_whatif_workers_ms(w, k, &lim);
+		if (strcmp(lim, DLBN_LIMIT_WORKERS) != 0)
+			return lim;
+	}
+	return at_n;
+}
+
 void dlbn_whatif_settle_advice(const struct dlbn_whatif *w, struct dlbn_analysis *a)
 {
 	struct dlbn_advice *v = &a->advice;
@@ -595,6 +617,7 @@ void dlbn_whatif_settle_advice(const struct dlbn_whatif *w, struct dlbn_analysis
 	const char *lim;
 	int best = w->best_workers;
 	double best_ms = dlbn_whatif_workers_ms(w, best, &lim);
+	lim = limit_beyond(w, best, lim);
 	if (best > v->from) {
 		size_t len = strlen(v->suffix);
 		v->to = best;
