@@ -58,8 +58,10 @@
 #include "loop_cost.h"
 #include "real.h"
 
+/* The main thread's /proc/thread-self/schedstat, open from its first read
+ * until a fork (loop_cost_fork_child: the fd names the thread that opened
+ * it); -1 not opened yet, -2 cannot be (no /proc): not tried again. */
 static int schedstat_fd = -1;
-static pid_t schedstat_pid;
 /* Main thread only: no atomics needed. */
 static uint64_t free_ns, free_cpu_ns;
 
@@ -185,11 +187,10 @@ DLBN_EXPORT int munmap(void *addr, size_t len)
 
 static void read_schedstat(int64_t *run_ns, int64_t *runq_ns)
 {
-	pid_t pid = (pid_t)syscall(SYS_getpid);
-	if (schedstat_fd < 0 || schedstat_pid != pid) {
-		schedstat_fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/schedstat",
-					    O_RDONLY | O_CLOEXEC, 0);
-		schedstat_pid = pid;
+	if (DLBN_UNLIKELY(schedstat_fd == -1)) {
+		int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/schedstat",
+				      O_RDONLY | O_CLOEXEC, 0);
+		schedstat_fd = fd >= 0 ? fd : -2;
 	}
 	char buf[96];
 	ssize_t n = schedstat_fd >= 0 ? syscall(SYS_pread64, schedstat_fd, buf, sizeof(buf) - 1, 0)

@@ -525,6 +525,47 @@ def test_fetch_marks_run_the_profile_timer(tmp_path):
     assert rc == 0 and fetch >= 8 and step == 0, p.stdout
 
 
+FORKED_MARKS = textwrap.dedent("""
+    import ctypes, os, time
+    mark = ctypes.PyDLL(None).dlbn_mark
+    mark.argtypes = (ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong)
+    mark(1, 1, 0)
+    mark(2, 1, 0)
+    pid = os.fork()
+    if pid == 0:
+        mark(1, 2, 0)
+        t = time.thread_time()
+        while time.thread_time() - t < 0.1:
+            sum(range(100))
+        mark(2, 2, 0)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    mark(1, 1, 1)
+    mark(2, 1, 1)
+""")
+
+
+def test_forked_child_counts_its_own_thread(tmp_path):
+    """The fetch marks' counters come from the main thread's schedstat file,
+    kept open: a forked child reads its own thread's, not the parent's
+    (the inherited fd names the parent's thread).  The child spins 0.1 s
+    of CPU between its marks while the parent waits for it."""
+    out = tmp_path / "t.bin"
+    p = subprocess.run([PYTHON, "-c", FORKED_MARKS], env=env_with(DLBN_OUTPUT=out),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    marks = {}
+    for m in dlbntrace.Trace(str(out)).records("MARK"):
+        marks.setdefault(m["iter_id"], []).append(m)
+    parent, child = marks[1], marks[2]
+    assert len(child) == 2 and len(parent) == 4, marks
+    assert child[0]["pid"] != parent[0]["pid"]
+    spun = child[1]["run_ns"] - child[0]["run_ns"]
+    assert 0.09e9 <= spun <= 0.5e9, child
+    waited = parent[2]["run_ns"] - parent[1]["run_ns"]
+    assert waited < 0.05e9, parent
+
+
 def test_marker_api_inactive_when_disabled(tmp_path):
     code = "import ctypes; l = ctypes.CDLL(None); print(l.dlbn_active(), l.dlbn_mark(1, 0, 0))"
     p = subprocess.run([PYTHON, "-c", code], env=env_with(DLBN_DISABLE=1, DLBN_PYTHON=0),
