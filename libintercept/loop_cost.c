@@ -60,7 +60,8 @@
 
 /* The main thread's /proc/thread-self/schedstat, open from its first read
  * until a fork (loop_cost_fork_child: the fd names the thread that opened
- * it); -1 not opened yet, -2 cannot be (no /proc): not tried again. */
+ * it); -1 not open (an open that failed, say at the fd limit, is tried
+ * again at the next read). */
 static int schedstat_fd = -1;
 /* Main thread only: no atomics needed. */
 static uint64_t free_ns, free_cpu_ns;
@@ -187,11 +188,9 @@ DLBN_EXPORT int munmap(void *addr, size_t len)
 
 static void read_schedstat(int64_t *run_ns, int64_t *runq_ns)
 {
-	if (DLBN_UNLIKELY(schedstat_fd == -1)) {
-		int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/schedstat",
-				      O_RDONLY | O_CLOEXEC, 0);
-		schedstat_fd = fd >= 0 ? fd : -2;
-	}
+	if (DLBN_UNLIKELY(schedstat_fd < 0))
+		schedstat_fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/schedstat",
+					    O_RDONLY | O_CLOEXEC, 0);
 	char buf[96];
 	ssize_t n = schedstat_fd >= 0 ? syscall(SYS_pread64, schedstat_fd, buf, sizeof(buf) - 1, 0)
 				      : -1;
