@@ -31,8 +31,9 @@ int dlbn_active(void)
  * On the main thread a fetch's begin and end, and iter(), also carry the
  * loop's cumulative counters (loop_cost.c): from one batch's arrival to
  * the next wait (or to the iter() whose worker start-up that wait carries)
- * they give the loading costs that land outside the waits.  A fetch's
- * begin also takes the thread census (thread_census.c).
+ * they give the loading costs that land outside the waits.  A batch's
+ * arrival and the next fetch begin also take the thread census
+ * (thread_census.c), at most every 100 ms.
  */
 static __thread uint64_t tls_fetch_begin_ns;
 
@@ -57,9 +58,8 @@ int dlbn_mark(int kind, long long iter_id, long long arg)
 		if (kind == DLBN_MARK_FETCH_BEGIN) {
 			tls_fetch_begin_ns = now;
 			loader_wait_begins(now);
-			/* A loop period just ended: the model's threads are idle
-			 * until the batch comes, so the census costs them nothing. */
-			thread_census_sample(now);
+			/* A loop period just ended: the census that closes it. */
+			thread_census_fetch_begin(now);
 			profile_fetch_timer(1);
 		} else if ((kind == DLBN_MARK_FETCH_END || kind == DLBN_MARK_FETCH_STOP) &&
 			   tls_fetch_begin_ns) {
@@ -67,6 +67,8 @@ int dlbn_mark(int kind, long long iter_id, long long arg)
 			tls_fetch_begin_ns = 0;
 			profile_fetch_timer(0);
 			loader_wait_finished(DLBN_REC_MARK, t0, now - t0);
+			if (kind == DLBN_MARK_FETCH_END)
+				thread_census_arrival(now);
 		}
 	}
 	hook_leave();

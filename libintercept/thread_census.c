@@ -11,14 +11,17 @@
  * analyzer needs their run and run-queue time in the window to predict
  * the loop without the loader (analyzer/analysis/shared_cores.c).
  *
- * So, at most every CENSUS_PERIOD_NS, at a fetch mark of the main thread
- * (the end of a loop period: the window's edges fall on such marks), the
+ * So, at most every CENSUS_PERIOD_NS, at a batch's arrival (a FETCH_END
+ * mark of the main thread), and then again at the next fetch begin, the
  * main thread lists /proc/self/task and emits one TASK record per other
  * thread: tid, schedstat run and run-queue time, time slices, and the
- * thread's name with its first sample.  Cost: one getdents64 and three
- * syscalls per thread, at most CENSUS_MAX_THREADS of them, every 100 ms:
- * tens of microseconds per census on the 10-20 threads of a training
- * process.
+ * thread's name with its first sample.  The two censuses bound one loop
+ * period exactly (arrival to next fetch), so the analyzer learns how the
+ * model's threads ran and queued while the loop worked, apart from the
+ * waits, where an OpenMP thread spins on or sleeps.  Cost: one getdents64
+ * and three syscalls per thread, at most CENSUS_MAX_THREADS of them, twice
+ * every 100 ms: tens of microseconds per census on the 10-20 threads of a
+ * training process.
  *
  * Main thread only (no locking).  The directory fd names the process that
  * opened it, so a forked child drops it (thread_census_fork_child).
@@ -38,6 +41,9 @@
 static int task_dir_fd = -1;
 static pid_t task_dir_pid;
 static uint64_t last_census_ns;
+/* A census was taken at a batch's arrival: the next fetch begin takes the
+ * one that closes the loop period. */
+static int period_open;
 /* Threads whose name was recorded (with their first sample). */
 static pid_t named[CENSUS_MAX_THREADS];
 static unsigned nnamed;
@@ -85,10 +91,8 @@ static void sample_thread(const char *name, pid_t tid, uint64_t now_ns)
 	rec_emit_str(DLBN_REC_TASK, now_ns, f, 4, buf, n > 0 ? (size_t)n : 0);
 }
 
-void thread_census_sample(uint64_t now_ns)
+static void census_take(uint64_t now_ns)
 {
-	if (now_ns - last_census_ns < CENSUS_PERIOD_NS)
-		return;
 	last_census_ns = now_ns;
 	pid_t pid = (pid_t)syscall(SYS_getpid);
 	if (task_dir_fd < 0 || task_dir_pid != pid) {
@@ -117,8 +121,25 @@ void thread_census_sample(uint64_t now_ns)
 	}
 }
 
+void thread_census_arrival(uint64_t now_ns)
+{
+	if (now_ns - last_census_ns < CENSUS_PERIOD_NS)
+		return;
+	census_take(now_ns);
+	period_open = 1;
+}
+
+void thread_census_fetch_begin(uint64_t now_ns)
+{
+	if (!period_open)
+		return;
+	period_open = 0;
+	census_take(now_ns);
+}
+
 void thread_census_fork_child(void)
 {
+	period_open = 0;
 	if (task_dir_fd >= 0)
 		syscall(SYS_close, task_dir_fd);
 	task_dir_fd = -1;

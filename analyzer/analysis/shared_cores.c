@@ -121,6 +121,12 @@ void dlbn_shared_cores(const struct dlbn_model *m, const struct dlbn_loop_load *
 		g->run_s = (double)run / 1e9;
 		g->runq_s = (double)wait / 1e9;
 		g->span_s = (double)(c->end_t - c->base_t) / 1e9;
+		int64_t per[4];
+		dlbn_census_periods(m, i, per);
+		g->periods = (size_t)per[3];
+		g->period_run_s = (double)per[0] / 1e9;
+		g->period_runq_s = (double)per[1] / 1e9;
+		g->period_wall_s = (double)per[2] / 1e9;
 	}
 	qsort(cand, ncand, sizeof(cand[0]), by_run_desc);
 	size_t cap = DLBN_GANG_MAX;
@@ -145,8 +151,18 @@ void dlbn_shared_cores(const struct dlbn_model *m, const struct dlbn_loop_load *
 	double serial = load->runq_s, kept = 1 - load->runq_s / runnable;
 	for (size_t i = 0; i < sc->gang; i++) {
 		struct dlbn_gang_thread *g = &sc->gang_threads[i];
-		double share = g->span_s > load->wall_s ? load->wall_s / g->span_s : 1;
-		double ran = g->run_s * share, queued = g->runq_s * share;
+		double ran, queued;
+		if (g->periods >= DLBN_PERIODS_MIN && g->period_wall_s > 0) {
+			/* Scaled to every period, within the thread's whole
+			 * figures over the window. */
+			double scale = load->wall_s / g->period_wall_s;
+			ran = fmin(g->period_run_s * scale, g->run_s);
+			queued = fmin(g->period_runq_s * scale, g->runq_s);
+		} else {
+			double share = g->span_s > load->wall_s ? load->wall_s / g->span_s : 1;
+			ran = g->run_s * share;
+			queued = g->runq_s * share;
+		}
 		double room = load->wall_s > ran ? load->wall_s - ran : 0;
 		g->off_s = queued < room ? queued : room;
 		if (g->off_s > runnable)

@@ -13,14 +13,17 @@
  *
  * The rule: the loop's own work at full speed is its runnable time in the
  * loop periods less the time at least one of the model's threads (the
- * loop's among them) was off a CPU.  The census samples at fetch begins,
- * so it cannot split a thread's times between the loop's periods and its
- * waits, and the model's threads run and queue in both (an OpenMP thread
- * spins on after its region ends): a thread's share in the periods is
- * their share of the census's span.  Its time off is its queueing there,
- * at most the periods' wall time less its run time there; the loop's own
- * is its queueing.  How their times off overlap decides the union: all of
- * them can be off at once only while the workers hold every core, so they
+ * loop's among them) was off a CPU.  A thread's run and queueing in the
+ * periods are those of the periods the census bounded at both ends (a
+ * census at a batch's arrival and at the next fetch begin), scaled to
+ * all of them; from DLBN_PERIODS_MIN such periods on.  Otherwise (fewer,
+ * or a recorder whose census came only at fetch begins) they are the
+ * periods' share of its figures over the census's span: the model's
+ * threads run and queue in the waits too (an OpenMP thread spins on after
+ * its region ends), less than in the periods where the workers hold the
+ * cores.  Its time off is its queueing there, at most the periods' wall
+ * time less its run time there; the loop's own is its queueing.  How their times off overlap
+ * decides the union: all of them can be off at once only while the workers hold every core, so they
  * are taken as independent (the union W * (1 - prod(1 - off_i / W))) for
  * the share q of the time that at least as many workers as cores are busy
  * (each busy its mean share of the window, independently), and as never
@@ -47,13 +50,19 @@ struct dlbn_model;
  * loop's own CPU time in the window: an intra-op thread works whenever
  * the loop does; a logger, a watchdog or an idle pool thread does not. */
 #define DLBN_GANG_MIN_SHARE 0.25
+/* Bounded loop periods a thread's figures in the periods are taken from. */
+#define DLBN_PERIODS_MIN 3
 
 struct dlbn_gang_thread {
 	int tid;
 	char name[16];
 	double run_s, runq_s; /* in the window */
 	double span_s;	      /* the census's span of it */
-	double off_s;	      /* off a CPU while the loop ran (the rule above) */
+	/* The loop periods a census bounded at both ends: how many, their
+	 * wall time, and the thread's run and queueing in them. */
+	size_t periods;
+	double period_wall_s, period_run_s, period_runq_s;
+	double off_s; /* off a CPU while the loop ran (the rule above) */
 };
 
 struct dlbn_shared_cores {

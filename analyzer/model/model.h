@@ -110,6 +110,10 @@ struct dlbn_thread {
  * records, libintercept/thread_census.c): every thread but the loop's,
  * including those that call no hook (an intra-op pool's).  Same
  * cumulative counters and window edges as struct dlbn_thread's schedstat.
+ * A recorder that takes a census at a batch's arrival and again at the
+ * next fetch begin bounds that loop period exactly: period[] sums the
+ * thread's run and queueing over such periods, and their wall time, so
+ * that the periods' figures need not be guessed from the span's.
  */
 #define DLBN_CENSUS_MAX 256
 struct dlbn_census_thread {
@@ -119,6 +123,10 @@ struct dlbn_census_thread {
 	int64_t cur[2], base[2], end[2]; /* [run_ns, runq_wait_ns] */
 	int64_t cur_t, base_t, end_t;	 /* when those were sampled */
 	int has_end;
+	int64_t arrived[2], arrived_t; /* the sample at the last arrival; arrived_t -1: none */
+	/* [run_ns, runq_wait_ns, wall_ns, periods] over the bounded periods,
+	 * cumulative; the window's edges as for cur. */
+	int64_t period[4], period_base[4], period_end[4];
 };
 
 /* One step of the training loop: the fetch of one batch. */
@@ -457,6 +465,10 @@ void dlbn_sched_window(const struct dlbn_model *m, size_t thread_index, int64_t 
 		       int64_t *wait_ns);
 /* window.c: the same for census thread i (m->census[i]). */
 void dlbn_census_window(const struct dlbn_model *m, size_t i, int64_t *run_ns, int64_t *wait_ns);
+/* window.c: census thread i's figures over the loop periods the census
+ * bounded inside the window: [run_ns, runq_wait_ns, wall_ns, periods]
+ * (all 0 from a recorder that takes no census at a batch's arrival). */
+void dlbn_census_periods(const struct dlbn_model *m, size_t i, int64_t out[4]);
 /* window.c: account one step of view st as it ends (the chosen one folds
  * workers); sets s->warmup and s->in_epoch. */
 void dlbn_window_feed(struct dlbn_model *m, struct dlbn_steps *st, struct dlbn_step *s);

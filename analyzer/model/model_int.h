@@ -197,6 +197,10 @@ struct pass2 {
 	int64_t stop_carry_ns;
 	struct dlbn_lead stop_lead;
 	int64_t stop_lead_end;
+	/* Census samples that bound a loop period (model_census_record): the
+	 * last batch's arrival since a fetch began (-1: none), and the period
+	 * the last fetch begin ended (from -1: it had no arrival). */
+	int64_t census_arrival_t, census_from_t, census_to_t;
 };
 
 /* ---- handlers in the other files ---------------------------------------- */

@@ -188,6 +188,15 @@ static void mark_fetch_stop(struct pass2 *ps, struct dlbn_loader *l, const struc
 void model_mark_record(struct pass2 *ps, const struct dlbn_record *r)
 {
 	struct dlbn_model *m = ps->m;
+	/* The loop period a census at each end bounds (thread_census.c):
+	 * from any batch's arrival to the next fetch begin. */
+	if (fld(r, 0) == DLBN_MARK_FETCH_END) {
+		ps->census_arrival_t = r->t_ns;
+	} else if (fld(r, 0) == DLBN_MARK_FETCH_BEGIN) {
+		ps->census_from_t = ps->census_arrival_t;
+		ps->census_to_t = r->t_ns;
+		ps->census_arrival_t = -1;
+	}
 	int li = dlbn_loaders_of_iter(m, fld(r, 1));
 	if (li < 0)
 		return;

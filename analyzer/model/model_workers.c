@@ -119,6 +119,33 @@ void model_sched_record(struct pass2 *ps, const struct dlbn_record *r)
 }
 
 /*
+ * A census sample taken at a batch's arrival opens a loop period; the
+ * thread's sample at the fetch begin that ends it (the same time as the
+ * mark, thread_census.c) closes it.  A thread missing from either end,
+ * or counters that went back (a tid reused), leave the period out.
+ */
+static void census_period(const struct pass2 *ps, struct dlbn_census_thread *c)
+{
+	if (c->cur_t == ps->census_arrival_t) {
+		c->arrived[0] = c->cur[0];
+		c->arrived[1] = c->cur[1];
+		c->arrived_t = c->cur_t;
+		return;
+	}
+	if (c->cur_t != ps->census_to_t || ps->census_from_t < 0 ||
+	    c->arrived_t != ps->census_from_t)
+		return;
+	c->arrived_t = -1;
+	int64_t run = c->cur[0] - c->arrived[0], runq = c->cur[1] - c->arrived[1];
+	if (run < 0 || runq < 0)
+		return;
+	c->period[0] += run;
+	c->period[1] += runq;
+	c->period[2] += ps->census_to_t - ps->census_from_t;
+	c->period[3]++;
+}
+
+/*
  * A thread census sample of the training process (TASK).  Threads are few
  * (tens) and samples come every 100 ms at most: a linear search is enough.
  * A tid seen again after its thread ended is another thread with counters
@@ -138,7 +165,7 @@ void model_census_record(struct pass2 *ps, const struct dlbn_record *r)
 	if (!c) {
 		if (m->ncensus >= DLBN_CENSUS_MAX)
 			return;
-		struct dlbn_census_thread fresh = {.tid = (int)r->f[0]};
+		struct dlbn_census_thread fresh = {.tid = (int)r->f[0], .arrived_t = -1};
 		if (PUSH(m->census, m->ncensus, m->capcensus, fresh)) {
 			ps->oom = 1;
 			return;
@@ -158,4 +185,5 @@ void model_census_record(struct pass2 *ps, const struct dlbn_record *r)
 	c->cur[0] = bounded(r->f[1], DLBN_TIME_LIMIT);
 	c->cur[1] = bounded(r->f[2], DLBN_TIME_LIMIT);
 	c->cur_t = r->t_ns;
+	census_period(ps, c);
 }

@@ -105,11 +105,13 @@ static void sched_mark(struct dlbn_model *m, int in_window)
 			c->base[0] = c->cur[0];
 			c->base[1] = c->cur[1];
 			c->base_t = c->cur_t;
+			memcpy(c->period_base, c->period, sizeof(c->period));
 		} else {
 			c->end[0] = c->cur[0];
 			c->end[1] = c->cur[1];
 			c->end_t = c->cur_t;
 			c->has_end = 1;
+			memcpy(c->period_end, c->period, sizeof(c->period));
 		}
 	}
 }
@@ -134,6 +136,15 @@ void dlbn_census_window(const struct dlbn_model *m, size_t i, int64_t *run_ns, i
 	int64_t run = c->end[0] - c->base[0], wait = c->end[1] - c->base[1];
 	*run_ns = run > 0 ? run : 0;
 	*wait_ns = wait > 0 ? wait : 0;
+}
+
+void dlbn_census_periods(const struct dlbn_model *m, size_t i, int64_t out[4])
+{
+	const struct dlbn_census_thread *c = &m->census[i];
+	for (int k = 0; k < 4; k++)
+		out[k] = c->has_end && c->period_end[k] > c->period_base[k]
+				 ? c->period_end[k] - c->period_base[k]
+				 : 0;
 }
 
 static int is_warmup(const struct dlbn_model *m, const struct dlbn_steps *st, size_t i,

@@ -3,6 +3,7 @@
  * loader waits (outside.h), and where the GPU's idle time in the window
  * went: terminal, markdown and JSON forms of the same figures.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -46,11 +47,18 @@ static int model_thread_lines(const struct dlbn_analysis *a, struct outside_line
 	}
 	if (!c->gang)
 		return n;
-	double run = 0, runq = 0;
+	double run = 0, runq = 0, off = 0;
+	size_t periods = SIZE_MAX;
 	for (size_t i = 0; i < c->gang; i++) {
 		run += c->gang_threads[i].run_s;
 		runq += c->gang_threads[i].runq_s;
+		off += c->gang_threads[i].off_s;
+		if (c->gang_threads[i].periods < periods)
+			periods = c->gang_threads[i].periods;
 	}
+	char how[48] = "their share of the census's span";
+	if (periods >= DLBN_PERIODS_MIN)
+		snprintf(how, sizeof(how), "measured in %zu of them", periods);
 	char threads[48] = "";
 	if (c->intraop_threads > 0)
 		snprintf(threads, sizeof(threads), " (torch.get_num_threads() = %d)",
@@ -59,11 +67,11 @@ static int model_thread_lines(const struct dlbn_analysis *a, struct outside_line
 	if (c->applies)
 		snprintf(v[n++].text, DLBN_LINE,
 			 "%zu thread%s of the model besides the loop's%s: on a CPU %.3f s, queued "
-			 "for one %.3f s; the loop waited %.3f s for them beyond its own queueing "
-			 "(their times off a CPU overlap while the workers hold every core, about "
-			 "%.0f%% of the time)",
-			 c->gang, c->gang == 1 ? "" : "s", threads, run, runq, c->waited_s,
-			 c->all_cores_busy * 100);
+			 "for one %.3f s, %.3f s of it in the loop periods (%s); the loop waited "
+			 "%.3f s for them beyond its own queueing (their times off overlap while "
+			 "the workers hold every core, about %.0f%% of the time)",
+			 c->gang, c->gang == 1 ? "" : "s", threads, run, runq, off, how,
+			 c->waited_s, c->all_cores_busy * 100);
 	else
 		snprintf(v[n++].text, DLBN_LINE,
 			 "%zu busy thread%s besides the loop's%s: on a CPU %.3f s, queued for one "
@@ -202,6 +210,8 @@ static void model_threads_json(FILE *out, const struct dlbn_shared_cores *c, int
 		dlbn_json_key_number(out, "run_s", g->run_s, &f);
 		dlbn_json_key_number(out, "runq_s", g->runq_s, &f);
 		dlbn_json_key_number(out, "off_s", g->off_s, &f);
+		dlbn_json_key_uint(out, "periods", g->periods, &f);
+		dlbn_json_key_number(out, "period_wall_s", g->period_wall_s, &f);
 		fputc('}', out);
 	}
 	fputs("]}", out);

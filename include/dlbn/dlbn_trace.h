@@ -275,9 +275,10 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *  TASK     tid, run_ns, runq_wait_ns, timeslices[, name (str)]
  *           thread census: another thread of the process (one that may
  *           call no hook: an intra-op pool's), sampled from
- *           /proc/self/task/TID/schedstat by the main thread at a fetch
- *           begin, at most every 100 ms; name (its comm) with the first
- *           sample of each thread
+ *           /proc/self/task/TID/schedstat by the main thread at a
+ *           batch's arrival (FETCH_END), at most every 100 ms, and again
+ *           at the next fetch begin (an older recorder: at fetch begins
+ *           only); name (its comm) with the first sample of each thread
  *
  * Python bootstrap marks (exact DataLoader view)
  *  MARK     kind (DLBN_MARK_*), iter_id, arg

@@ -69,6 +69,21 @@ def test_census_finds_the_intraop_thread(workers2):
     assert a["cpu"]["census_threads"] >= 1, a["cpu"]
 
 
+def test_census_bounds_loop_periods(workers2):
+    """The census at a batch's arrival and at the next fetch begin bounds
+    loop periods: the model thread's figures in the periods are measured
+    there, not guessed from the census's span."""
+    a = analyze_ok(workers2)
+    o = a["outside_waits"]
+    thread = o["model_threads"]["threads"][0]
+    # Steps of 1024x768 decodes on 2 busy workers last over 100 ms: most
+    # periods of the window are bounded, none outside the periods' time.
+    assert thread["periods"] >= 3, thread
+    assert 0 < thread["period_wall_s"] <= o["wall_s"] + 1e-6, (thread, o)
+    text = analyze(workers2).stdout
+    assert "measured in %d of them" % thread["periods"] in text, text
+
+
 def test_waiting_for_queued_model_threads_is_a_loading_cost(workers2):
     a = analyze_ok(workers2)
     o = a["outside_waits"]

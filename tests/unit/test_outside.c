@@ -435,6 +435,45 @@ static void test_model_threads_three(void)
 	      dlbn_cause_name(a.cause));
 }
 
+/*
+ * The model's thread also queues 5 ms in each fetch wait (an OpenMP
+ * thread spinning on while the workers hold the cores), 1.1 ms in each
+ * loop period.  With a census at each batch's arrival as well as at the
+ * next fetch begin, the periods are bounded and the loop waited for the
+ * thread's queueing in them only; from censuses at fetch begins alone the
+ * waits' queueing lands in the periods' share of the span.
+ */
+static void test_model_threads_periods_bounded(void)
+{
+	struct tgsim_params p;
+	struct dlbn_analysis a, begins_only;
+	base(&p);
+	p.sched = 1;
+	p.cpus = 64;
+	p.model_threads = 1;
+	p.model_runq = 0.1;
+	p.model_wait_runq_ms = 5;
+	run(&p, &begins_only);
+	p.census_arrival = 1;
+	run(&p, &a);
+	const struct dlbn_outside *o = &a.outside;
+	const struct dlbn_gang_thread *g = &o->cores.gang_threads[0];
+	double n = (double)a.steps_window;
+	CHECK(o->cores.gang == 1 && g->periods + 1 >= (size_t)n &&
+		      near(g->period_wall_s, o->wall_s, 0.1),
+	      "bounded periods: %zu of %.0f, %.4f s of the periods' %.4f", g->periods, n,
+	      g->period_wall_s, o->wall_s);
+	CHECK(near(o->slowed_s, n * 0.010 / 9, 0.03),
+	      "bounded periods: the loop waited for the queueing in the periods (%.4f, want %.4f)",
+	      o->slowed_s, n * 0.010 / 9);
+	CHECK(begins_only.outside.slowed_s > 3 * o->slowed_s,
+	      "bounded periods: from fetch begins alone the waits' queueing counts (%.4f, %.4f)",
+	      begins_only.outside.slowed_s, o->slowed_s);
+	CHECK(begins_only.outside.cores.gang_threads[0].periods == 0,
+	      "bounded periods: none from fetch begins alone (%zu)",
+	      begins_only.outside.cores.gang_threads[0].periods);
+}
+
 /* The model's threads never queued: nothing slowed, and the run is the
  * one without them. */
 static void test_model_threads_unhindered(void)
@@ -574,6 +613,7 @@ int main(void)
 	test_gil_loader_charged();
 	test_gil_dataloader_kept();
 	test_gil_bounded_by_census();
+	test_model_threads_periods_bounded();
 	test_gil_gpu_busy();
 	unlink(path);
 	CHECK_EXIT();

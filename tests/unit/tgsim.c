@@ -94,17 +94,25 @@ static int64_t lead(struct sim *s)
 	return f + q + touch + gil;
 }
 
-/* A thread census at a fetch begin (libintercept/thread_census.c): the
- * model's threads worked through the loop period that just ended. */
+/* A thread census (libintercept/thread_census.c) at a fetch begin
+ * (at_arrival 0): the model's threads worked through the loop period that
+ * just ended, and queued in the wait before it unless a census at the
+ * batch's arrival (at_arrival 1) took that. */
 #define CENSUS_TID 900000
-static void census(struct sim *s, int64_t t)
+static void census(struct sim *s, int64_t t, int at_arrival)
 {
 	const struct tgsim_params *p = &s->p;
-	int64_t loop = s->censuses++ ? (int64_t)(p->loop_ms * MS) : 0;
+	int first = !s->censuses++;
+	int64_t loop = first || at_arrival ? 0 : (int64_t)(p->loop_ms * MS);
+	int64_t in_wait = first || (p->census_arrival && !at_arrival)
+				  ? 0
+				  : (int64_t)(p->model_wait_runq_ms * MS);
 	for (int i = 0; i <= p->model_threads; i++) {
 		int logger = i == p->model_threads;
 		int64_t run = logger ? loop / 100 : loop;
 		s->census_run[i] += run;
+		if (!logger)
+			s->census_runq[i] += in_wait;
 		if (!logger && p->model_runq > 0 && p->model_runq < 1)
 			s->census_runq[i] +=
 				(int64_t)((double)run * p->model_runq / (1 - p->model_runq));
@@ -433,8 +441,9 @@ static void run(struct sim *s)
 			int64_t fb = loop_t, fe;
 			if (p->marks)
 				fetch_mark(s, fb, DLBN_MARK_FETCH_BEGIN, e + 1, i);
-			if (p->marks && p->model_threads > 0)
-				census(s, fb);
+			if (p->marks && p->model_threads > 0 &&
+			    (!p->census_arrival || s->censuses > 0))
+				census(s, fb, 0);
 			if (p->gpu_ms > 0)
 				gpu_fetch_begins(s, fb);
 			if (!p->pin) {
@@ -458,6 +467,8 @@ static void run(struct sim *s)
 					     p->main_runq);
 			if (p->marks)
 				fetch_mark(s, fe + 5000, DLBN_MARK_FETCH_END, e + 1, i);
+			if (p->marks && p->model_threads > 0 && p->census_arrival)
+				census(s, fe + 5000, 1);
 			int64_t wrap = (int64_t)(p->lead_wrap_ms * MS);
 			if (wrap > 0) {
 				s->counters[0] += wrap;

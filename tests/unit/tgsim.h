@@ -89,6 +89,10 @@ struct tgsim_params {
 				   * of its runnable time, and of a logger thread that runs
 				   * 1% of loop_ms */
 	double model_runq;
+	double model_wait_runq_ms; /* each model thread also queued this long in each
+				    * fetch wait (an OpenMP thread spinning on) */
+	int census_arrival;	   /* the census also at each batch's arrival, as the
+				    * recorder takes it: the loop periods bounded */
 	unsigned seed;
 };
 
