@@ -56,7 +56,7 @@ static int model_thread_lines(const struct dlbn_analysis *a, struct outside_line
 		if (c->gang_threads[i].periods < periods)
 			periods = c->gang_threads[i].periods;
 	}
-	char how[48] = "their share of the census's span";
+	char how[40] = "the census's span's share";
 	if (periods >= DLBN_PERIODS_MIN)
 		snprintf(how, sizeof(how), "measured in %zu of them", periods);
 	char threads[48] = "";
@@ -67,9 +67,9 @@ static int model_thread_lines(const struct dlbn_analysis *a, struct outside_line
 	if (c->applies)
 		snprintf(v[n++].text, DLBN_LINE,
 			 "%zu thread%s of the model besides the loop's%s: on a CPU %.3f s, queued "
-			 "for one %.3f s, %.3f s of it in the loop periods (%s); the loop waited "
-			 "%.3f s for them beyond its own queueing (their times off overlap while "
-			 "the workers hold every core, about %.0f%% of the time)",
+			 "%.3f s, %.3f s of it in the loop periods (%s); the loop waited "
+			 "%.3f s for them beyond its own queueing (times off overlapping while the "
+			 "workers hold every core: %.0f%% of the time)",
 			 c->gang, c->gang == 1 ? "" : "s", threads, run, runq, off, how,
 			 c->waited_s, c->all_cores_busy * 100);
 	else
