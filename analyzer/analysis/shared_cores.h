@@ -22,11 +22,12 @@
  * threads run and queue in the waits too (an OpenMP thread spins on after
  * its region ends), less than in the periods where the workers hold the
  * cores.  Its time off is its queueing there, at most the periods' wall
- * time less its run time there; the loop's own is its queueing.  How their times off overlap
- * decides the union: all of them can be off at once only while the workers hold every core, so they
- * are taken as independent (the union W * (1 - prod(1 - off_i / W))) for
- * the share q of the time that at least as many workers as cores are busy
- * (each busy its mean share of the window, independently), and as never
+ * time less its run time there; the loop's own is its queueing.  How
+ * their times off overlap decides the union: all of them can be off at
+ * once only while the workers hold every core, so they are taken as
+ * independent (the union W * (1 - prod(1 - off_i / W))) for the share q
+ * of the time that at least as many workers as cores are busy (each busy
+ * its mean share of the window, independently), and as never
  * overlapping (the union sum(off_i)) for the rest.  Checked against Replay
  * on the eval's CPU-training programs (docs/EVAL.md, "Model and loader on
  * the same cores"): independence alone predicted 20-25% too little where
