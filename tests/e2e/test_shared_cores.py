@@ -76,12 +76,16 @@ def test_census_bounds_loop_periods(workers2):
     a = analyze_ok(workers2)
     o = a["outside_waits"]
     thread = o["model_threads"]["threads"][0]
-    # Steps of 1024x768 decodes on 2 busy workers last over 100 ms: most
-    # periods of the window are bounded, none outside the periods' time.
-    assert thread["periods"] >= 3, thread
+    # A census at most every 100 ms: a window of 19 steps of 1024x768
+    # decodes (seconds here, well over 100 ms on any machine) bounds at
+    # least one period, and no bounded time lies outside the periods.
+    assert thread["periods"] >= 1, thread
     assert 0 < thread["period_wall_s"] <= o["wall_s"] + 1e-6, (thread, o)
     text = analyze(workers2).stdout
-    assert "measured in %d of them" % thread["periods"] in text, text
+    if thread["periods"] >= 3:  # DLBN_PERIODS_MIN (shared_cores.h)
+        assert "measured in %d of them" % thread["periods"] in text, text
+    else:
+        assert "the census's span's share" in text, text
 
 
 def test_waiting_for_queued_model_threads_is_a_loading_cost(workers2):
