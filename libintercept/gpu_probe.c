@@ -415,22 +415,30 @@ static void poll_pending(void)
 }
 
 /*
- * A wait begins: the lock probes' request stands for one more loop period
- * when the main thread waited for the lock in the one ending (its wait
- * after the last launch of a step comes before the next step's launches,
- * whose probes show the drain), else it goes.
+ * A wait begins: the lock probes' request stands while the main thread
+ * waited for the lock within its last LOCK_PROBE_HOLD_WAITS waits, then
+ * goes.  One loop period without a lock wait says little about the next:
+ * a thread-worker loader's map function takes the lock at its own pace,
+ * and a period whose launch went unprobed because the one before had no
+ * lock wait can then wait for the lock tens of ms after that launch, the
+ * GPU's drain unseen until the next fetch (counted busy).
  */
+#define LOCK_PROBE_HOLD_WAITS 256
+
 static void lock_probe_period_ends(void)
 {
-	static uint64_t gil_seen; /* main thread only */
+	static uint64_t gil_seen; /* main thread only, as waits_left */
+	static unsigned waits_left;
 
 	if (!__atomic_load_n(&loop_cost_gil_probe_wanted, __ATOMIC_RELAXED) || !on_main_thread())
 		return;
 	uint64_t gil = loop_cost_gil_ns();
-	if (gil != gil_seen)
+	if (gil != gil_seen) {
 		gil_seen = gil;
-	else
+		waits_left = LOCK_PROBE_HOLD_WAITS;
+	} else if (waits_left == 0 || --waits_left == 0) {
 		__atomic_store_n(&loop_cost_gil_probe_wanted, 0, __ATOMIC_RELAXED);
+	}
 }
 
 /* The entry points keep errno: they run inside libc hooks, next to the
@@ -456,20 +464,23 @@ void gpu_probe_wait_begins(uint64_t t_ns)
  * host-to-device copy (a step's batch, before its kernels) when the copy
  * was, so a lock wait between the copy and the kernels is seen as the
  * GPU's idle time up to the next launch (the analyzer's gap probes).  The
- * request stands for the rest of the loop period and the next one
+ * request stands while the main thread's recent waits include a lock wait
  * (lock_probe_period_ends).  At most one launch probe and one copy probe
  * per LOCK_PROBE_MIN_GAP_NS (a loop that waits for the lock before every
- * op of hundreds a step pays a bounded cost).  Filed like any probe under
- * the next wait.
+ * op of hundreds a step pays a bounded cost), but a loop period's first
+ * launch and first copy always probe: a step whose batch came at once can
+ * follow the last one's launch within that gap, and its own launch be the
+ * last before a long lock wait.  Filed like any probe under the next wait.
  */
 #define LOCK_PROBE_MIN_GAP_NS 500000ull
 
+/* Main thread only; launches and copies apart, so that a step's copy does
+ * not take the turn of the launch right after it.  0: probe the next. */
+static uint64_t lock_probe_launch_ns, lock_probe_copy_ns;
+
 void gpu_probe_after_lock_wait(bool launch)
 {
-	/* Main thread only; launches and copies apart, so that a step's copy
-	 * does not take the turn of the launch right after it. */
-	static uint64_t last_launch_ns, last_copy_ns;
-	uint64_t *last_ns = launch ? &last_launch_ns : &last_copy_ns;
+	uint64_t *last_ns = launch ? &lock_probe_launch_ns : &lock_probe_copy_ns;
 	int saved_errno;
 
 	if (!on_main_thread())
@@ -492,11 +503,12 @@ void gpu_probe_wait_finished(uint8_t rec_type, uint64_t t0_ns, uint64_t dur_ns)
 {
 	int saved_errno;
 
-	(void)rec_type;
 	(void)t0_ns;
 	(void)dur_ns;
 	if (!gpu_was_used())
 		return;
+	if (rec_type == DLBN_REC_MARK && on_main_thread()) /* a batch arrived */
+		lock_probe_launch_ns = lock_probe_copy_ns = 0;
 	saved_errno = errno;
 	if (probing_possible())
 		poll_pending();

@@ -25,10 +25,10 @@
  * thread-local flag and a compare.
  *
  * Such a wait also makes the main thread's launches and host-to-device
- * copies record drain probes, for the rest of the loop period and the next
- * one (gpu_probe_after_lock_wait): the loop that waits for the lock reaches
- * its next fetch, or its next kernel, long after its GPU work may have
- * drained.
+ * copies record drain probes, until 256 of its waits have gone by without
+ * another (gpu_probe_after_lock_wait): the loop that waits for the lock
+ * reaches its next fetch, or its next kernel, long after its GPU work may
+ * have drained.
  *
  * Each other thread's own sum sits in a small table keyed by its kernel
  * thread id (gil_thread_wait_ns): the bootstrap's thread sampler reads it

@@ -45,9 +45,9 @@ void gil_init(void) DLBN_HIDDEN;
 uint64_t loop_cost_gil_ns(void) DLBN_HIDDEN;
 /* The same for the process's other threads, summed. */
 uint64_t loop_cost_gil_others_ns(void) DLBN_HIDDEN;
-/* The main thread waited for that lock in this loop period or the one
- * before (set by the lock's hook, cleared at a wait begin by
- * gpu_probe.c; read by any launching thread: the launch hook's one load). */
+/* The main thread waited for that lock within its last 256 waits (set by
+ * the lock's hook, cleared at a wait begin by gpu_probe.c; read by any
+ * launching thread: the launch hook's one load). */
 extern int loop_cost_gil_probe_wanted DLBN_HIDDEN;
 void loop_cost_gil_fork_child(void) DLBN_HIDDEN;
 /* Kernel thread tid's waits for the interpreter's lock so far, in ns; -1
