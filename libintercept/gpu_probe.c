@@ -471,6 +471,10 @@ void gpu_probe_wait_begins(uint64_t t_ns)
  * launch and first copy always probe: a step whose batch came at once can
  * follow the last one's launch within that gap, and its own launch be the
  * last before a long lock wait.  Filed like any probe under the next wait.
+ * None while half the pool is pending: the loop runs that far ahead of the
+ * GPU (a Replay run on cached batches), no gap opens before its queued
+ * work drains, and the waits' own probes keep their room (a full pool
+ * gives up its oldest).
  */
 #define LOCK_PROBE_MIN_GAP_NS 500000ull
 
@@ -483,7 +487,7 @@ void gpu_probe_after_lock_wait(bool launch)
 	uint64_t *last_ns = launch ? &lock_probe_launch_ns : &lock_probe_copy_ns;
 	int saved_errno;
 
-	if (!on_main_thread())
+	if (!on_main_thread() || npending >= PROBE_POOL / 2)
 		return;
 	uint64_t now = clock_now_ns();
 	if (*last_ns && now - *last_ns < LOCK_PROBE_MIN_GAP_NS)

@@ -332,6 +332,21 @@ def main_thread_periods(trace):
     return periods
 
 
+def run_on_the_sim_gpu(tmp, name, env, *args):
+    """One run of the eval's other_loaders.py program on the simulated GPU
+    under the library: (trace, the program's own record of its steps)."""
+    require_binaries(analyzer=True)
+    trace, record = tmp / (name + ".dlbn"), tmp / (name + ".json")
+    env = clean_env(dict(env, LD_PRELOAD=str(LIB), DLBN_OUTPUT=str(trace),
+                         LD_LIBRARY_PATH=str(BUILD / "tests" / "simcuda")))
+    proc = subprocess.run([PYTHON, str(ROOT / "tests" / "support" / "pipelines" /
+                                       "other_loaders.py"), "--json-out", str(record),
+                           "--data-dir", str(tmp / "data")] + list(args),
+                          capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return trace, json.loads(record.read_text())
+
+
 def test_lock_wait_after_the_launch_shows_the_gpu_drain(tmp_path):
     """The eval's named producer running pure Python, on the simulated GPU
     (3 ms a step): the loop launches its step's kernel and then waits tens
@@ -341,19 +356,14 @@ def test_lock_wait_after_the_launch_shows_the_gpu_drain(tmp_path):
     to the next fetch counted as busy, kept as the loop's own, and the
     prediction came out 10-50% low (the periods after one without a lock
     wait, or whose launch came within 0.5 ms of the last one's probe, went
-    unprobed: 9-13 of 40)."""
-    require_binaries(analyzer=True)
-    trace = tmp_path / "named-gil-gpu.dlbn"
-    env = clean_env({"LD_PRELOAD": str(LIB), "DLBN_OUTPUT": str(trace),
-                     "DLBN_LOADER": NAMED,
-                     "LD_LIBRARY_PATH": str(BUILD / "tests" / "simcuda")})
-    proc = subprocess.run([PYTHON, str(ROOT / "tests" / "support" / "pipelines" /
-                                       "other_loaders.py"),
-                           "--loader", "named", "--setting", "input", "--map-work", "python",
-                           "--mode", "real", "--data-dir", str(tmp_path / "data"),
-                           "--json-out", str(tmp_path / "run.json")],
-                          capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_S)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    unprobed: 9-13 of 40).  The same program's dlbn Replay runs far ahead
+    of the GPU on cached batches, the lock probes' request still standing
+    from its warm-up: they must not crowd out the waits' own probes (a
+    full pool gives up its oldest: 15 of 80 were lost, and --baseline
+    measured 10% short)."""
+    env = {"DLBN_LOADER": NAMED}
+    args = ("--loader", "named", "--setting", "input", "--map-work", "python")
+    trace, _ = run_on_the_sim_gpu(tmp_path, "real", env, "--mode", "real", *args)
     launched = [p for p in main_thread_periods(trace) if p[0]]
     assert len(launched) >= 30, launched
     assert all(probed for _, probed in launched), \
@@ -364,6 +374,19 @@ def test_lock_wait_after_the_launch_shows_the_gpu_drain(tmp_path):
     # own host work is tens of us): the drain seen in every period.
     kept_ms = (a["window"]["wall_s"] - a["loader_wait"]["stall_s"]) / a["steps"]["window"] * 1e3
     assert 2.7 < kept_ms < 3.3, (kept_ms, a["reasons"])
+
+    replay_trace, _ = run_on_the_sim_gpu(tmp_path, "replay", dict(env, DLBN_REPLAY="8"),
+                                              "--mode", "real", *args)
+    proc = analyze(trace, "--format", "json", "--baseline", str(replay_trace))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    b = json.loads(proc.stdout)
+    replay_gpu = analyze_ok(replay_trace)["gpu"]
+    assert replay_gpu["probes"] > 0 and replay_gpu["probes_lost"] == 0, replay_gpu
+    # Replayed, a step takes the GPU's 3 ms kernel: the steps' ends are
+    # their GPU work's completions, which the waits' probes give.
+    w = b["baseline"]["window"]
+    replay_ms = w["replay_s"] / (w["last_step"] - w["first_step"]) * 1e3
+    assert 2.85 < replay_ms < 3.15, (replay_ms, b["baseline"])
 
 
 def test_named_compute_bound(tmp_path):
