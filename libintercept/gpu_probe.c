@@ -427,7 +427,7 @@ static void poll_pending(void)
 
 static void lock_probe_period_ends(void)
 {
-	static uint64_t gil_seen; /* main thread only, as waits_left */
+	static uint64_t gil_seen; /* both main thread only */
 	static unsigned waits_left;
 
 	if (!__atomic_load_n(&loop_cost_gil_probe_wanted, __ATOMIC_RELAXED) || !on_main_thread())
