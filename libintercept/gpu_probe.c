@@ -138,6 +138,7 @@ struct probe {
 	CUevent event;
 	uint64_t id;
 	bool pending;
+	bool lock; /* recorded after a launch or copy (lock probes), not at a wait */
 };
 
 struct anchor {
@@ -149,7 +150,8 @@ struct anchor {
 static CUcontext probe_ctx;    /* context the pool belongs to */
 static CUstream anchor_stream; /* private, never given work */
 static struct probe pool[PROBE_POOL];
-static int npending; /* pool entries pending: a poll with none scans nothing */
+static int npending;	  /* pool entries pending: a poll with none scans nothing */
+static int npending_lock; /* of them, lock probes */
 static struct anchor anchors[2];
 static int anchor_cur = -1;  /* complete anchor in use, -1 none */
 static int anchor_next = -1; /* recorded, waiting to complete, -1 none */
@@ -271,6 +273,7 @@ static void emit_done(struct probe *p, uint64_t complete_ns, int status)
 	rec_emit(DLBN_REC_PROBE_DONE, clock_now_ns(), f, 3);
 	p->pending = false;
 	npending--;
+	npending_lock -= p->lock;
 }
 
 /* Poll every pending probe once; never waits. */
@@ -300,17 +303,27 @@ static void resolve_pending(void)
 	}
 }
 
-/* A free pool entry; when all are pending, the oldest is given up (lost). */
+/*
+ * A free pool entry; when all are pending, one is given up (lost): the
+ * oldest lock probe, else the oldest.  A loop far ahead of the GPU keeps
+ * its waits' probes, which time its steps' ends (--baseline's Replay).
+ */
 static struct probe *take_probe(void)
 {
-	struct probe *oldest = NULL;
+	struct probe *oldest = NULL, *oldest_lock = NULL;
 
 	for (int i = 0; i < PROBE_POOL; i++) {
-		if (!pool[i].pending)
-			return &pool[i];
-		if (!oldest || pool[i].id < oldest->id)
-			oldest = &pool[i];
+		struct probe *p = &pool[i];
+
+		if (!p->pending)
+			return p;
+		if (!oldest || p->id < oldest->id)
+			oldest = p;
+		if (p->lock && (!oldest_lock || p->id < oldest_lock->id))
+			oldest_lock = p;
 	}
+	if (oldest_lock)
+		oldest = oldest_lock;
 	emit_done(oldest, 0, 1);
 	return oldest;
 }
@@ -339,7 +352,7 @@ static void note_skipped_stream(CUresult r, uintptr_t stream)
 	emit_info(DLBN_CUDA_INFO_STREAM_SKIPPED, r, text);
 }
 
-static void probe_dirty_streams(uint64_t t_ns)
+static void probe_dirty_streams(uint64_t t_ns, bool lock)
 {
 	static bool overflow_reported;
 
@@ -370,7 +383,9 @@ static void probe_dirty_streams(uint64_t t_ns)
 		}
 		p->id = next_probe_id++;
 		p->pending = true;
+		p->lock = lock;
 		npending++;
+		npending_lock += lock;
 		f[0] = (int64_t)p->id;
 		f[1] = (int64_t)(key - 1);
 		rec_emit(DLBN_REC_PROBE, t_ns, f, 2);
@@ -393,7 +408,7 @@ static bool probing_possible(void)
 	return state == PROBE_READY;
 }
 
-static void probe_wait_begins(uint64_t t_ns)
+static void probe_wait_begins(uint64_t t_ns, bool lock)
 {
 	CUcontext ctx = NULL;
 
@@ -405,7 +420,7 @@ static void probe_wait_begins(uint64_t t_ns)
 	/* Streams belong to a context: probe only while ours is current. */
 	if (drv.ctx_get_current(&ctx) != CUDA_SUCCESS || ctx != probe_ctx)
 		return;
-	probe_dirty_streams(t_ns);
+	probe_dirty_streams(t_ns, lock);
 }
 
 static void poll_pending(void)
@@ -452,7 +467,7 @@ void gpu_probe_wait_begins(uint64_t t_ns)
 	saved_errno = errno;
 	lock_probe_period_ends();
 	if (probing_possible())
-		probe_wait_begins(t_ns);
+		probe_wait_begins(t_ns, false);
 	errno = saved_errno;
 }
 
@@ -471,12 +486,15 @@ void gpu_probe_wait_begins(uint64_t t_ns)
  * launch and first copy always probe: a step whose batch came at once can
  * follow the last one's launch within that gap, and its own launch be the
  * last before a long lock wait.  Filed like any probe under the next wait.
- * None while half the pool is pending: the loop runs that far ahead of the
- * GPU (a Replay run on cached batches), no gap opens before its queued
- * work drains, and the waits' own probes keep their room (a full pool
- * gives up its oldest).
+ * None while LOCK_PROBES_PENDING_MAX of them are still pending once polled
+ * (four loop periods' copies and launches the GPU has not reached): the
+ * loop runs ahead of the GPU, as a Replay run on cached batches does, and
+ * the waits' own probes, which the lock probes make needless while they
+ * stand, keep the pool's room (take_probe).  A gap after that much queued
+ * work goes unseen.
  */
-#define LOCK_PROBE_MIN_GAP_NS 500000ull
+#define LOCK_PROBE_MIN_GAP_NS	500000ull
+#define LOCK_PROBES_PENDING_MAX 8
 
 /* Main thread only; launches and copies apart, so that a step's copy does
  * not take the turn of the launch right after it.  0: probe the next. */
@@ -487,7 +505,7 @@ void gpu_probe_after_lock_wait(bool launch)
 	uint64_t *last_ns = launch ? &lock_probe_launch_ns : &lock_probe_copy_ns;
 	int saved_errno;
 
-	if (!on_main_thread() || npending >= PROBE_POOL / 2)
+	if (!on_main_thread())
 		return;
 	uint64_t now = clock_now_ns();
 	if (*last_ns && now - *last_ns < LOCK_PROBE_MIN_GAP_NS)
@@ -496,8 +514,12 @@ void gpu_probe_after_lock_wait(bool launch)
 		return; /* inside another hook: the next launch or copy probes */
 	saved_errno = errno;
 	if (probing_possible()) {
-		probe_wait_begins(now);
-		*last_ns = now;
+		if (npending_lock >= LOCK_PROBES_PENDING_MAX)
+			poll_pending(); /* those the GPU has done give their room back */
+		if (npending_lock < LOCK_PROBES_PENDING_MAX) {
+			probe_wait_begins(now, true);
+			*last_ns = now;
+		}
 	}
 	errno = saved_errno;
 	hook_leave();
