@@ -17,8 +17,10 @@ what-if in each loader's own knobs (nodes' num_workers and prefetch_factor,
 DALI's num_threads and prefetch_queue_depth, none for a named loader) with
 the run's own setting reproduced, the worker profile naming the map
 function inside nodes' process workers, DALI's proxy DataLoader seen as
-the DALI pipeline it feeds, and dlbn-run refusing bad
---loader / --set values.
+the DALI pipeline it feeds, dlbn-run refusing bad
+--loader / --set values, and, on the simulated GPU, the drain probes after
+the loop's waits for the interpreter's lock (in its Real run and its
+Replay).
 """
 import json
 import subprocess
@@ -334,7 +336,7 @@ def main_thread_periods(trace):
 
 def run_on_the_sim_gpu(tmp, name, env, *args):
     """One run of the eval's other_loaders.py program on the simulated GPU
-    under the library: (trace, the program's own record of its steps)."""
+    under the library; its trace."""
     require_binaries(analyzer=True)
     trace, record = tmp / (name + ".dlbn"), tmp / (name + ".json")
     env = clean_env(dict(env, LD_PRELOAD=str(LIB), DLBN_OUTPUT=str(trace),
@@ -344,7 +346,7 @@ def run_on_the_sim_gpu(tmp, name, env, *args):
                            "--data-dir", str(tmp / "data")] + list(args),
                           capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return trace, json.loads(record.read_text())
+    return trace
 
 
 def test_lock_wait_after_the_launch_shows_the_gpu_drain(tmp_path):
@@ -365,7 +367,7 @@ def test_lock_wait_after_the_launch_shows_the_gpu_drain(tmp_path):
     env = {"DLBN_LOADER": NAMED}
     args = ("--loader", "named", "--setting", "input", "--map-work", "python",
             "--steps", "56")
-    trace, _ = run_on_the_sim_gpu(tmp_path, "real", env, "--mode", "real", *args)
+    trace = run_on_the_sim_gpu(tmp_path, "real", env, "--mode", "real", *args)
     launched = [p for p in main_thread_periods(trace) if p[0]]
     assert len(launched) >= 45, launched
     assert all(probed for _, probed in launched), \
@@ -377,8 +379,8 @@ def test_lock_wait_after_the_launch_shows_the_gpu_drain(tmp_path):
     kept_ms = (a["window"]["wall_s"] - a["loader_wait"]["stall_s"]) / a["steps"]["window"] * 1e3
     assert 2.7 < kept_ms < 3.3, (kept_ms, a["reasons"])
 
-    replay_trace, _ = run_on_the_sim_gpu(tmp_path, "replay", dict(env, DLBN_REPLAY="8"),
-                                              "--mode", "real", *args)
+    replay_trace = run_on_the_sim_gpu(tmp_path, "replay", dict(env, DLBN_REPLAY="8"),
+                                      "--mode", "real", *args)
     proc = analyze(trace, "--format", "json", "--baseline", str(replay_trace))
     assert proc.returncode == 0, proc.stderr[-2000:]
     b = json.loads(proc.stdout)
