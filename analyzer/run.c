@@ -25,7 +25,7 @@ int dlbn_run_analyze(struct dlbn_run *x, const struct dlbn_run_opts *o, char *er
 	struct dlbn_timings *times = o->timings ? &x->times : NULL;
 	struct dlbn_stopwatch w;
 	dlbn_stopwatch_start(&w);
-	x->r = dlbn_reader_open(x->path, err, errlen);
+	x->r = dlbn_reader_open_flags(x->path, o->reader_flags, err, errlen);
 	if (!x->r)
 		return -1;
 	dlbn_timings_add(times, DLBN_PHASE_OPEN, &w);

@@ -25,6 +25,7 @@ struct dlbn_run_opts {
 	const char *baseline;		/* --baseline REPLAY, NULL none */
 	const struct dlbn_sweep *sweep; /* --sweep-results points, NULL none */
 	int timings;			/* --timings: time each phase */
+	unsigned reader_flags;		/* dlbn_reader_open_flags */
 };
 
 struct dlbn_run {

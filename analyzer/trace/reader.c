@@ -97,6 +97,7 @@ struct dlbn_reader {
 	 * (format 2.0 and later, extent_state.c); NULL: none do (1.x). */
 	const struct dlbn_field_gap *gaps;
 	uint64_t pass_read; /* record bytes this pass has read (progress line) */
+	unsigned flags;	    /* DLBN_READER_* of dlbn_reader_open_flags */
 };
 
 static void stream_unmap(struct stream *s);
@@ -162,7 +163,8 @@ static int check_header(struct dlbn_reader *r, char *err, size_t errlen)
 	}
 	r->st.file_size = (uint64_t)sb.st_size;
 	const char *no_map = getenv("DLBN_NO_MMAP");
-	if (S_ISREG(sb.st_mode) && !(no_map && *no_map && strcmp(no_map, "0") != 0)) {
+	if (S_ISREG(sb.st_mode) && !(r->flags & DLBN_READER_PREAD) &&
+	    !(no_map && *no_map && strcmp(no_map, "0") != 0)) {
 		long pg = sysconf(_SC_PAGESIZE);
 		r->page = pg > 0 ? (size_t)pg : 4096;
 	}
@@ -440,11 +442,18 @@ int dlbn_reader_damaged(const struct dlbn_reader_stats *rs)
 
 struct dlbn_reader *dlbn_reader_open(const char *path, char *err, size_t errlen)
 {
+	return dlbn_reader_open_flags(path, 0, err, errlen);
+}
+
+struct dlbn_reader *dlbn_reader_open_flags(const char *path, unsigned flags, char *err,
+					   size_t errlen)
+{
 	struct dlbn_reader *r = calloc(1, sizeof(*r));
 	if (!r) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	r->flags = flags;
 	r->path = strdup(path);
 	r->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (r->fd < 0) {

@@ -137,6 +137,17 @@ struct dlbn_reader;
  * err (wrong magic, unknown version, unreadable file ...).
  */
 struct dlbn_reader *dlbn_reader_open(const char *path, char *err, size_t errlen);
+/*
+ * The same, with DLBN_READER_* flags.  DLBN_READER_PREAD: read the extents
+ * with pread() instead of mapping them, as DLBN_NO_MMAP=1 does.  For
+ * traces read side by side on several threads of one process: each
+ * extent mapped and unmapped there (and each decoded part given back)
+ * makes the kernel interrupt the other CPUs to flush their TLBs, which
+ * costs more than the copy that pread() makes.
+ */
+#define DLBN_READER_PREAD 1u
+struct dlbn_reader *dlbn_reader_open_flags(const char *path, unsigned flags, char *err,
+					   size_t errlen);
 void dlbn_reader_close(struct dlbn_reader *r);
 
 /* Next record in timestamp order; NULL at the end of the trace. */

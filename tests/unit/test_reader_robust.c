@@ -64,11 +64,12 @@ static void make_trace(const char *path, int n, uint32_t garbage_tail, int blank
 		abort();
 }
 
-/* 1 if the two traces hand out the same records (types, times, fields). */
-static int same_records(const char *a_path, const char *b_path)
+/* 1 if the two traces hand out the same records (types, times, fields),
+ * the first read with a reader opened with a_flags. */
+static int same_records_flags(const char *a_path, unsigned a_flags, const char *b_path)
 {
 	char err[256];
-	struct dlbn_reader *a = dlbn_reader_open(a_path, err, sizeof(err));
+	struct dlbn_reader *a = dlbn_reader_open_flags(a_path, a_flags, err, sizeof(err));
 	struct dlbn_reader *b = dlbn_reader_open(b_path, err, sizeof(err));
 	int same = a && b;
 	while (same) {
@@ -84,6 +85,44 @@ static int same_records(const char *a_path, const char *b_path)
 	dlbn_reader_close(a);
 	dlbn_reader_close(b);
 	return same;
+}
+
+static int same_records(const char *a_path, const char *b_path)
+{
+	return same_records_flags(a_path, 0, b_path);
+}
+
+/* Whether the process maps any part of the file at path (/proc/self/maps). */
+static int file_mapped(const char *path)
+{
+	char real[4096], line[8192];
+	if (!realpath(path, real))
+		return -1;
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return -1;
+	int found = 0;
+	size_t n = strlen(real);
+	while (!found && fgets(line, sizeof(line), f)) {
+		size_t len = strcspn(line, "\n");
+		found = len >= n && !memcmp(line + len - n, real, n);
+	}
+	fclose(f);
+	return found;
+}
+
+/* Whether a reader opened with flags maps the trace while it reads it;
+ * its records are the good trace's either way. */
+static int maps_while_reading(const char *path, unsigned flags, int *same)
+{
+	char err[256];
+	struct dlbn_reader *r = dlbn_reader_open_flags(path, flags, err, sizeof(err));
+	if (!r)
+		return -1;
+	int mapped = dlbn_reader_next(r) ? file_mapped(path) : -1;
+	dlbn_reader_close(r);
+	*same = same_records_flags(path, flags, tmp("good"));
+	return mapped;
 }
 
 static long count_records(const char *path, struct dlbn_reader_stats *st)
@@ -286,6 +325,13 @@ int main(void)
 		      same_records(tmp("flip1"), tmp("good")),
 	      "read with pread (DLBN_NO_MMAP=1): repaired alike");
 	unsetenv("DLBN_NO_MMAP");
+	/* Traces read side by side (dlbn-analyze -j) are read with pread():
+	 * no mapping of the file while the reader reads it. */
+	int same_mapped = 0, same_pread = 0;
+	CHECK(maps_while_reading(tmp("flip1"), 0, &same_mapped) == 1 && same_mapped,
+	      "read as opened: the extent being read is mapped");
+	CHECK(maps_while_reading(tmp("flip1"), DLBN_READER_PREAD, &same_pread) == 0 && same_pread,
+	      "opened with DLBN_READER_PREAD: nothing of the file mapped, the same records");
 	buf[rec0 + 90] ^= 0x01; /* a second one: beyond repair, the extent is dropped */
 	write_bytes(tmp("flip2"), buf, (size_t)len);
 	n = count_records(tmp("flip2"), &st);
