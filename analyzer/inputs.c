@@ -31,7 +31,6 @@ struct pool {
 	struct dlbn_rank_row *rows; /* one per input */
 	size_t n, next;
 	size_t ntraces, traces_done; /* the progress line's count */
-	size_t nthreads;	     /* traces analysed at a time */
 	pthread_mutex_t lock;	     /* kept, kept_input, damaged, summaries_failed */
 	size_t kept_input;
 };
@@ -98,7 +97,7 @@ static void analyze_one(struct pool *p, size_t i)
 	x->path = p->paths[i];
 	/* Several traces at a time: no mapped extents (reader.h). */
 	struct dlbn_run_opts ro = p->o->run;
-	if (p->nthreads > 1)
+	if (p->o->jobs > 1 && p->ntraces > 1)
 		ro.reader_flags |= DLBN_READER_PREAD;
 	if (dlbn_run_analyze(x, &ro, err, sizeof(err)) != 0) {
 		fail(p, i, err);
@@ -256,7 +255,6 @@ static void run_pool(struct pool *p)
 	if (ntraces > 1) /* several traces at a time: a count, not one file's bytes */
 		dlbn_progress_count("traces analysed", 0, ntraces);
 	size_t nthreads = p->o->jobs < ntraces ? p->o->jobs : ntraces;
-	p->nthreads = nthreads;
 	pthread_t *t = nthreads > 1 ? calloc(nthreads - 1, sizeof(*t)) : NULL;
 	size_t started = 0;
 	while (t && started < nthreads - 1 && pthread_create(&t[started], NULL, worker, p) == 0)

@@ -162,9 +162,7 @@ static int check_header(struct dlbn_reader *r, char *err, size_t errlen)
 		return -1;
 	}
 	r->st.file_size = (uint64_t)sb.st_size;
-	const char *no_map = getenv("DLBN_NO_MMAP");
-	if (S_ISREG(sb.st_mode) && !(r->flags & DLBN_READER_PREAD) &&
-	    !(no_map && *no_map && strcmp(no_map, "0") != 0)) {
+	if (S_ISREG(sb.st_mode) && !(r->flags & DLBN_READER_PREAD)) {
 		long pg = sysconf(_SC_PAGESIZE);
 		r->page = pg > 0 ? (size_t)pg : 4096;
 	}
@@ -453,7 +451,8 @@ struct dlbn_reader *dlbn_reader_open_flags(const char *path, unsigned flags, cha
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	r->flags = flags;
+	const char *no_map = getenv("DLBN_NO_MMAP");
+	r->flags = flags | (no_map && *no_map && strcmp(no_map, "0") != 0 ? DLBN_READER_PREAD : 0);
 	r->path = strdup(path);
 	r->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (r->fd < 0) {
