@@ -386,11 +386,18 @@ def test_lock_wait_after_the_launch_shows_the_gpu_drain(tmp_path):
     b = json.loads(proc.stdout)
     replay_gpu = analyze_ok(replay_trace)["gpu"]
     assert replay_gpu["probes"] >= 50 and replay_gpu["probes_lost"] == 0, replay_gpu
-    # Replayed, a step takes the GPU's 3 ms kernel: the steps' ends are
-    # their GPU work's completions, which the waits' probes give.
+    # Replayed, a step takes about the GPU's 3 ms kernel: the steps' ends
+    # are their GPU work's completions, which the waits' probes give.  The
+    # reference is the Replay run's own clock (3.2-3.4 ms on a slower
+    # machine, where the host's work shows), which times the steps' launches
+    # on the host, not their ends on the GPU: dlbn's figure comes out 3-6%
+    # longer.  The lost probes measured 7-10% short.
     w = b["baseline"]["window"]
     replay_ms = w["replay_s"] / (w["last_step"] - w["first_step"]) * 1e3
-    assert 2.85 < replay_ms < 3.15, (replay_ms, b["baseline"])
+    own = json.loads((tmp_path / "replay.json").read_text())
+    own_ms = own["window_s"] / (own["steps"] - own["window_first_step"]) * 1e3
+    assert 2.85 < replay_ms and 0.95 < replay_ms / own_ms < 1.10, \
+        (replay_ms, own_ms, b["baseline"])
 
 
 def test_named_compute_bound(tmp_path):
