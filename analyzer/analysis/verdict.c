@@ -176,6 +176,8 @@ static void loader_wait_stats(const struct dlbn_model *m, struct dlbn_analysis *
 		a->loop_ms = (a->wall_s - a->stall_s) * 1e3 / (double)cnt;
 	/* Hand-off cost per batch: IPC steps inside the chosen view's window. */
 	const struct dlbn_window *iw = &m->ipc_steps.w;
+	a->steady_wait_ms = w->nsteady ? (double)w->steady_wait_ns / (double)w->nsteady / 1e6 : -1;
+	a->arrive_ms = iw->narrive ? (double)iw->arrive_ns / (double)iw->narrive / 1e6 : -1;
 	if (iw->nrecv) {
 		a->recv_ms = (double)iw->recv_ns / (double)iw->nrecv / 1e6;
 		a->recv_kib = (double)iw->bytes / (double)iw->nrecv / 1024.0;

@@ -108,8 +108,11 @@ struct dlbn_analysis {
 	double mean_ms, p50_ms, p95_ms, max_ms;
 	double loop_ms;			    /* loop time per step without the wait */
 	double recv_ms, recv_kib, recv_fds; /* IPC hand-off per batch (direct path) */
-	double startup_stall_s;		    /* stall in the warm-up steps of later epochs */
-	struct dlbn_outside outside;	    /* included in stall_s (charged_s) */
+	/* Outside later epochs' start-up: the wait per step, and of an IPC
+	 * wait the part before the batch arrived (direct path; -1 unknown). */
+	double steady_wait_ms, arrive_ms;
+	double startup_stall_s;	     /* stall in the warm-up steps of later epochs */
+	struct dlbn_outside outside; /* included in stall_s (charged_s) */
 	/* Other DataLoaders of the loop (loaders.h): their stall inside the
 	 * window, included in stall_s (Replay caches every loader). */
 	double other_loaders_stall_s, other_loaders_wait_s;

@@ -481,16 +481,51 @@ static int producer_inputs(const struct dlbn_model *m, const struct dlbn_analysi
 	return 1;
 }
 
-/* The loop's costs beside loading: receiving each batch from worker
+/* Of the loop's waits, the share the GPU sat idle for (1 without a GPU). */
+static double waits_gpu_idle_share(const struct dlbn_analysis *a)
+{
+	if (!a->gpu || !(a->exposed_s > 0))
+		return 1;
+	const struct dlbn_outside *o = &a->outside;
+	double in_waits = a->stall_s;
+	if (o->known && o->gpu_rule)
+		in_waits -= o->charged_s + o->refill_s; /* the stall after the arrivals */
+	double share = in_waits / a->exposed_s;
+	return share < 0 ? 0 : share > 1 ? 1 : share;
+}
+
+/*
+ * What taking a batch from a worker costs the loop however many workers
+ * there are, per step, as far as the GPU sat idle for it: receiving it
+ * once it has arrived (on the direct path the whole fetch less the wait for
+ * its arrival: the fd exchange with the worker, which waits for the
+ * worker's own threads, and rebuilding the batch; else the fd exchange
+ * alone) and the loading after the fetch (dropping the previous batch,
+ * queueing for a CPU, first touch, a wrapper's work on it).  More workers
+ * shorten only the wait for the arrival.
+ */
+static double handoff_cost_ms(const struct dlbn_analysis *a)
+{
+	double receive = a->recv_ms;
+	if (a->path == DLBN_PATH_DIRECT && a->steady_wait_ms >= 0 && a->arrive_ms >= 0 &&
+	    a->steady_wait_ms - a->arrive_ms > receive)
+		receive = a->steady_wait_ms - a->arrive_ms;
+	double after = 0;
+	const struct dlbn_outside *o = &a->outside;
+	if (o->known && a->steps_window)
+		after = (o->charged_wrap_s + o->charged_free_s + o->charged_runq_s +
+			 o->charged_touch_s) *
+			1e3 / (double)a->steps_window;
+	return receive * waits_gpu_idle_share(a) + after;
+}
+
+/* The loop's costs beside loading: taking each batch from worker
  * processes, epoch start-up, the GPU's step, and the loop's own floor. */
 static void loop_costs(const struct dlbn_model *m, const struct dlbn_analysis *a,
 		       struct dlbn_whatif *w, int threads)
 {
 	if (w->num_workers > 0 && !threads && a->recv_ms > 0) {
-		double exposed = 1;
-		if (a->gpu && a->exposed_s > 0)
-			exposed = a->stall_s / a->exposed_s < 1 ? a->stall_s / a->exposed_s : 1;
-		w->handoff_ms = a->recv_ms * exposed;
+		w->handoff_ms = handoff_cost_ms(a);
 		/* Under contention the loop's thread also queued for a CPU while
 		 * receiving; the core limit stands for that. */
 		double q = main_runq_share(m);

@@ -10,10 +10,17 @@
  *   step(n) = max(floor, batch / n, cpu_per_step / cores) + startup
  *
  *   floor   = max(loop + hand-off, gpu): the loop's own time per step
- *             without the stall (loop_ms) plus the exposed part of
- *             receiving a batch from a worker (n >= 1 only), and the GPU's
- *             own time per step (gpu_step_ms: from a launch onto an idle
- *             GPU to the drain probe's completion, mean over the window);
+ *             without the stall (loop_ms) plus what taking a batch from a
+ *             worker costs it however many workers there are (n >= 1
+ *             only): receiving a batch that has arrived (the whole fetch
+ *             less the wait for the arrival on the direct path: the fd
+ *             exchange, which waits for the worker's own threads, and
+ *             rebuilding the batch) as far as the GPU sat idle in the
+ *             waits, and the loading after the fetch that the stall
+ *             charged (dropping the previous batch, queueing for a CPU,
+ *             first touch, a wrapper's work); and the GPU's own time per
+ *             step (gpu_step_ms: from a launch onto an idle GPU to the
+ *             drain probe's completion, mean over the window);
  *   batch   = a worker's time per batch (the smaller of its busy time per
  *             batch and its mean batch segment: both overstate it); when the traced threads
  *             saturate the CPUs, without its run-queue waits (x (1 - the

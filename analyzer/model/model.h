@@ -195,6 +195,11 @@ struct dlbn_window {
 	int64_t ws, we;		      /* window begin and end (ns) */
 	int64_t last_end;	      /* end of the last step */
 	int64_t recv_ns, bytes, nfds; /* IPC hand-off detail inside the chosen window */
+	/* Outside later epochs' start-up steps: the IPC waits' part before
+	 * the batch's header came (hand-off detail, over narrive steps), and
+	 * the view's own waits (over nsteady window steps). */
+	int64_t arrive_ns, steady_wait_ns;
+	size_t narrive, nsteady;
 	size_t nrecv;
 	size_t in_epoch; /* index of the last step within its epoch */
 	/* Sums over the window's steps, added as each step's GPU split

@@ -159,6 +159,12 @@ static int is_warmup(const struct dlbn_model *m, const struct dlbn_steps *st, si
 	return s->epoch == 0 && i < (size_t)m->prefetch_depth + 1;
 }
 
+/* A step of a later epoch's start-up: the workers (re)started, the queue refilling. */
+static int startup_step(const struct dlbn_model *m, const struct dlbn_step *s)
+{
+	return s->epoch > 0 && s->in_epoch <= (uint32_t)m->prefetch_depth;
+}
+
 void dlbn_window_feed(struct dlbn_model *m, struct dlbn_steps *st, struct dlbn_step *s)
 {
 	struct dlbn_window *w = &st->w;
@@ -174,6 +180,10 @@ void dlbn_window_feed(struct dlbn_model *m, struct dlbn_steps *st, struct dlbn_s
 		/* Hand-off detail inside the chosen view's window, whichever view
 		 * that is (the Python view has none of its own). */
 		w->recv_ns += s->recv_ns;
+		if (!startup_step(m, s)) {
+			w->arrive_ns += s->wait_ns > s->recv_ns ? s->wait_ns - s->recv_ns : 0;
+			w->narrive++;
+		}
 		w->bytes += s->bytes;
 		w->nfds += s->nfds;
 		w->nrecv++;
@@ -295,8 +305,12 @@ int dlbn_window_final(struct dlbn_model *m, struct dlbn_steps *st, const struct 
 	w->stall_ns += s->gpu_idle_ns + s->gpu_refill_ns;
 	dlbn_lead_sums_add(&w->leads, &s->lead, s->gpu_lead_idle_ns, s->gpu_lead_refill_ns,
 			   s->gpu_lead_wrap_idle_ns);
-	if (s->epoch > 0 && s->in_epoch <= (uint32_t)m->prefetch_depth)
+	if (startup_step(m, s)) {
 		w->startup_ns += s->gpu_idle_ns;
+	} else {
+		w->steady_wait_ns += s->wait_ns;
+		w->nsteady++;
+	}
 	if (w->waits && dlbn_quantiles_add(w->waits, s->wait_ns) != 0)
 		rc = -1;
 	return rc;

@@ -271,6 +271,45 @@ static void test_gpu_floor(void)
 	      step_of(&w, "num_workers", 0));
 }
 
+/*
+ * A loop that waits for the GPU every step, fed by workers that are always
+ * ahead: each fetch receives a batch that has arrived (the fd exchange, then
+ * rebuilding it) and drops the previous one after, all while the GPU is
+ * idle.  More workers or a deeper queue shorten none of it: the model keeps
+ * the whole of it as the hand-off, and reproduces the run's own step.
+ */
+static void test_handoff_serial_with_the_gpu(void)
+{
+	struct tgsim_params p;
+	struct dlbn_whatif w;
+	tgsim_default(&p);
+	p.workers = 2;
+	p.batch_ms = 10;
+	p.loop_ms = 1;
+	p.gpu_ms = 20;
+	p.drain_sync = 2;
+	p.sync_drain_event = 1;
+	p.handoff_ms = 1.5;
+	p.rebuild_ms = 1;
+	p.lead_free_ms = 0.5;
+	p.lead_runq_ms = 0.3;
+	run(&p, &w, NULL);
+	double taken = 1.5 + 1 + 0.5 + 0.3;
+	CHECK(w.valid && near(w.measured_ms, 20 + taken, 0.03),
+	      "measured: the GPU's 20 ms and %.1f ms of taking the batch (%.2f)", taken,
+	      w.measured_ms);
+	CHECK(near(w.handoff_ms, taken, 0.05),
+	      "hand-off: receiving, rebuilding and dropping, %.1f ms (%.2f)", taken, w.handoff_ms);
+	CHECK(near(step_of(&w, "num_workers", 2), w.measured_ms, 0.02),
+	      "the run's own setting: the measured %.2f ms (%.2f)", w.measured_ms,
+	      step_of(&w, "num_workers", 2));
+	CHECK(near(step_of(&w, "num_workers", 4), w.measured_ms, 0.02),
+	      "num_workers=4 gains nothing (%.2f)", step_of(&w, "num_workers", 4));
+	CHECK(near(step_of(&w, "prefetch_factor", 4), w.measured_ms, 0.02),
+	      "prefetch_factor=4 gains nothing: no jitter to absorb (%.2f)",
+	      step_of(&w, "prefetch_factor", 4));
+}
+
 static void test_json_rows(void)
 {
 	struct tgsim_params p;
@@ -406,6 +445,7 @@ int main(void)
 	test_contended_fewer_workers();
 	test_persistent_confirmed();
 	test_gpu_floor();
+	test_handoff_serial_with_the_gpu();
 	test_json_rows();
 	test_batch_scale();
 	test_sweep_reader();

@@ -447,7 +447,8 @@ static void run(struct sim *s)
 			if (p->gpu_ms > 0)
 				gpu_fetch_begins(s, fb);
 			if (!p->pin) {
-				fe = receive(s, s->main, fb, s->ready[i], pipe_epoch);
+				fe = receive(s, s->main, fb, s->ready[i], pipe_epoch) +
+				     (int64_t)(p->rebuild_ms * MS);
 			} else {
 				int64_t pb = s->pin_free;
 				int64_t pe = receive(s, s->pin, pb, s->ready[i], pipe_epoch);
@@ -477,11 +478,13 @@ static void run(struct sim *s)
 			int64_t costs = wrap + lead(s);
 			if (p->gpu_ms > 0)
 				gpu_launch(s, fe + 7000 + costs);
+			int64_t synced = 0; /* drain_sync: when the loop's sync returned */
 			if (p->gpu_ms > 0 && p->drain_sync == 1) {
 				int64_t ts = fe + 8000 + costs;
-				tg_rec(s->main, DLBN_REC_SYNC, ts, "iii",
-				       s->gpu_free > ts ? s->gpu_free - ts : (int64_t)0,
+				int64_t dur = s->gpu_free > ts ? s->gpu_free - ts : 0;
+				tg_rec(s->main, DLBN_REC_SYNC, ts, "iii", dur,
 				       (int64_t)DLBN_CU_CTX_SYNC, (int64_t)0);
+				synced = ts + dur;
 			} else if (p->gpu_ms > 0 && p->drain_sync == 2) {
 				int64_t ts = fe + 8000 + costs;
 				int64_t dur = (s->gpu_free > ts ? s->gpu_free - ts : 0) +
@@ -491,6 +494,7 @@ static void run(struct sim *s)
 				       p->sync_drain_event ? "iiii" : "iii", dur,
 				       (int64_t)DLBN_CU_STREAM_SYNC, (int64_t)GPU_STREAM,
 				       s->gpu_free);
+				synced = ts + dur;
 			}
 			/* The loop consumed batch i: send the index of batch i + P. */
 			if (i + P < per_epoch) {
@@ -499,6 +503,8 @@ static void run(struct sim *s)
 					 index_ino(pipe_epoch, (int)((i + P) % p->workers)), 60);
 			}
 			loop_t = fe + 10000 + costs + (int64_t)(p->loop_ms * MS * jitter(s));
+			if (loop_t < synced + 10000) /* the loop's work holds the sync */
+				loop_t = synced + 10000;
 			if (p->sync_ms > 0) {
 				int64_t d = (int64_t)(p->sync_ms * MS);
 				tg_rec(s->main, DLBN_REC_SYNC, loop_t, "iii", d,

@@ -25,6 +25,8 @@ struct tgsim_params {
 	double loop_ms;	      /* training loop time per step */
 	double file_ms;	      /* part of batch_ms spent in file preads */
 	double handoff_ms;    /* main-thread receive time per batch */
+	double rebuild_ms;    /* after the receive, before the fetch ends: the loop rebuilds
+				 the batch (unpickling; no recorded call) */
 	double feeder_lag_ms; /* a worker's feeder thread writes each result this late,
 				 while the worker already works on its next index */
 	int rank, world_size; /* PROCESS rank variables of the training process (-1 unset) */
@@ -51,7 +53,8 @@ struct tgsim_params {
 	int shm_kib;		  /* shared memory mapped per tensor (default 128) */
 	int drain_sync;		  /* right after its kernel the loop synchronises the
 				     context until the GPU is done (loss.item()); 2: the
-				     kernel's stream instead (cuStreamSynchronize) */
+				     kernel's stream instead (cuStreamSynchronize); the
+				     next fetch waits for its return (loop_ms covers it) */
 	double sync_late_ms;	  /* drain_sync 2: the sync returns this long after the GPU
 				     is done (the loop thread queued for a CPU) */
 	int sync_drain_event;	  /* drain_sync 2: the SYNC carries the GPU's completion time
