@@ -40,13 +40,18 @@ static double scaled(double x, double fixed, double k)
  * time per step, whichever is longer, and its limit. */
 static double floor_at(const struct dlbn_whatif *w, double k, int n, const char **lim)
 {
-	double host = scaled(w->loop_ms, w->loop_fixed_ms, k) + (n > 0 ? w->handoff_ms * k : 0);
+	double handoff = n > 0 ? w->handoff_ms * k : 0;
+	double host = scaled(w->loop_ms, w->loop_fixed_ms, k) + handoff;
 	double gpu = w->gpu_step_ms > 0 ? scaled(w->gpu_step_ms, w->gpu_fixed_ms, k) : 0;
 	if (gpu > host) {
 		*lim = DLBN_LIMIT_GPU;
 		return gpu;
 	}
-	if (n > 0 && w->handoff_ms * k >= HANDOFF_SHARE * host)
+	/* A loop that waits for the GPU every step holds the GPU's time in its
+	 * own: then the hand-off is weighed against what the step takes beyond
+	 * the GPU's time. */
+	double beyond = w->gpu_paced ? host - gpu : host;
+	if (handoff > 0 && handoff >= HANDOFF_SHARE * beyond)
 		*lim = DLBN_LIMIT_HANDOFF;
 	else
 		*lim = w->gpu_paced ? DLBN_LIMIT_GPU : DLBN_LIMIT_LOOP;
