@@ -161,6 +161,12 @@ void dlbn_outside_waits(const struct dlbn_model *m, int gpu_rule, double workers
 	o->other_host_s = o->gpu_idle_s > loading ? o->gpu_idle_s - loading : 0;
 }
 
+double dlbn_outside_stall_in_waits(const struct dlbn_outside *o, double stall_s)
+{
+	double in_waits = o->gpu_rule ? stall_s - o->charged_s - o->refill_s : stall_s;
+	return in_waits > 0 ? in_waits : 0;
+}
+
 int dlbn_outside_lock_bound(const struct dlbn_outside *o, double stall_s, double wall_s)
 {
 	return !o->gil_why_kept[0] && stall_s > 0 &&

@@ -75,6 +75,10 @@ struct dlbn_outside {
 #define DLBN_LOCK_QUEUE_SHARE 0.25
 int dlbn_outside_lock_bound(const struct dlbn_outside *o, double stall_s, double wall_s);
 
+/* Of a stall of stall_s, the part in the loop's waits: under the GPU rule
+ * less what was charged after the arrivals and the refill bubbles; >= 0. */
+double dlbn_outside_stall_in_waits(const struct dlbn_outside *o, double stall_s);
+
 /* The figures over the training window: its own steps' leads and those of
  * the other loaders' steps inside it (the loop body before a zipped
  * loader's fetch is that fetch's lead).  gpu_rule: whether the GPU rule

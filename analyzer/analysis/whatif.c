@@ -486,12 +486,8 @@ static double waits_gpu_idle_share(const struct dlbn_analysis *a)
 {
 	if (!a->gpu || !(a->exposed_s > 0))
 		return 1;
-	const struct dlbn_outside *o = &a->outside;
-	double in_waits = a->stall_s;
-	if (o->known && o->gpu_rule)
-		in_waits -= o->charged_s + o->refill_s; /* the stall after the arrivals */
-	double share = in_waits / a->exposed_s;
-	return share < 0 ? 0 : share > 1 ? 1 : share;
+	double share = dlbn_outside_stall_in_waits(&a->outside, a->stall_s) / a->exposed_s;
+	return share > 1 ? 1 : share;
 }
 
 /*

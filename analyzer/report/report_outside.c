@@ -151,14 +151,14 @@ static int outside_lines(const struct dlbn_analysis *a, struct outside_line *v)
 		gil_line(a, &v[n++]);
 	n += model_thread_lines(a, v + n);
 	if (o->gpu_rule) {
-		double in_waits = a->stall_s - o->charged_s - o->refill_s;
+		double in_waits = dlbn_outside_stall_in_waits(o, a->stall_s);
 		v[n].label = "gpu idle";
 		snprintf(v[n++].text, DLBN_LINE,
 			 "loading in the waits %.3f s; after the batches arrived %.3f s: loading "
 			 "%.3f s (refill bubbles %.3f s), other host work %.3f s (kept by Replay); "
 			 "%zu of %zu periods with GPU evidence",
-			 in_waits > 0 ? in_waits : 0, o->gpu_idle_s, o->refill_s + o->charged_s,
-			 o->refill_s, o->other_host_s, o->gpu_steps, o->steps);
+			 in_waits, o->gpu_idle_s, o->refill_s + o->charged_s, o->refill_s,
+			 o->other_host_s, o->gpu_steps, o->steps);
 	}
 	return n;
 }
@@ -226,9 +226,9 @@ static void gpu_idle_json(FILE *out, const struct dlbn_analysis *a, int *outer)
 		dlbn_json_key_null(out, "gpu_idle", outer);
 		return;
 	}
-	double in_waits = a->stall_s - o->charged_s - o->refill_s;
 	int first = dlbn_json_open(out, "gpu_idle", '{', outer);
-	dlbn_json_key_number(out, "loading_in_waits_s", in_waits > 0 ? in_waits : 0, &first);
+	dlbn_json_key_number(out, "loading_in_waits_s", dlbn_outside_stall_in_waits(o, a->stall_s),
+			     &first);
 	dlbn_json_key_number(out, "after_arrival_s", o->gpu_idle_s, &first);
 	dlbn_json_key_number(out, "loading_after_arrival_s", o->refill_s + o->charged_s, &first);
 	dlbn_json_key_number(out, "refill_s", o->refill_s, &first);
