@@ -21,6 +21,8 @@ samples the workers made, with "collate" (timed by the collate_fn), "fetch"
 (each batch from its first __getitem__ to the end of its collate) and
 "send" (pickling such batches, measured in the main process after the
 run); busy_ns = fetch + send, the workers' busy time as the scenario sees it.
+With --workers 0 the loop fetches in its own process and nothing is pickled,
+so there is no "send" and busy_ns is the fetch alone.
 """
 import io
 import json
@@ -196,9 +198,10 @@ def main(argv):
                 if key != "t_first":
                     sums[key] = sums.get(key, 0) + ns
         time.sleep(0.001)
-    sums["send"] = send_cost(ds, batch_size, batches)
+    if workers:
+        sums["send"] = send_cost(ds, batch_size, batches)
     with open(result, "w") as f:
-        json.dump({"stages": sums, "busy_ns": sums["fetch"] + sums["send"]}, f)
+        json.dump({"stages": sums, "busy_ns": sums["fetch"] + sums.get("send", 0)}, f)
 
 
 if __name__ == "__main__":
