@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 
 #include "fdtable.h"
+#include "mem_sample.h"
 #include "real.h"
 #include "session.h"
 
@@ -104,6 +105,8 @@ static void poll_done(const struct poll_set *s, int call, int timeout_ms, uint64
 			return real_call;                                                          \
 		int tmo_ = (timeout_ms);                                                           \
 		uint64_t t0_ = clock_now_ns();                                                     \
+		if (tmo_ != 0)                                                                     \
+			t0_ = mem_sample_due(t0_);                                                 \
 		bool main_ = poll_begins(tmo_, t0_);                                               \
 		int rc_ = call;                                                                    \
 		int err_ = errno;                                                                  \

@@ -11,6 +11,11 @@
  * streams) nothing is recorded: session_in_own_process() is false there.
  * exit family: EXIT is recorded and the stream marked final before the real
  * call, because DataLoader workers leave through os._exit (no destructors).
+ * wait family: CHILD records how a child ended, as the parent learns it; a
+ * process killed by the OOM killer or by a bus error (a full /dev/shm)
+ * writes nothing itself, and this is how the trace learns of it (torch's
+ * DataLoader peeks at its workers with waitid(WNOWAIT) from its SIGCHLD
+ * handler: the hooks are async-signal-safe, and a child is recorded once).
  * vfork is never wrapped.
  */
 #include <errno.h>
@@ -38,6 +43,91 @@ DLBN_EXPORT pid_t fork(void)
 	}
 	errno = err;
 	return pid;
+}
+
+/* ---- wait family -------------------------------------------------------- */
+
+#define CHILDREN_SEEN 32
+
+/* The last CHILDREN_SEEN children recorded (a ring; WNOWAIT peeks and a
+ * later reaping wait see one child more than once). */
+static pid_t children_seen[CHILDREN_SEEN];
+static unsigned children_next;
+
+static void child_ended(pid_t pid, int how, int code)
+{
+	for (unsigned i = 0; i < CHILDREN_SEEN; i++)
+		if (__atomic_load_n(&children_seen[i], __ATOMIC_RELAXED) == pid)
+			return;
+	if (!recorder_on() || !session_in_own_process() || !hook_enter())
+		return;
+	unsigned slot = __atomic_fetch_add(&children_next, 1, __ATOMIC_RELAXED) % CHILDREN_SEEN;
+	__atomic_store_n(&children_seen[slot], pid, __ATOMIC_RELAXED);
+	int64_t f[3] = {pid, how, code};
+	rec_emit(DLBN_REC_CHILD, clock_now_ns(), f, 3);
+	hook_leave();
+}
+
+/* A wait*() status word, when it says the child ended. */
+static void child_status(pid_t pid, int status)
+{
+	if (pid <= 0)
+		return;
+	if (WIFEXITED(status))
+		child_ended(pid, DLBN_CHILD_EXITED, WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		child_ended(pid, WCOREDUMP(status) ? DLBN_CHILD_DUMPED : DLBN_CHILD_KILLED,
+			    WTERMSIG(status));
+}
+
+#define WAIT_HOOK(status, pid_call)                                                                \
+	do {                                                                                       \
+		int own_;                                                                          \
+		int *st_ = (status) ? (status) : &own_;                                            \
+		pid_t pid_ = pid_call;                                                             \
+		if (recorder_on() && pid_ > 0) {                                                   \
+			int err_ = errno;                                                          \
+			child_status(pid_, *st_);                                                  \
+			errno = err_;                                                              \
+		}                                                                                  \
+		return pid_;                                                                       \
+	} while (0)
+
+DLBN_EXPORT pid_t wait(int *status)
+{
+	WAIT_HOOK(status, REAL(wait4)(-1, st_, 0, NULL));
+}
+
+DLBN_EXPORT pid_t waitpid(pid_t pid, int *status, int options)
+{
+	WAIT_HOOK(status, REAL(waitpid)(pid, st_, options));
+}
+
+DLBN_EXPORT pid_t wait3(int *status, int options, struct rusage *usage)
+{
+	WAIT_HOOK(status, REAL(wait4)(-1, st_, options, usage));
+}
+
+DLBN_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *usage)
+{
+	WAIT_HOOK(status, REAL(wait4)(pid, st_, options, usage));
+}
+
+DLBN_EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
+{
+	int rc = REAL(waitid)(idtype, id, info, options);
+	if (rc == 0 && info && info->si_pid > 0 && recorder_on()) {
+		int err = errno;
+		if (info->si_code == CLD_EXITED)
+			child_ended(info->si_pid, DLBN_CHILD_EXITED, info->si_status);
+		else if (info->si_code == CLD_KILLED || info->si_code == CLD_DUMPED)
+			child_ended(info->si_pid,
+				    info->si_code == CLD_DUMPED ? DLBN_CHILD_DUMPED
+								: DLBN_CHILD_KILLED,
+				    info->si_status);
+		errno = err;
+	}
+	return rc;
 }
 
 /* ---- exec family -------------------------------------------------------- */

@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 
+#include "mem_sample.h"
 #include "real.h"
 #include "session.h"
 
@@ -93,7 +94,7 @@ static void sem_wait_done(sem_t *sem, int call, uint64_t t0, int rc, int err, bo
 			return 0;                                                                  \
 		if (!hook_enter())                                                                 \
 			return real_call;                                                          \
-		uint64_t t0_ = clock_now_ns();                                                     \
+		uint64_t t0_ = mem_sample_due(clock_now_ns());                                     \
 		bool main_ = on_main_thread();                                                     \
 		if (main_)                                                                         \
 			loader_wait_begins(t0_);                                                   \

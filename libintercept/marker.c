@@ -2,8 +2,9 @@
  * marker.c - the exported marker API used by the Python bootstrap.
  *
  * python/sitecustomize.py reaches these through ctypes.CDLL(None) to mark
- * the exact start and end of each DataLoader fetch (MARK) and to record each
- * iterator's configuration (CONFIG).  All return 0 when the record was
+ * the exact start and end of each DataLoader fetch (MARK), to record each
+ * iterator's configuration (CONFIG) and a loader's Python-level events,
+ * such as the exception a fetch raised (NOTE).  All return 0 when the record was
  * taken and -1 when this process is not recording (off, passive, or called
  * re-entrantly from a signal handler).
  */
@@ -11,12 +12,14 @@
 
 #include "loop_cost.h"
 #include "marker.h"
+#include "mem_sample.h"
 #include "recorder.h"
 #include "thread_census.h"
 
 DLBN_EXPORT int dlbn_active(void);
 DLBN_EXPORT int dlbn_mark(int kind, long long iter_id, long long arg);
 DLBN_EXPORT int dlbn_config(long long iter_id, const char *text);
+DLBN_EXPORT int dlbn_note(long long iter_id, int kind, const char *text);
 
 int dlbn_active(void)
 {
@@ -33,7 +36,10 @@ int dlbn_active(void)
  * the next wait (or to the iter() whose worker start-up that wait carries)
  * they give the loading costs that land outside the waits.  A batch's
  * arrival and the next fetch begin also take the thread census
- * (thread_census.c), at most every 100 ms.
+ * (thread_census.c), at most every 100 ms.  A fetch begin is where the
+ * loop's process takes its memory sample when one is due (mem_sample.c),
+ * before the mark: in the loop's own time, which Replay keeps, not in the
+ * wait, which the analyzer would count as loading.
  */
 static __thread uint64_t tls_fetch_begin_ns;
 
@@ -51,6 +57,8 @@ int dlbn_mark(int kind, long long iter_id, long long arg)
 		      kind == DLBN_MARK_FETCH_STOP || kind == DLBN_MARK_ITER_BEGIN ||
 		      kind == DLBN_MARK_HANDOFF;
 	int main_thread = on_main_thread();
+	if (kind == DLBN_MARK_FETCH_BEGIN && main_thread)
+		now = mem_sample_due(now);
 	if (counted && main_thread)
 		loop_cost_sample(f + 3);
 	rec_emit_mark(now, f, counted && main_thread ? 3 + DLBN_LOOP_COST_FIELDS : 3);
@@ -81,6 +89,16 @@ int dlbn_config(long long iter_id, const char *text)
 		return -1;
 	int64_t f[1] = {iter_id};
 	rec_emit_str(DLBN_REC_CONFIG, clock_now_ns(), f, 1, text, strnlen(text, 4096));
+	hook_leave();
+	return recorder_on() ? 0 : -1;
+}
+
+int dlbn_note(long long iter_id, int kind, const char *text)
+{
+	if (!recorder_on() || !text || !hook_enter())
+		return -1;
+	int64_t f[2] = {iter_id, kind};
+	rec_emit_str(DLBN_REC_NOTE, clock_now_ns(), f, 2, text, strnlen(text, 1000));
 	hook_leave();
 	return recorder_on() ? 0 : -1;
 }

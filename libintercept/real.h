@@ -17,10 +17,12 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "recorder.h"
@@ -90,6 +92,11 @@
 	X(mmap64, void *, (void *, size_t, int, int, int, off64_t))                                \
 	X(munmap, int, (void *, size_t))                                                           \
 	X(fork, pid_t, (void))                                                                     \
+	X(wait, pid_t, (int *))                                                                    \
+	X(waitpid, pid_t, (pid_t, int *, int))                                                     \
+	X(wait3, pid_t, (int *, int, struct rusage *))                                             \
+	X(wait4, pid_t, (pid_t, int *, int, struct rusage *))                                      \
+	X(waitid, int, (idtype_t, id_t, siginfo_t *, int))                                         \
 	X(execve, int, (const char *, char *const[], char *const[]))                               \
 	X(execv, int, (const char *, char *const[]))                                               \
 	X(execvp, int, (const char *, char *const[]))                                              \

@@ -19,6 +19,7 @@
 #include "fdtable.h"
 #include "loop_cost.h"
 #include "marker.h"
+#include "mem_sample.h"
 #include "nvtx_inject.h"
 #include "real.h"
 #include "session.h"
@@ -182,6 +183,7 @@ void recorder_record_exit(int status, int how)
 		return;
 	if (!hook_enter())
 		return;
+	mem_sample_exit();
 	int64_t f[4] = {status, how, clock_uses_tsc(), (int64_t)clock_max_drift_ns()};
 	rec_emit(DLBN_REC_EXIT, clock_now_ns(), f, 4);
 	tw_mark_final();
@@ -209,6 +211,7 @@ static void atfork_child(void)
 	dlbn_hook_tls.last_sched_ns = 0;
 	loop_cost_fork_child();
 	thread_census_fork_child();
+	mem_sample_fork_child();
 	profile_fork_child();
 	if (!recorder_on())
 		return;
@@ -232,6 +235,7 @@ __attribute__((constructor(101))) static void recorder_init(void)
 	gather_process_info();
 	clock_init();
 	fdtable_init();
+	mem_sample_init();
 	tw_init();
 	if (pthread_atfork(NULL, NULL, atfork_child) != 0) {
 		recorder_fail("cannot register the fork handler", errno);

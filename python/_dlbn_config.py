@@ -5,7 +5,8 @@ _dlbn_patch emits it right after the iterator is made (so pin_memory is
 the effective value), iter_id its iterator's; "key=value;..." under
 CONFIG_MAX bytes: num_workers, batch_size, prefetch_factor, pin_memory
 (and pin_memory_requested when torch dropped it), persistent_workers,
-start_method, dataset_kind, drop_last, timeout, cpus, cpu_quota,
+start_method, dataset_kind, drop_last, timeout, batches (len(loader)),
+cpus, cpu_quota,
 intraop_threads, loader (its id()), loader_class, sampler (class name of
 what orders the samples), dali_proxy, threads and device (DALI's proxy
 DataLoader: its pipeline's), replay (with DLBN_REPLAY; wrapper_replay=
@@ -67,6 +68,7 @@ def config_text(loader, it, replay=None, iter_id=0):
     items.append(("dataset_kind", _dataset_kind(loader, it)))
     items.append(("drop_last", pick("drop_last", "_drop_last")))
     items.append(("timeout", pick("timeout", "_timeout")))
+    items.append(("batches", _epoch_batches(loader)))
     items.extend(cpu_items())
     if loader is not None:
         items.append(("loader", id(loader)))
@@ -84,6 +86,16 @@ def config_text(loader, it, replay=None, iter_id=0):
         for key, value in settings.config_items(loader, iter_id):
             text += ";%s=%s" % (key, value)
     return _add_workers(text.encode("utf-8", "replace"), it)
+
+
+def _epoch_batches(loader):
+    """len(loader): the batches of an epoch, where the loader knows it (the
+    analyzer sizes a worker's copy-on-write growth by the epoch's end)."""
+    try:
+        n = len(loader) if loader is not None else None
+    except Exception:
+        return None
+    return n if isinstance(n, int) and n > 0 else None
 
 
 def _dali_proxy_items(loader):

@@ -348,8 +348,9 @@ def _fetch(epoch, call, arg):
         epoch.ended = True
         _marks.emit(_marks.MARK_FETCH_STOP, iter_id, index)
         raise
-    except BaseException:
+    except BaseException as exc:
         _marks.emit(_marks.MARK_FETCH_STOP, iter_id, -1)
+        _marks.fetch_error(iter_id, exc)
         raise
     finally:
         _local.open = was_open

@@ -1,8 +1,8 @@
 """dlbn Python bootstrap: the marker API of libdlbn.so (docs/DESIGN.md,
 "Python bootstrap").
 
-The library exports dlbn_mark, dlbn_config and dlbn_active; they are reached
-with ctypes.PyDLL(None).  Without the library (symbols missing) or with
+The library exports dlbn_mark, dlbn_config, dlbn_note and dlbn_active; they
+are reached with ctypes.PyDLL(None).  Without the library (symbols missing) or with
 dlbn_active() == 0 load_marker_api() gives None and nothing is marked.
 _dlbn_boot sets `api` once: the library's functions, NullApi when replay or
 settings run without the recorder, or a test's recorder object (with
@@ -19,14 +19,17 @@ MARK_ITER_BEGIN = 4
 MARK_STEP = 5
 MARK_HANDOFF = 6
 
+NOTE_FETCH_ERROR = 1  # DLBN_NOTE_FETCH_ERROR: "Type: message" of a failed fetch
+
 api = None          # the marker API in use; None: the bootstrap is off
 _next_iter_id = 1   # incremented under the GIL
 
 
 class MarkerApi:
-    def __init__(self, mark, config):
+    def __init__(self, mark, config, note=None):
         self.mark = mark
         self.config = config
+        self.note = note or (lambda iter_id, kind, text: 0)
 
 
 class NullApi:
@@ -36,6 +39,9 @@ class NullApi:
         return 0
 
     def config(self, iter_id, text):
+        return 0
+
+    def note(self, iter_id, kind, text):
         return 0
 
 
@@ -60,14 +66,31 @@ def load_marker_api():
     mark.restype = ctypes.c_int
     config.argtypes = (ctypes.c_longlong, ctypes.c_char_p)
     config.restype = ctypes.c_int
+    note = getattr(lib, "dlbn_note", None)  # a library before trace format 4.1 lacks it
+    if note is not None:
+        note.argtypes = (ctypes.c_longlong, ctypes.c_int, ctypes.c_char_p)
+        note.restype = ctypes.c_int
     if not active():
         return None
-    return MarkerApi(mark, config)
+    return MarkerApi(mark, config, note)
 
 
 def emit(kind, iter_id, arg):
     try:
         api.mark(kind, iter_id, arg)
+    except Exception:
+        pass
+
+
+def fetch_error(iter_id, exc):
+    """The exception a fetch raised, for the report of a failed run (a
+    DataLoader worker killed by the OOM killer or by a bus error: torch
+    says which in the message).  The loop's own exits are left out."""
+    if isinstance(exc, (GeneratorExit, SystemExit, KeyboardInterrupt)):
+        return
+    try:
+        text = "%s: %s" % (type(exc).__name__, str(exc).strip())
+        api.note(iter_id, NOTE_FETCH_ERROR, text[:1000].encode("utf-8", "replace"))
     except Exception:
         pass
 

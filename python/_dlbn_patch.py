@@ -356,6 +356,7 @@ def _make_next_wrapper(orig_next):
         except BaseException as exc:
             if iter_id:
                 _marks.emit(_marks.MARK_FETCH_STOP, iter_id, -1)
+                _marks.fetch_error(iter_id, exc)
             _common.drop_own_frames(exc)
             raise
         if iter_id:

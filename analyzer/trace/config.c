@@ -49,6 +49,8 @@ static void config_figure(struct dlbn_config *c, const char *k, const char *v)
 		c->cpu_quota = strtod(v, NULL) > 0 ? strtod(v, NULL) : 0;
 	else if (!strcmp(k, "dali_proxy"))
 		c->dali_proxy = config_int(v);
+	else if (!strcmp(k, "batches"))
+		c->epoch_batches = config_int(v);
 }
 
 void dlbn_config_parse(struct dlbn_config *c, const char *text, size_t len)
@@ -57,7 +59,7 @@ void dlbn_config_parse(struct dlbn_config *c, const char *text, size_t len)
 	c->present = 1;
 	c->num_workers = c->prefetch_factor = c->batch_size = -1;
 	c->pin_memory = c->persistent_workers = c->threads = c->cpus = c->dali_proxy = -1;
-	c->intraop_threads = -1;
+	c->intraop_threads = c->epoch_batches = -1;
 	if (len >= sizeof(c->text))
 		len = sizeof(c->text) - 1;
 	memcpy(c->text, text, len);

@@ -27,6 +27,7 @@ struct dlbn_config {
 	int num_workers, prefetch_factor, batch_size, pin_memory, persistent_workers;
 	int threads;	     /* DALI's num_threads */
 	int intraop_threads; /* torch.get_num_threads() in the training process */
+	int epoch_batches;   /* len(loader): batches in an epoch ("batches") */
 	double cpu_quota;    /* CPUs its cgroup's quota allows, 0 none */
 	int cpus;	     /* the CPUs the training process may run on (affinity) */
 	int dali_proxy;	     /* 1: DALI's proxy DataLoader (threads, device: its pipeline's) */

@@ -1,5 +1,5 @@
 /*
- * dlbn_trace.h - the dlbn trace format, version 4.0 (public interface).
+ * dlbn_trace.h - the dlbn trace format, version 4.1 (public interface).
  *
  * This header is the contract between the recorder (libdlbn.so) and every
  * reader (dlbn-analyze, tests).  It is documented for users in
@@ -112,6 +112,14 @@
  *   standard library and site-packages, and the imports of a Python
  *   start-up (num_workers=0, 803 OPENs) averaged 29.4 bytes an OPEN (now
  *   24.0; 38.9 -> 23.9 for the 289 that share with an older OPEN).
+ *
+ * Memory and children (version 4.1)
+ *   Everything of 4.0, and four record types that 4.0 readers skip: MEM
+ *   (a process's memory), MEMSYS (the job's memory limit and use, the
+ *   host's, /dev/shm), CHILD (how a child process ended) and NOTE (a
+ *   loader's Python-level event, such as the exception a fetch raised);
+ *   the file header's memsys_next_ns spaces the MEMSYS samples of all the
+ *   processes of a file.
  */
 #ifndef DLBN_TRACE_H
 #define DLBN_TRACE_H
@@ -120,7 +128,7 @@
 
 #define DLBN_FILE_MAGIC		 "DLBNTRC1" /* 8 bytes, no terminator in the file */
 #define DLBN_VERSION_MAJOR	 4
-#define DLBN_VERSION_MINOR	 0
+#define DLBN_VERSION_MINOR	 1
 #define DLBN_VERSION_MAJOR_MIN	 1	 /* the oldest major a reader of this header reads */
 #define DLBN_FD_SLOTS		 64	 /* fd announcement slots per extent (2.0) */
 #define DLBN_SEM_SLOTS		 16	 /* semaphore announcement slots per extent (2.0) */
@@ -161,6 +169,10 @@ struct dlbn_file_header {
 	uint32_t passive_count; /* atomic: processes that went passive */
 	uint32_t reserved0;
 	struct dlbn_passive_entry passive[DLBN_MAX_PASSIVE];
+	/* Version 4.1: CLOCK_MONOTONIC time before which no process of the
+	 * file takes another MEMSYS sample (atomic; claimed with a
+	 * compare-and-swap, so one process takes each).  0: none taken yet. */
+	uint64_t memsys_next_ns;
 	/* zero up to header_size */
 };
 
@@ -272,6 +284,41 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *           wait on (a small set, filled at wait entry: the post that wakes
  *           a waiter may come before the waiter blocks)
  *  SCHED    tid, run_ns, runq_wait_ns               /proc schedstat sample
+ *  MEM      rss_kib, anon_kib, shmem_kib, swap_kib, minflt, majflt,
+ *           utime_us, stime_us
+ *           [, pss_kib, pss_shmem_kib, private_clean_kib, private_dirty_kib,
+ *            shared_dirty_kib, rollup_ns]
+ *           (4.1) the process's memory: /proc/self/status (VmRSS, RssAnon,
+ *           RssShmem, VmSwap) and getrusage (faults, CPU time), at most
+ *           every DLBN_MEM_INTERVAL_MS (500) per process, taken before a
+ *           blocking wait on a pipe, socket or semaphore or at a main-thread
+ *           fetch begin, and once more before EXIT.  The trailing group is
+ *           /proc/self/smaps_rollup (proportional set size, its shared-memory
+ *           part, private and shared-dirty pages: a forked worker's
+ *           copy-on-write growth is its private_dirty_kib growing while
+ *           rss_kib stays), which walks the page tables: taken with the
+ *           process's first sample, before EXIT, and otherwise at most every
+ *           2 s and every 1000 times its last cost (rollup_ns, the read's
+ *           own wall time), so that it stays under 0.1% of the process's time
+ *  MEMSYS   cg_version, cg_limit_kib, cg_usage_kib, cg_peak_kib,
+ *           cg_oom_kills, cg_anon_kib, cg_shmem_kib, cg_file_kib,
+ *           host_total_kib, host_avail_kib, shm_size_kib, shm_free_kib,
+ *           rlimit_as_kib, cg_limit_hits
+ *           (4.1) the job's memory: its memory cgroup (cg_version 1 or 2,
+ *           0 none found; limit -1 none, the lowest of the cgroup and its
+ *           ancestors; usage, peak, OOM kills counted in the cgroup, its
+ *           anonymous, shared-memory and page-cache charge, and the times
+ *           usage hit the limit: v1 failcnt, v2 memory.events max), the
+ *           host's MemTotal and MemAvailable, /dev/shm's size and free
+ *           space (statfs; -1 no /dev/shm), RLIMIT_AS (-1 unlimited); any
+ *           figure -1 when unknown.  At most once a second per trace file
+ *           (file header memsys_next_ns), beside a MEM sample, and before
+ *           every EXIT of a process that took MEM samples
+ *  CHILD    pid, how (DLBN_CHILD_*), code
+ *           (4.1) a child process ended, as the wait call that saw it
+ *           reported (wait, waitpid, wait3, wait4, waitid; WNOWAIT peeks
+ *           included): exit status, or the signal that killed it; once
+ *           per child in the waiting process
  *  TASK     tid, run_ns, runq_wait_ns, timeslices[, name (str)]
  *           thread census: another thread of the process (one that may
  *           call no hook: an intra-op pool's), sampled from
@@ -309,6 +356,10 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *           persistent_workers, start_method, dataset_kind, drop_last,
  *           timeout, loader (Python id of the DataLoader object)
  *  STRING   id, text (str)        interned string (NVTX, modules)
+ *  NOTE     iter_id, kind (DLBN_NOTE_*), text (str)
+ *           (4.1) a Python-level event of the loader, e.g. the exception a
+ *           fetch raised ("RuntimeError: DataLoader worker (pid 7) is
+ *           killed by signal: Killed."), at most 1000 bytes
  *
  * GPU (CUDA driver; stream is the CUstream value, 0 = legacy default)
  *  LAUNCH   stream, api (DLBN_CU_*)                  no duration: async
@@ -394,10 +445,14 @@ enum dlbn_record_type {
 	DLBN_REC_SEM_POST = 21,
 	DLBN_REC_SCHED = 22,
 	DLBN_REC_TASK = 23,
+	DLBN_REC_MEM = 24,    /* 4.1 */
+	DLBN_REC_MEMSYS = 25, /* 4.1 */
+	DLBN_REC_CHILD = 26,  /* 4.1 */
 
 	DLBN_REC_MARK = 30,
 	DLBN_REC_CONFIG = 31,
 	DLBN_REC_STRING = 32,
+	DLBN_REC_NOTE = 33, /* 4.1 */
 
 	DLBN_REC_LAUNCH = 40,
 	DLBN_REC_MEMCPY = 41,
@@ -469,6 +524,20 @@ enum dlbn_exit_how {
 	DLBN_EXIT_EXIT = 0,  /* exit() */
 	DLBN_EXIT__EXIT = 1, /* _exit() / _Exit() (os._exit in Python) */
 	DLBN_EXIT_DTOR = 2,  /* library destructor (normal return from main) */
+};
+
+enum dlbn_child_how {
+	DLBN_CHILD_EXITED = 0, /* code = exit status */
+	DLBN_CHILD_KILLED = 1, /* code = the signal */
+	DLBN_CHILD_DUMPED = 2, /* killed by code, core dumped */
+};
+
+/* MEM: fields before the smaps_rollup group, and with it. */
+#define DLBN_MEM_FIELDS_CHEAP  8
+#define DLBN_MEM_FIELDS_ROLLUP 14
+
+enum dlbn_note_kind {
+	DLBN_NOTE_FETCH_ERROR = 1, /* the loader's next() raised: "Type: message" */
 };
 
 enum dlbn_fd_kind {
