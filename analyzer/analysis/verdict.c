@@ -561,6 +561,7 @@ int dlbn_analyze_gpu(const struct dlbn_model *m, const struct dlbn_reader_stats 
 		snprintf(a->reasons[0], DLBN_LINE, "%s", d.reason);
 		a->nreasons = n + 1;
 	}
+	dlbn_memory_compute(m, a);
 	return 0;
 }
 

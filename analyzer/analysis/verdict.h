@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/memory.h"
 #include "analysis/outside.h"
 #include "gpu/gpu.h"
 #include "model/model.h"
@@ -135,6 +136,9 @@ struct dlbn_analysis {
 	int cpu_contended;	   /* workers or the loop wait for a CPU (thresholds below) */
 	enum dlbn_cause cause;
 	struct dlbn_advice advice; /* !present: no line names a count */
+	/* The run's memory, copy-on-write growth, the job's limit and how
+	 * the run died if it did (memory.h). */
+	struct dlbn_memory memory;
 	size_t nreasons, nrecs, nwarnings;
 	char reasons[DLBN_MAX_LINES][DLBN_LINE];
 	char recs[DLBN_MAX_LINES][DLBN_LINE];

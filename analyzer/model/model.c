@@ -274,6 +274,24 @@ static int run_pass2(struct dlbn_model *m, struct dlbn_reader *r, const struct d
 			model_sched_record(&ps, rec);
 		if (rec->type == DLBN_REC_TASK && p->role == DLBN_ROLE_TRAINING)
 			model_census_record(&ps, rec);
+		switch (rec->type) {
+		case DLBN_REC_MEM:
+			if (p->role != DLBN_ROLE_OTHER)
+				model_mem_record(p, rec);
+			break;
+		case DLBN_REC_MEMSYS:
+			model_memsys_record(m, rec);
+			break;
+		case DLBN_REC_CHILD:
+			model_child_record(m, t->proc_index, rec);
+			break;
+		case DLBN_REC_NOTE:
+			if (p->role == DLBN_ROLE_TRAINING)
+				model_note_record(m, t->proc_index, rec);
+			break;
+		default:
+			break;
+		}
 		if (p->role == DLBN_ROLE_WORKER) {
 			model_worker_record(&ps, p, rec);
 		} else if (p->role == DLBN_ROLE_TRAINING) {

@@ -25,6 +25,7 @@
 #include "model/gpu_figures.h"
 #include "model/lib_ops.h"
 #include "model/loaders.h"
+#include "model/memory.h"
 #include "model/ranges.h"
 #include "model/waitstacks.h"
 #include "trace/config.h"
@@ -85,7 +86,8 @@ struct dlbn_proc {
 	int64_t win_idle_ns, win_batch_ns, win_file_ns;
 	uint64_t win_batches;
 	int64_t file_bytes;
-	int loader; /* worker: index of the loader that started it; -1 unknown */
+	int loader;		  /* worker: index of the loader that started it; -1 unknown */
+	struct dlbn_proc_mem mem; /* MEM samples (memory.h; pass 2, training and workers) */
 };
 
 struct dlbn_thread {
@@ -413,6 +415,11 @@ struct dlbn_model {
 	/* A loader library's operators, from its own ranges (lib_ops.h),
 	 * sorted by busy time after the build. */
 	struct dlbn_lib_ops lib_ops;
+
+	/* The job's memory (MEMSYS samples of any process) and the processes
+	 * that ended badly (CHILD records, the loader's NOTE records): memory.h. */
+	struct dlbn_job_mem job_mem;
+	struct dlbn_failures failures;
 
 	/* The GPU split and evidence (gpu.h), final after the build. */
 	struct dlbn_gpu gpu;

@@ -12,6 +12,7 @@
  *   model_marks.c    the views the program declares: Python fetch marks
  *                    (with the loop's counters, lead.h) and NVTX ranges
  *   model_workers.c  worker batches, idle time, schedstat samples
+ *   model_mem.c      memory samples, the job's memory, children's ends
  */
 #ifndef DLBN_MODEL_INT_H
 #define DLBN_MODEL_INT_H
@@ -230,5 +231,12 @@ void model_worker_record(struct pass2 *ps, struct dlbn_proc *p, const struct dlb
 void model_sched_record(struct pass2 *ps, const struct dlbn_record *r);
 /* A TASK record of the training process (struct dlbn_census_thread). */
 void model_census_record(struct pass2 *ps, const struct dlbn_record *r);
+/* model_mem.c (memory.h): a MEM sample of p, a MEMSYS sample, a CHILD
+ * and a NOTE record of process proc, the window's edges. */
+void model_mem_record(struct dlbn_proc *p, const struct dlbn_record *r);
+void model_memsys_record(struct dlbn_model *m, const struct dlbn_record *r);
+void model_child_record(struct dlbn_model *m, uint32_t proc, const struct dlbn_record *r);
+void model_note_record(struct dlbn_model *m, uint32_t proc, const struct dlbn_record *r);
+void model_mem_mark(struct dlbn_model *m, int in_window);
 
 #endif /* DLBN_MODEL_INT_H */

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/model.h"
+#include "model/model_int.h"
 #include "util/quantiles.h"
 
 static int64_t overlap(int64_t b, int64_t e, int64_t ws, int64_t we)
@@ -88,6 +88,7 @@ static void fold_workers(struct dlbn_model *m, int64_t ws, int64_t e, int accumu
  */
 static void sched_mark(struct dlbn_model *m, int in_window)
 {
+	model_mem_mark(m, in_window);
 	for (size_t k = 0; k < m->nsched_threads; k++) {
 		struct dlbn_thread *t = &m->threads[m->sched_threads[k]];
 		if (!in_window) {

@@ -70,6 +70,14 @@ void dlbn_subject_text(FILE *out, const struct dlbn_report_input *in, int md);
 const char *dlbn_ranks_why(const struct dlbn_job *job);
 void dlbn_ranks_json(FILE *out, const struct dlbn_report_input *in, int *first);
 
+/* report_memory.c: the memory lines of the evidence (text, Markdown), the
+ * failed run's cause under the verdict, and the "memory" and "failure"
+ * JSON members. */
+void dlbn_memory_text(FILE *out, const struct dlbn_analysis *a);
+void dlbn_failure_text(FILE *out, const struct dlbn_analysis *a);
+void dlbn_memory_markdown(FILE *out, const struct dlbn_analysis *a);
+void dlbn_memory_json(FILE *out, const struct dlbn_analysis *a, int *first);
+
 /* report_gpu.c: the "gpu" JSON value (stable keys) and the text GPU section. */
 void dlbn_gpu_json(FILE *out, const struct dlbn_gpu *g);
 void dlbn_gpu_text(FILE *out, const struct dlbn_gpu *g);

@@ -369,6 +369,7 @@ void dlbn_report_json(FILE *out, const struct dlbn_report_input *in)
 	else
 		fputs("null", out);
 	json_workers(out, a, &first);
+	dlbn_memory_json(out, a, &first); /* "memory", "failure" (report_memory.c) */
 	json_config(out, in->m, a, &first);
 	json_loaders(out, in->m, a, &first);
 	json_lib_ops(out, &in->m->lib_ops, &first);

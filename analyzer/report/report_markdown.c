@@ -132,6 +132,7 @@ static void md_detection(FILE *out, const struct dlbn_analysis *a, const struct 
 		fputs("`\n", out);
 	}
 	md_workers(out, a);
+	dlbn_memory_markdown(out, a);
 	md_loaders(out, m);
 }
 

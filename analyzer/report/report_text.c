@@ -148,6 +148,7 @@ static void text_verdict(FILE *out, const struct dlbn_report_input *in)
 			100.0 / a->predicted_speedup);
 	if (in->baseline)
 		dlbn_baseline_text(out, in->baseline);
+	dlbn_failure_text(out, a);
 	text_damage(out, in);
 }
 
@@ -195,6 +196,7 @@ static void text_evidence(FILE *out, const struct dlbn_report_input *in)
 	text_cpu(out, a);
 	text_config(out, m, a);
 	text_workers(out, a);
+	dlbn_memory_text(out, a);
 	text_loaders(out, m);
 	dlbn_callsites_text(out, in);
 	if (in->gpu && in->gpu->present) {

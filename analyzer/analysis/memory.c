@@ -1,0 +1,703 @@
+/*
+ * memory.c - the run's memory figures, the copy-on-write model, the
+ * memory a worker count needs, and why a run died (see memory.h for the
+ * model).  Reads the model's samples and the analysis's window and
+ * workers; writes a->memory and the memory's lines of a.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis/memory.h"
+#include "analysis/verdict.h"
+#include "util/lines.h"
+
+#define PAGE_KIB	 4.0
+#define COW_MIN_MIB	 8.0  /* a worker's private growth worth naming ... */
+#define COW_MIN_SHARE	 0.05 /* ... and its share of what it could copy */
+#define COW_MIN_KIB	 4.0  /* KiB a batch */
+#define RSS_HOLDS_SHARE	 0.5  /* RSS grew less than half the private growth */
+#define SATURATION_DROP	 0.25 /* the copy rate fell this much over the curve seen */
+#define COPY_US_TYPICAL	 3.0  /* kernel us per 4 KiB copy-on-write fault, x86-64 */
+#define COPY_US_MIN	 0.3
+#define COPY_US_MAX	 50.0
+#define COLLINEAR	 0.05 /* 1 - r^2 of batches vs copies below this: c not separable */
+#define OOM_NEAR_LIMIT	 0.95 /* SIGKILL with the cgroup this full: the OOM killer */
+#define SIGKILL_NO	 9
+#define SIGBUS_NO	 7
+#define WORKER_RSS_HOLDS 0.10
+
+#define REASON(...) DLBN_LINES_ADD(a->reasons, a->nreasons, __VA_ARGS__)
+#define REC(...)    DLBN_LINES_ADD(a->recs, a->nrecs, __VA_ARGS__)
+#define WARN(...)   DLBN_LINES_ADD(a->warnings, a->nwarnings, __VA_ARGS__)
+
+static double mib(int64_t kib)
+{
+	return kib < 0 ? -1 : (double)kib / 1024.0;
+}
+
+static double rel_s(const struct dlbn_model *m, int64_t t)
+{
+	return (double)(t - m->t0) / 1e9;
+}
+
+static double uss_mib(const struct dlbn_mem_point *p)
+{
+	return p->private_clean < 0 || p->private_dirty < 0
+		       ? -1
+		       : mib(p->private_clean + p->private_dirty);
+}
+
+const char *dlbn_mem_failure_name(int failure)
+{
+	switch (failure) {
+	case DLBN_FAIL_OOM:
+		return "out_of_memory";
+	case DLBN_FAIL_SHM:
+		return "out_of_shared_memory";
+	case DLBN_FAIL_KILLED:
+		return "killed";
+	case DLBN_FAIL_ERROR:
+		return "loader_error";
+	default:
+		return "none";
+	}
+}
+
+/* ---- rows --------------------------------------------------------------- */
+
+/* How process p ended, from its EXIT record or a CHILD record of its pid. */
+static void row_end(const struct dlbn_model *m, const struct dlbn_proc *p, struct dlbn_mem_row *r)
+{
+	r->ended = p->has_exit ? DLBN_MEM_END_EXITED : DLBN_MEM_END_RUNNING;
+	r->end_code = p->has_exit ? p->exit_status : 0;
+	const struct dlbn_failures *fl = &m->failures;
+	for (size_t i = 0; i < fl->nends; i++)
+		if (fl->ends[i].pid == p->pid && fl->ends[i].how != DLBN_CHILD_EXITED) {
+			r->ended = DLBN_MEM_END_SIGNAL;
+			r->end_code = fl->ends[i].code;
+		}
+}
+
+/* The two samples with smaps_rollup a row compares: a worker's first and
+ * latest (a worker leaves through os._exit, its last sample is whole); the
+ * training process's nearest the window's ends (its exit comes after the
+ * interpreter freed its objects). */
+static void row_of(const struct dlbn_model *m, const struct dlbn_proc *p, int worker,
+		   struct dlbn_mem_row *r)
+{
+	const struct dlbn_proc_mem *pm = &p->mem;
+	memset(r, 0, sizeof(*r));
+	r->pid = p->pid;
+	r->role = p->role;
+	const struct dlbn_mem_point *s0 = pm->has_base ? &pm->base : &pm->first;
+	const struct dlbn_mem_point *s1 = pm->has_end && !worker ? &pm->end : &pm->cur;
+	r->rss[0] = mib(s0->rss);
+	r->rss[1] = mib(s1->rss);
+	r->peak_rss = mib(pm->peak_rss);
+	r->growth_kib_per_batch = -1;
+	for (int i = 0; i < 2; i++)
+		r->pss[i] = r->uss[i] = r->private_dirty[i] = r->rollup_s[i] = -1;
+	r->shared_dirty = -1;
+	row_end(m, p, r);
+	if (!pm->rollups)
+		return;
+	const struct dlbn_mem_point *q0 = worker || !pm->has_rbase ? &pm->rfirst : &pm->rbase;
+	const struct dlbn_mem_point *q1 = worker || !pm->has_rend ? &pm->rcur : &pm->rend;
+	const struct dlbn_mem_point *q[2] = {q0, q1};
+	for (int i = 0; i < 2; i++) {
+		r->pss[i] = mib(q[i]->pss);
+		r->uss[i] = uss_mib(q[i]);
+		r->private_dirty[i] = mib(q[i]->private_dirty);
+		r->rollup_s[i] = rel_s(m, q[i]->t);
+	}
+	r->shared_dirty = mib(pm->rfirst.shared_dirty);
+	if (q1->batches > q0->batches && q0->private_dirty >= 0 && q1->private_dirty >= 0) {
+		r->batches = q1->batches - q0->batches;
+		r->growth_kib_per_batch =
+			(double)(q1->private_dirty - q0->private_dirty) / (double)r->batches;
+	}
+}
+
+static int is_training_worker(const struct dlbn_model *m, size_t i)
+{
+	return m->procs[i].role == DLBN_ROLE_WORKER && dlbn_training_worker(m, i) &&
+	       m->procs[i].mem.samples;
+}
+
+static void rows(const struct dlbn_model *m, struct dlbn_memory *mem)
+{
+	if (m->training >= 0 && m->procs[m->training].mem.samples) {
+		row_of(m, &m->procs[m->training], 0, &mem->main);
+		mem->has_main = 1;
+		mem->present = 1;
+		mem->rollup = m->procs[m->training].mem.rollups > 0;
+	}
+	for (size_t i = 0; i < m->nprocs; i++) {
+		if (!is_training_worker(m, i))
+			continue;
+		mem->nworkers++;
+		mem->present = 1;
+		if (m->procs[i].mem.rollups)
+			mem->rollup = 1;
+		if (mem->nrows < DLBN_MEM_ROWS)
+			row_of(m, &m->procs[i], 1, &mem->workers[mem->nrows++]);
+	}
+}
+
+/* Sums over the training process and its workers at the window's end:
+ * PSS, the shared part, the training process's USS, the workers' means. */
+static void totals(const struct dlbn_model *m, int64_t window_end, struct dlbn_memory *mem)
+{
+	double pss = 0, uss = 0, wpss = 0, wuss = 0, base = 0, copyable = 0;
+	size_t nw = 0, nbase = 0;
+	if (mem->has_main && mem->main.pss[1] >= 0 && mem->main.uss[1] >= 0) {
+		pss += mem->main.pss[1];
+		uss += mem->main.uss[1];
+		mem->main_uss_mib = mem->main.uss[1];
+	}
+	for (size_t i = 0; i < m->nprocs; i++) {
+		if (!is_training_worker(m, i) || !m->procs[i].mem.rollups)
+			continue;
+		const struct dlbn_proc_mem *pm = &m->procs[i].mem;
+		/* Workers that ended before the window's end count only while
+		 * alive: the sum is of the processes at that time. */
+		const struct dlbn_mem_point *q = &pm->rcur;
+		double p = mib(q->pss), u = uss_mib(q);
+		if (p < 0 || u < 0)
+			continue;
+		if (!m->procs[i].has_exit || q->t >= window_end) {
+			pss += p;
+			uss += u;
+		}
+		wpss += p;
+		wuss += u;
+		nw++;
+		double b = uss_mib(&pm->rfirst);
+		if (b >= 0 && pm->rfirst.shared_dirty >= 0) {
+			base += b;
+			copyable += mib(pm->rfirst.shared_dirty);
+			nbase++;
+		}
+	}
+	mem->total_pss_mib = pss;
+	mem->shared_mib = pss - uss > 0 ? pss - uss : 0;
+	mem->worker_pss_mib = nw ? wpss / (double)nw : -1;
+	mem->worker_uss_mib = nw ? wuss / (double)nw : -1;
+	mem->worker_base_mib = nbase ? base / (double)nbase : -1;
+	mem->copyable_mib = nbase ? copyable / (double)nbase : -1;
+}
+
+/* ---- copy-on-write ------------------------------------------------------ */
+
+/* Weighted least squares over the workers' intervals. */
+struct cow_sums {
+	double w, x, y, xx, xy;		/* rate (y) against pages copied so far (x) */
+	double b2, bc, c2, by, cy;	/* system time (y) against batches (b), copies (c) */
+	double copies, batches, faults; /* totals between the rollup anchors */
+	double cmax;			/* the most pages a worker was seen to have copied */
+};
+
+/* The first and last track points of p with smaps_rollup; 0 without two. */
+static int anchors(const struct dlbn_proc_mem *pm, size_t *i0, size_t *i1)
+{
+	int have = 0;
+	for (size_t i = 0; i < pm->ntrack; i++) {
+		if (pm->track[i].private_dirty < 0)
+			continue;
+		if (!have)
+			*i0 = i;
+		*i1 = i;
+		have = 1;
+	}
+	return have && *i1 > *i0 && pm->track[*i1].batches > pm->track[*i0].batches;
+}
+
+/* Non-copy faults per batch: the anchors' faults less their copies. */
+static double other_faults(const struct dlbn_model *m)
+{
+	double faults = 0, copies = 0, batches = 0;
+	for (size_t i = 0; i < m->nprocs; i++) {
+		size_t i0, i1;
+		if (!is_training_worker(m, i) || !anchors(&m->procs[i].mem, &i0, &i1))
+			continue;
+		const struct dlbn_mem_track_point *a = &m->procs[i].mem.track[i0],
+						  *b = &m->procs[i].mem.track[i1];
+		faults += (double)(b->minflt - a->minflt);
+		copies += (double)(b->private_dirty - a->private_dirty) / PAGE_KIB;
+		batches += (double)(b->batches - a->batches);
+	}
+	double f = batches > 0 ? (faults - copies) / batches : 0;
+	return f > 0 ? f : 0;
+}
+
+static void cow_intervals(const struct dlbn_proc_mem *pm, double per_batch, struct cow_sums *s)
+{
+	size_t i0, i1;
+	if (!anchors(pm, &i0, &i1))
+		return;
+	const struct dlbn_mem_track_point *t = pm->track;
+	double anchored = (double)(t[i1].private_dirty - t[i0].private_dirty) / PAGE_KIB;
+	/* The faults between the anchors, less a batch's own, scaled to the
+	 * copies the anchors saw: the curve's shape from the faults, its size
+	 * from the private pages. */
+	double raw = 0;
+	for (size_t i = i0; i < i1; i++) {
+		double db = (double)(t[i + 1].batches - t[i].batches);
+		double d = (double)(t[i + 1].minflt - t[i].minflt) - per_batch * db;
+		raw += d > 0 ? d : 0;
+	}
+	double scale = raw > 0 && anchored > 0 ? anchored / raw : 0;
+	double copied = 0;
+	size_t from = i0;
+	for (size_t i = i0 + 1; i <= i1; i++) {
+		double db = (double)(t[i].batches - t[from].batches);
+		if (db < 1 && i < i1)
+			continue; /* no batch made: join it to the next interval */
+		double df = (double)(t[i].minflt - t[from].minflt) - per_batch * db;
+		double c = (df > 0 ? df : 0) * scale;
+		double ds = (double)(t[i].stime_us - t[from].stime_us);
+		from = i;
+		if (db < 1)
+			continue;
+		double x = copied + c / 2, y = c / db;
+		s->w += db;
+		s->x += db * x;
+		s->y += db * y;
+		s->xx += db * x * x;
+		s->xy += db * x * y;
+		s->b2 += db * db;
+		s->bc += db * c;
+		s->c2 += c * c;
+		s->by += db * ds;
+		s->cy += c * ds;
+		copied += c;
+	}
+	s->copies += anchored > 0 ? anchored : 0;
+	s->batches += (double)(t[i1].batches - t[i0].batches);
+	if (copied > s->cmax)
+		s->cmax = copied;
+}
+
+/* S and r of the touch model, and c, from the workers' intervals. */
+static void cow_fit(const struct dlbn_model *m, struct dlbn_memory *mem)
+{
+	struct cow_sums s = {0};
+	double per_batch = other_faults(m);
+	mem->nocow_faults = per_batch;
+	for (size_t i = 0; i < m->nprocs; i++)
+		if (is_training_worker(m, i))
+			cow_intervals(&m->procs[i].mem, per_batch, &s);
+	if (!(s.batches > 0) || !(s.copies > 0))
+		return;
+	double cap = mem->copyable_mib > 0 ? mem->copyable_mib * 1024 / PAGE_KIB : 0;
+	double mean_rate = s.copies / s.batches;
+	double den = s.w * s.xx - s.x * s.x;
+	double slope = den > 0 ? (s.w * s.xy - s.x * s.y) / den : 0;
+	double r0 = den > 0 ? (s.y - slope * s.x) / s.w : mean_rate;
+	double S = cap;
+	if (slope < 0 && r0 > 0 && -slope * s.cmax >= SATURATION_DROP * r0) {
+		S = -r0 / slope;
+		if (S < s.cmax)
+			S = s.cmax;
+		if (cap > 0 && S > cap)
+			S = cap;
+		mem->touch_saturates = 1;
+	} else if (S > 0) {
+		/* No slowdown seen: the most it can copy, at the rate that
+		 * gives the copies seen at the coverage they reached. */
+		double mid = s.cmax / 2 < S ? s.cmax / 2 : 0;
+		r0 = mean_rate / (1 - mid / S);
+	}
+	if (!(S > 0) || !(r0 > 0))
+		return;
+	mem->touch_mib = S * PAGE_KIB / 1024;
+	mem->touch_kib = r0 * PAGE_KIB;
+	/* c: system time against batches and copies (no intercept). */
+	double det = s.b2 * s.c2 - s.bc * s.bc;
+	mem->copy_us = COPY_US_TYPICAL;
+	if (s.b2 > 0 && s.c2 > 0 && det / (s.b2 * s.c2) >= COLLINEAR) {
+		double c = (s.b2 * s.cy - s.bc * s.by) / det;
+		if (c >= COPY_US_MIN && c <= COPY_US_MAX) {
+			mem->copy_us = c;
+			mem->copy_us_fitted = 1;
+		}
+	}
+}
+
+/* Pages one worker has copied after k batches (touch model). */
+static double copied_pages(const struct dlbn_memory *mem, double k)
+{
+	double S = mem->touch_mib * 1024 / PAGE_KIB, r = mem->touch_kib / PAGE_KIB;
+	if (!(S > 0) || !(r > 0) || k <= 0)
+		return 0;
+	return isinf(k) ? S : S * (1 - exp(-r * k / S));
+}
+
+/* Batches a worker lives: to the epoch's end for workers started every
+ * epoch, forever for persistent ones (or an epoch of unknown length). */
+static double horizon(const struct dlbn_memory *mem, int n)
+{
+	if (n <= 0)
+		return 0;
+	if (mem->persistent || mem->epoch_batches <= 0)
+		return INFINITY;
+	return (double)mem->epoch_batches / n;
+}
+
+/* Pages n workers copy while the loop takes steps s0..s1 of an epoch. */
+static double copies_between(const struct dlbn_memory *mem, int n, double s0, double s1)
+{
+	return n * (copied_pages(mem, s1 / n) - copied_pages(mem, s0 / n));
+}
+
+double dlbn_memory_copy_ms(const struct dlbn_memory *mem, int n)
+{
+	if (!mem->cow || n <= 0 || !mem->window_steps)
+		return 0;
+	double w0 = (double)mem->window_first_step, w1 = w0 + (double)mem->window_steps;
+	double e = mem->persistent ? 0 : (double)mem->epoch_steps, pages = 0;
+	if (e <= 0) {
+		pages = copies_between(mem, n, w0, w1);
+	} else {
+		for (double start = floor(w0 / e) * e; start < w1; start += e) {
+			double a = w0 > start ? w0 : start, b = w1 < start + e ? w1 : start + e;
+			pages += copies_between(mem, n, a - start, b - start);
+		}
+	}
+	return pages * mem->copy_us / 1000 / (double)mem->window_steps;
+}
+
+/* Name copy-on-read growth: the workers' private pages grew by a good
+ * part of what they could copy while their RSS held. */
+static void cow_detect(const struct dlbn_model *m, struct dlbn_memory *mem)
+{
+	double grown = 0, rss_grown = 0, batches = 0;
+	size_t n = 0;
+	for (size_t i = 0; i < mem->nrows; i++) {
+		const struct dlbn_mem_row *r = &mem->workers[i];
+		if (r->growth_kib_per_batch < 0 || r->private_dirty[0] < 0)
+			continue;
+		grown += r->private_dirty[1] - r->private_dirty[0];
+		rss_grown += r->rss[1] - r->rss[0];
+		batches += (double)r->batches;
+		n++;
+	}
+	if (!n || !(batches > 0))
+		return;
+	mem->cow_mib = grown / (double)n;
+	mem->cow_kib_per_batch = grown * 1024 / batches;
+	mem->cow = mem->cow_mib >= COW_MIN_MIB && mem->cow_kib_per_batch >= COW_MIN_KIB &&
+		   (mem->copyable_mib <= 0 || mem->cow_mib >= COW_MIN_SHARE * mem->copyable_mib) &&
+		   rss_grown / (double)n < RSS_HOLDS_SHARE * mem->cow_mib;
+	if (mem->cow)
+		cow_fit(m, mem);
+	if (!(mem->touch_mib > 0))
+		mem->cow = 0;
+}
+
+/* ---- the job ------------------------------------------------------------ */
+
+static void job(const struct dlbn_model *m, struct dlbn_memory *mem)
+{
+	const struct dlbn_job_mem *j = &m->job_mem;
+	mem->cg_limit_mib = mem->cg_usage_mib = mem->cg_peak_mib = -1;
+	mem->cg_anon_mib = mem->cg_shmem_mib = mem->cg_file_mib = -1;
+	mem->host_total_mib = mem->host_avail_mib = mem->shm_size_mib = mem->shm_free_mib = -1;
+	mem->rlimit_as_mib = -1;
+	mem->oom_kills = mem->limit_hits = -1;
+	mem->budget_mib = mem->headroom_mib = -1;
+	if (!j->samples)
+		return;
+	mem->job = 1;
+	const struct dlbn_memsys_point *l = &j->last;
+	const struct dlbn_memsys_point *e = j->has_end ? &j->end : l;
+	mem->cg_version = l->cg_version;
+	mem->cg_limit_mib = mib(l->cg_limit);
+	mem->cg_usage_mib = mib(e->cg_usage);
+	mem->cg_peak_mib = mib(l->cg_peak > j->max_usage ? l->cg_peak : j->max_usage);
+	mem->cg_anon_mib = mib(e->cg_anon);
+	mem->cg_shmem_mib = mib(e->cg_shmem);
+	mem->cg_file_mib = mib(e->cg_file);
+	if (j->first.cg_oom_kills >= 0 && l->cg_oom_kills >= 0)
+		mem->oom_kills = (long)(l->cg_oom_kills - j->first.cg_oom_kills);
+	if (j->first.cg_limit_hits >= 0 && l->cg_limit_hits >= 0)
+		mem->limit_hits = (long)(l->cg_limit_hits - j->first.cg_limit_hits);
+	mem->host_total_mib = mib(l->host_total);
+	mem->host_avail_mib = mib(j->min_host_avail);
+	mem->shm_size_mib = mib(l->shm_size);
+	mem->shm_free_mib = mib(j->min_shm_free);
+	mem->rlimit_as_mib = mib(l->rlimit_as);
+	double held = mem->total_pss_mib > 0 ? mem->total_pss_mib : 0;
+	if (mem->cg_limit_mib > 0) {
+		mem->budget_mib = mem->cg_limit_mib;
+		snprintf(mem->budget_from, sizeof(mem->budget_from),
+			 "the memory cgroup's limit (cgroup v%d)", mem->cg_version);
+		if (mem->cg_peak_mib >= 0)
+			mem->headroom_mib = mem->cg_limit_mib - mem->cg_peak_mib;
+	} else if (mem->host_avail_mib >= 0 && held > 0) {
+		mem->budget_mib = held + mem->host_avail_mib;
+		snprintf(mem->budget_from, sizeof(mem->budget_from),
+			 "what the run held plus the host's least available memory (no memory "
+			 "limit)");
+		mem->headroom_mib = mem->host_avail_mib;
+	}
+}
+
+/* ---- predictions -------------------------------------------------------- */
+
+static double shm_of(const struct dlbn_memory *mem, int n, double k)
+{
+	if (n <= 0 || !(mem->batch_shm_kib > 0))
+		return 0;
+	return ((double)n * mem->prefetch + 2) * mem->batch_shm_kib * k / 1024;
+}
+
+double dlbn_memory_need_mib(const struct dlbn_memory *mem, int n, double k, double *shm_mib)
+{
+	double shm = shm_of(mem, n, k);
+	if (shm_mib)
+		*shm_mib = shm;
+	if (!mem->rollup || !mem->has_main || mem->main_uss_mib < 0)
+		return -1;
+	double worker = mem->worker_base_mib >= 0 ? mem->worker_base_mib : mem->worker_uss_mib;
+	if (n > 0 && worker < 0)
+		return -1;
+	if (n > 0 && mem->cow)
+		worker += copied_pages(mem, horizon(mem, n)) * PAGE_KIB / 1024;
+	else if (n > 0 && mem->worker_uss_mib > worker)
+		worker = mem->worker_uss_mib; /* no growth model: as the run's workers ended */
+	return mem->shared_mib + mem->main_uss_mib + (n > 0 ? n * worker : 0) + shm;
+}
+
+const char *dlbn_memory_exceeds(const struct dlbn_memory *mem, double need_mib, double shm_mib)
+{
+	if (need_mib > 0 && mem->budget_mib > 0 && need_mib > DLBN_MEM_FIT_SHARE * mem->budget_mib)
+		return "memory";
+	if (shm_mib > 0 && mem->shm_size_mib > 0) {
+		double others =
+			mem->shm_size_mib - mem->shm_free_mib - shm_of(mem, mem->run_workers, 1);
+		if (mem->shm_free_mib < 0 || others < 0)
+			others = 0;
+		if (shm_mib + others > DLBN_MEM_FIT_SHARE * mem->shm_size_mib)
+			return "shm";
+	}
+	return NULL;
+}
+
+/* ---- failures ----------------------------------------------------------- */
+
+static const char *signal_name(int sig)
+{
+	switch (sig) {
+	case SIGKILL_NO:
+		return "SIGKILL";
+	case SIGBUS_NO:
+		return "SIGBUS (bus error)";
+	case 11:
+		return "SIGSEGV";
+	case 15:
+		return "SIGTERM";
+	case 6:
+		return "SIGABRT";
+	case 2:
+		return "SIGINT";
+	default:
+		return "a signal";
+	}
+}
+
+static const char *who(const struct dlbn_model *m, int pid)
+{
+	for (size_t i = 0; i < m->nprocs; i++)
+		if (m->procs[i].pid == pid)
+			return m->procs[i].role == DLBN_ROLE_WORKER	? "worker"
+			       : m->procs[i].role == DLBN_ROLE_TRAINING ? "the training process"
+									: "process";
+	return "child process";
+}
+
+/* The memory just before it: the training process and its workers. */
+static void memory_before(const struct dlbn_memory *mem, char *out, size_t len)
+{
+	int n = 0;
+	out[0] = 0;
+	if (mem->has_main && mem->main.rss[1] >= 0)
+		n = snprintf(out, len, "the training process %.0f MiB RSS%s", mem->main.rss[1],
+			     mem->main.pss[1] >= 0 ? "" : "");
+	if (mem->has_main && mem->main.pss[1] >= 0 && n < (int)len)
+		n += snprintf(out + n, len - (size_t)n, " (%.0f MiB PSS)", mem->main.pss[1]);
+	if (mem->nworkers && mem->worker_pss_mib >= 0 && n < (int)len)
+		n += snprintf(out + n, len - (size_t)n,
+			      ", %zu worker(s) %.0f MiB PSS each, %.0f MiB of it private",
+			      mem->nworkers, mem->worker_pss_mib, mem->worker_uss_mib);
+	if (mem->cow && n < (int)len)
+		n += snprintf(out + n, len - (size_t)n,
+			      " and growing %.1f KiB a batch (copy-on-read)",
+			      mem->cow_kib_per_batch);
+	if (mem->shm_size_mib > 0 && n < (int)len)
+		snprintf(out + n, len - (size_t)n, "; /dev/shm %.0f of %.0f MiB free",
+			 mem->shm_free_mib, mem->shm_size_mib);
+}
+
+/* What the job's memory says about a kill at time t. */
+static int oom_evident(const struct dlbn_model *m, const struct dlbn_memory *mem)
+{
+	const struct dlbn_job_mem *j = &m->job_mem;
+	if (mem->oom_kills > 0 || j->oom_kills_t >= 0)
+		return 1;
+	if (mem->cg_limit_mib > 0 && mem->cg_peak_mib >= OOM_NEAR_LIMIT * mem->cg_limit_mib)
+		return 1;
+	return mem->host_total_mib > 0 && mem->host_avail_mib >= 0 &&
+	       mem->host_avail_mib < (1 - OOM_NEAR_LIMIT) * mem->host_total_mib;
+}
+
+static int note_says_shm(const char *text)
+{
+	return strstr(text, "Bus error") || strstr(text, "bus error") ||
+	       strstr(text, "shared memory") || strstr(text, "(shm)") ||
+	       strstr(text, "No space left on device");
+}
+
+static void job_oom_words(const struct dlbn_model *m, const struct dlbn_memory *mem, char *out,
+			  size_t len)
+{
+	const struct dlbn_job_mem *j = &m->job_mem;
+	int n = 0;
+	out[0] = 0;
+	if (mem->oom_kills > 0)
+		n = snprintf(out, len, "; the memory cgroup's OOM killer killed %ld process(es)%s",
+			     mem->oom_kills, j->oom_kills_t >= 0 ? "" : "");
+	if (j->oom_kills_t >= 0 && n < (int)len)
+		n += snprintf(out + n, len - (size_t)n, " by t=%.2f s", rel_s(m, j->oom_kills_t));
+	if (mem->cg_limit_mib > 0 && n < (int)len)
+		n += snprintf(out + n, len - (size_t)n, " (limit %.0f MiB", mem->cg_limit_mib);
+	if (mem->cg_limit_mib > 0 && j->before_oom_usage >= 0 && n < (int)len)
+		n += snprintf(out + n, len - (size_t)n, ", %.0f MiB in use just before",
+			      mib(j->before_oom_usage));
+	if (mem->cg_limit_mib > 0 && mem->limit_hits > 0 && n < (int)len)
+		n += snprintf(out + n, len - (size_t)n, ", the limit reached %ld times",
+			      mem->limit_hits);
+	if (mem->cg_limit_mib > 0 && n < (int)len)
+		snprintf(out + n, len - (size_t)n, ")");
+}
+
+/* The first thing that went wrong, in time: a worker or the training
+ * process killed, or the loader raising. */
+static void failure(const struct dlbn_model *m, struct dlbn_analysis *a, struct dlbn_memory *mem)
+{
+	const struct dlbn_failures *fl = &m->failures;
+	const struct dlbn_child_end *kill = NULL;
+	for (size_t i = 0; i < fl->nends && !kill; i++)
+		if (fl->ends[i].how != DLBN_CHILD_EXITED)
+			kill = &fl->ends[i];
+	const struct dlbn_note *note = NULL;
+	for (size_t i = 0; i < fl->nnotes && !note; i++)
+		if (fl->notes[i].kind == DLBN_NOTE_FETCH_ERROR)
+			note = &fl->notes[i];
+	const struct dlbn_proc *train = m->training >= 0 ? &m->procs[m->training] : NULL;
+	int main_gone = train && !train->has_exit;
+	char before[DLBN_MEM_LINE], oom[200];
+	memory_before(mem, before, sizeof(before));
+	job_oom_words(m, mem, oom, sizeof(oom));
+	if (kill) {
+		int shm = kill->code == SIGBUS_NO || (note && note_says_shm(note->text));
+		int oomish = kill->code == SIGKILL_NO && oom_evident(m, mem);
+		mem->failure = shm ? DLBN_FAIL_SHM : oomish ? DLBN_FAIL_OOM : DLBN_FAIL_KILLED;
+		mem->failure_s = rel_s(m, kill->t);
+		snprintf(mem->failure_line, sizeof(mem->failure_line),
+			 "%s: %s pid %d was killed by %s at t=%.2f s%s",
+			 shm	  ? "out of shared memory (/dev/shm)"
+			 : oomish ? "out of memory"
+				  : "a process was killed",
+			 who(m, kill->pid), kill->pid, signal_name(kill->code), mem->failure_s,
+			 oomish ? oom : "");
+	} else if (note) {
+		int shm = note_says_shm(note->text);
+		int killed = strstr(note->text, "killed by signal") != NULL;
+		int oomish = killed && oom_evident(m, mem);
+		mem->failure = shm ? DLBN_FAIL_SHM : oomish ? DLBN_FAIL_OOM : DLBN_FAIL_ERROR;
+		mem->failure_s = rel_s(m, note->t);
+		snprintf(mem->failure_line, sizeof(mem->failure_line),
+			 "%s: the loader raised at t=%.2f s: %.200s%s",
+			 shm	  ? "out of shared memory (/dev/shm)"
+			 : oomish ? "out of memory"
+				  : "the run failed",
+			 mem->failure_s, note->text, oomish ? oom : "");
+	} else if (main_gone && oom_evident(m, mem)) {
+		mem->failure = DLBN_FAIL_OOM;
+		mem->failure_s = rel_s(m, train->t_last);
+		snprintf(mem->failure_line, sizeof(mem->failure_line),
+			 "out of memory: the training process pid %d stopped without exiting at "
+			 "t=%.2f s%s",
+			 train->pid, mem->failure_s, oom);
+	}
+	if (mem->failure == DLBN_FAIL_NONE)
+		return;
+	if (mem->failure != DLBN_FAIL_ERROR || main_gone)
+		snprintf(mem->failure_detail, sizeof(mem->failure_detail), "memory before it: %s",
+			 before[0] ? before : "no samples");
+	WARN("%s", mem->failure_line);
+}
+
+/* ---- lines -------------------------------------------------------------- */
+
+static void cow_lines(struct dlbn_analysis *a, const struct dlbn_memory *mem)
+{
+	if (!mem->cow)
+		return;
+	double h = horizon(mem, mem->run_workers);
+	double steady = mem->worker_base_mib + copied_pages(mem, h) * PAGE_KIB / 1024;
+	char when[96];
+	if (isinf(h))
+		snprintf(when, sizeof(when), "%s",
+			 mem->persistent ? "over a long run (persistent workers)"
+					 : "over a long run");
+	else
+		snprintf(when, sizeof(when), "by the epoch's end (%.0f batches each)", h);
+	REASON("copy-on-read: each worker's private memory grew %.0f MiB (%.1f KiB a batch it "
+	       "made) while its RSS held: reading the dataset's Python objects writes their "
+	       "reference counts, so each worker copies the pages it reads from the training "
+	       "process; %s a worker holds about %.0f MiB of its own (%.0f MiB for %d)",
+	       mem->cow_mib, mem->cow_kib_per_batch, when, steady, steady * mem->run_workers,
+	       mem->run_workers);
+	REC("keep the dataset's per-sample data out of Python objects (numpy arrays, a pyarrow "
+	    "table, or one bytes buffer with offsets hold no per-object reference counts): the "
+	    "workers would share it instead of copying about %.0f MiB each",
+	    steady - mem->worker_base_mib);
+}
+
+void dlbn_memory_compute(const struct dlbn_model *m, struct dlbn_analysis *a)
+{
+	struct dlbn_memory *mem = &a->memory;
+	memset(mem, 0, sizeof(*mem));
+	mem->main_uss_mib = mem->worker_pss_mib = mem->worker_uss_mib = -1;
+	mem->worker_base_mib = mem->copyable_mib = -1;
+	mem->epoch_batches = -1;
+	const struct dlbn_config *c = &m->config;
+	mem->persistent = c->present && c->persistent_workers == 1;
+	mem->run_workers = a->num_workers > 0 ? a->num_workers : 0;
+	mem->prefetch = c->present && c->prefetch_factor > 0 ? c->prefetch_factor : 2;
+	mem->batch_shm_kib =
+		a->outside.shm_mib_per_step > 0 ? a->outside.shm_mib_per_step * 1024 : 0;
+	if (m->steps) {
+		mem->window_first_step = a->steps_warmup;
+		mem->window_steps = a->steps_window;
+		if (a->epochs > 1 && m->steps->n)
+			mem->epoch_steps = m->steps->n / (size_t)a->epochs;
+	}
+	if (c->present && c->epoch_batches > 0)
+		mem->epoch_batches = c->epoch_batches;
+	else if (a->epochs > 1)
+		mem->epoch_batches = (int)mem->epoch_steps;
+	if (mem->epoch_batches > 0 && !mem->epoch_steps)
+		mem->epoch_steps = (size_t)mem->epoch_batches;
+	rows(m, mem);
+	if (mem->present && mem->rollup)
+		totals(m, a->window_end, mem);
+	job(m, mem);
+	if (mem->present && m->steps)
+		cow_detect(m, mem);
+	failure(m, a, mem);
+	cow_lines(a, mem);
+}
