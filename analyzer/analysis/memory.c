@@ -12,20 +12,21 @@
 #include "analysis/verdict.h"
 #include "util/lines.h"
 
-#define PAGE_KIB	 4.0
-#define COW_MIN_MIB	 8.0  /* a worker's private growth worth naming ... */
-#define COW_MIN_SHARE	 0.05 /* ... and its share of what it could copy */
-#define COW_MIN_KIB	 4.0  /* KiB a batch */
-#define RSS_HOLDS_SHARE	 0.5  /* RSS grew less than half the private growth */
-#define SATURATION_DROP	 0.25 /* the copy rate fell this much over the curve seen */
-#define COPY_US_TYPICAL	 3.0  /* kernel us per 4 KiB copy-on-write fault, x86-64 */
-#define COPY_US_MIN	 0.3
-#define COPY_US_MAX	 50.0
-#define COLLINEAR	 0.05 /* 1 - r^2 of batches vs copies below this: c not separable */
-#define OOM_NEAR_LIMIT	 0.95 /* SIGKILL with the cgroup this full: the OOM killer */
-#define SIGKILL_NO	 9
-#define SIGBUS_NO	 7
-#define WORKER_RSS_HOLDS 0.10
+#define PAGE_KIB	4.0
+#define COW_MIN_MIB	8.0  /* a worker's private growth worth naming ... */
+#define COW_MIN_SHARE	0.05 /* ... and its share of what it could copy */
+#define COW_MIN_KIB	4.0  /* KiB a batch */
+#define RSS_HOLDS_SHARE 0.5  /* RSS grew less than half the private growth */
+#define SATURATION_DROP 0.25 /* the copy rate fell this much over the curve seen */
+#define COPY_US_TYPICAL 3.0  /* kernel us per 4 KiB copy-on-write fault, x86-64 */
+#define COPY_US_MIN	0.3
+#define COPY_US_MAX	50.0
+#define COLLINEAR	0.05 /* 1 - r^2 of batches vs copies below this: c not separable */
+#define OOM_NEAR_LIMIT	0.95 /* SIGKILL with the cgroup this full: the OOM killer */
+#define SIGKILL_NO	9
+#define SIGBUS_NO	7
+#define SEGMENTS	6   /* intervals a worker's curve is cut into ... */
+#define SEGMENT_MIN	8.0 /* ... of at least this many batches */
 
 #define REASON(...) DLBN_LINES_ADD(a->reasons, a->nreasons, __VA_ARGS__)
 #define REC(...)    DLBN_LINES_ADD(a->recs, a->nrecs, __VA_ARGS__)
@@ -193,7 +194,7 @@ static void totals(const struct dlbn_model *m, int64_t window_end, struct dlbn_m
 /* Weighted least squares over the workers' intervals. */
 struct cow_sums {
 	double w, x, y, xx, xy;		/* rate (y) against pages copied so far (x) */
-	double b2, bc, c2, by, cy;	/* system time (y) against batches (b), copies (c) */
+	double b2, bc, c2, by, cy;	/* CPU time (y) against batches (b), copies (c) */
 	double copies, batches, faults; /* totals between the rollup anchors */
 	double cmax;			/* the most pages a worker was seen to have copied */
 };
@@ -250,13 +251,20 @@ static void cow_intervals(const struct dlbn_proc_mem *pm, double per_batch, stru
 	double scale = raw > 0 && anchored > 0 ? anchored / raw : 0;
 	double copied = 0;
 	size_t from = i0;
+	/* Segments of at least a sixth of the worker's batches (and 8): a
+	 * batch in progress at a sample's edge is a batch of error. */
+	double total = (double)(t[i1].batches - t[i0].batches);
+	double seg = total / SEGMENTS > SEGMENT_MIN ? total / SEGMENTS : SEGMENT_MIN;
 	for (size_t i = i0 + 1; i <= i1; i++) {
 		double db = (double)(t[i].batches - t[from].batches);
-		if (db < 1 && i < i1)
-			continue; /* no batch made: join it to the next interval */
+		if (db < seg && i < i1)
+			continue; /* join it to the next interval */
 		double df = (double)(t[i].minflt - t[from].minflt) - per_batch * db;
 		double c = (df > 0 ? df : 0) * scale;
-		double ds = (double)(t[i].stime_us - t[from].stime_us);
+		/* CPU time, user and system: their sum is exact (schedstat's),
+		 * the split between them is sampled at the tick. */
+		double ds = (double)(t[i].stime_us - t[from].stime_us + t[i].utime_us -
+				     t[from].utime_us);
 		from = i;
 		if (db < 1)
 			continue;
@@ -313,7 +321,7 @@ static void cow_fit(const struct dlbn_model *m, struct dlbn_memory *mem)
 		return;
 	mem->touch_mib = S * PAGE_KIB / 1024;
 	mem->touch_kib = r0 * PAGE_KIB;
-	/* c: system time against batches and copies (no intercept). */
+	/* c: CPU time against batches and copies (no intercept). */
 	double det = s.b2 * s.c2 - s.bc * s.bc;
 	mem->copy_us = COPY_US_TYPICAL;
 	if (s.b2 > 0 && s.c2 > 0 && det / (s.b2 * s.c2) >= COLLINEAR) {

@@ -58,6 +58,7 @@ static void worker_inputs(const struct dlbn_model *m, const struct dlbn_analysis
 	double raw = batches ? ms / (double)batches : 0;
 	w->file_share = busy > 0 ? file / busy : 0;
 	w->batch_ms = raw;
+	w->batch_raw_ms = raw;
 	w->worker_cpu_ms = raw * (1 - w->file_share);
 
 	/* schedstat: the workers' time on a CPU, and queued for one, per batch. */
@@ -204,6 +205,13 @@ static void find_cores(const struct dlbn_model *m, const struct dlbn_analysis *a
 	int contended = a->cpu_contended && a->cpus_used > 0;
 	int saturated = contended && a->cpus_used >= (cfg > 0 ? SATURATED_SHARE * cfg : 0.9);
 	w->saturated = saturated;
+	/* The queueing model's cores: what the job may use, not what its
+	 * threads got (bursts of work leave cores idle; the model says how
+	 * many). */
+	double quota = m->config.present ? m->config.cpu_quota : 0;
+	w->queue_cores = cfg > 0 ? cfg : saturated ? a->cpus_used : 0;
+	if (quota > 0 && (w->queue_cores <= 0 || quota < w->queue_cores))
+		w->queue_cores = quota;
 	if (cfg > 0) {
 		w->cores = cfg;
 		snprintf(w->cores_from, sizeof(w->cores_from), "CPU affinity: %d CPUs", cfg);
@@ -244,21 +252,32 @@ static double startup_excess_ms(const struct dlbn_analysis *a)
 	return excess > 0 ? excess * 1e3 / (double)a->steps_window : 0;
 }
 
-static void workers_curve(struct dlbn_whatif *w)
+/* The fewest units within 2% of the curve's best step, over the counts
+ * up to last (the most that fit, or MAX_CURVE_WORKERS). */
+static int fewest_for_best(const struct dlbn_whatif *w, int last)
 {
 	double best = 0;
-	for (int n = w->min_units; n <= MAX_CURVE_WORKERS; n++) {
+	for (int n = w->min_units; n <= last; n++) {
 		double s = dlbn_whatif_workers_ms(w, n, NULL);
 		if (n == w->min_units || s < best)
 			best = s;
 	}
-	w->best_workers = w->min_units;
-	for (int n = w->min_units; n <= MAX_CURVE_WORKERS; n++)
-		if (dlbn_whatif_workers_ms(w, n, NULL) <= best * DLBN_WHATIF_BEST_WITHIN) {
-			w->best_workers = n;
-			break;
-		}
-	int max = w->best_workers + 2;
+	for (int n = w->min_units; n <= last; n++)
+		if (dlbn_whatif_workers_ms(w, n, NULL) <= best * DLBN_WHATIF_BEST_WITHIN)
+			return n;
+	return w->min_units;
+}
+
+static void workers_curve(struct dlbn_whatif *w)
+{
+	int unfit = fewest_for_best(w, MAX_CURVE_WORKERS);
+	w->best_workers = unfit;
+	w->best_unfit = -1;
+	if (w->fit_max >= w->min_units && w->fit_max < unfit) {
+		w->best_workers = fewest_for_best(w, w->fit_max);
+		w->best_unfit = unfit;
+	}
+	int max = (w->best_unfit > w->best_workers ? w->best_unfit : w->best_workers) + 2;
 	if (max < w->num_workers + 2)
 		max = w->num_workers + 2;
 	if (w->cores > 0 && max < (int)ceil(w->cores) + 1)
@@ -398,7 +417,9 @@ static void cannot_know(const struct dlbn_analysis *a, struct dlbn_whatif *w, in
 			"workers usually start slower",
 			w->startup_ms, w->knob);
 	double kib = a->recv_kib > 0 ? a->recv_kib : 0;
-	if (threads)
+	if (w->memory_known)
+		; /* memory is in the rows (whatif_memory.c) */
+	else if (threads)
 		dlbn_whatif_note(
 			w, "not in the trace: the host memory each further thread's batches in "
 			   "flight take");
@@ -406,15 +427,16 @@ static void cannot_know(const struct dlbn_analysis *a, struct dlbn_whatif *w, in
 		dlbn_whatif_note(
 			w,
 			"not in the trace: host memory per worker (each is a copy of the loader's "
-			"process) and the /dev/shm room for the batches in flight (num_workers x "
-			"prefetch_factor x %.0f KiB); dlbn-preflight shows /dev/shm",
+			"process: a recorder before trace format 4.1, or no smaps_rollup) and the "
+			"/dev/shm room for the batches in flight (num_workers x prefetch_factor x "
+			"%.0f KiB); dlbn-preflight shows /dev/shm",
 			kib);
 	else
 		dlbn_whatif_note(
 			w,
 			"not in the trace: host memory per worker (each is a copy of the loader's "
-			"process) and the /dev/shm room for the batches in flight; dlbn-preflight "
-			"shows /dev/shm");
+			"process: a recorder before trace format 4.1, or no smaps_rollup) and the "
+			"/dev/shm room for the batches in flight; dlbn-preflight shows /dev/shm");
 }
 
 /* The loader's kind and the setting the curve varies (w->knob); how its
@@ -541,6 +563,45 @@ static void loop_costs(const struct dlbn_model *m, const struct dlbn_analysis *a
 	}
 }
 
+/*
+ * Queueing for the cores (whatif.h): process workers whose CPU is known on
+ * cores the job can name.  think_ms is found so that the run's own count
+ * gives the run's own time per batch (the cycle grows with think_ms; the
+ * queueing it adds does not), by bisection.
+ */
+static void queueing_inputs(struct dlbn_whatif *w, int threads)
+{
+	if (threads || w->in_process || w->num_workers <= 0 || !w->cpu_known ||
+	    !(w->queue_cores > 0) || !(w->batch_raw_ms > 0))
+		return;
+	double spin = w->model_spin_ms > 0 ? w->model_spin_ms : 0;
+	double cpu = w->worker_cpu_ms;
+	double cores =
+		dlbn_whatif_worker_cores(w->queue_cores, w->main_cpu_ms + spin, w->measured_ms);
+	double lo = 0, hi = w->batch_raw_ms;
+	if (dlbn_whatif_cycle_ms(0, cpu, cores, w->num_workers) >= w->batch_raw_ms) {
+		hi = 0; /* all of it CPU and queueing, as far as the model sees */
+	} else {
+		for (int i = 0; i < 60; i++) {
+			double mid = (lo + hi) / 2;
+			if (dlbn_whatif_cycle_ms(mid, cpu, cores, w->num_workers) < w->batch_raw_ms)
+				lo = mid;
+			else
+				hi = mid;
+		}
+	}
+	w->think_ms = hi;
+	w->queueing = 1;
+	double cycle = dlbn_whatif_cycle_ms(w->think_ms, cpu, cores, w->num_workers);
+	dlbn_whatif_note(w,
+			 "the workers queue for the CPUs: a batch is %.1f ms off a CPU and %.1f ms "
+			 "on one%s, %.1f ms in all at %d worker(s) on the %.1f of the %.1f CPUs "
+			 "the training process leaves them (mean value analysis)",
+			 w->think_ms, cpu,
+			 w->copy_ms_run > 0 ? " (copy-on-write copies included)" : "", cycle,
+			 w->num_workers, cores, w->queue_cores);
+}
+
 /* The curve, the other settings' rows, and how the model compares with
  * the run it was made from. */
 static void curves(const struct dlbn_model *m, const struct dlbn_analysis *a, struct dlbn_whatif *w,
@@ -590,10 +651,13 @@ void dlbn_whatif_compute(const struct dlbn_model *m, const struct dlbn_analysis 
 		return;
 	loop_costs(m, a, w, threads);
 	w->valid = 1;
+	w->prefetch = m->config.prefetch_factor > 0 ? m->config.prefetch_factor : 2;
+	dlbn_whatif_memory_inputs(a, w);
+	queueing_inputs(w, threads);
 	curves(m, a, w, dali);
 	cannot_know(a, w, sampled || threads, threads);
-	w->prefetch = m->config.prefetch_factor > 0 ? m->config.prefetch_factor : 2;
 	dlbn_whatif_batch(a, points, w);
+	dlbn_whatif_memory_rows(w);
 }
 
 /* A limit in words, for the recommendation line. */
@@ -611,6 +675,8 @@ static const char *limit_words(const char *limited_by)
 		{DLBN_LIMIT_LOADING, "loading in the loop"},
 		{DLBN_LIMIT_STARTUP, "epoch start-up"},
 		{DLBN_LIMIT_LOCK, "the interpreter's lock (GIL)"},
+		{DLBN_LIMIT_MEMORY, "the job's memory"},
+		{DLBN_LIMIT_SHM, "/dev/shm"},
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(limited_by, names[i].limit))
@@ -649,14 +715,43 @@ void dlbn_whatif_settle_advice(const struct dlbn_whatif *w, struct dlbn_analysis
 	int best = w->best_workers;
 	double best_ms = dlbn_whatif_workers_ms(w, best, &lim);
 	lim = limit_beyond(w, best, lim);
+	/* Memory stops the curve before its best: that is the limit to say. */
+	int capped = w->best_unfit > best;
+	if (w->fit_max >= w->min_units && v->from > w->fit_max) {
+		/* The run's own count is predicted not to fit: fewer. */
+		v->to = best;
+		snprintf(a->recs[v->rec], DLBN_LINE,
+			 "%s %d -> %d: %d is predicted not to fit (%s); the what-if gives %.2f ms "
+			 "per step with %d (%.2f ms measured with %d)",
+			 v->name, v->from, best, v->from, w->fit_why, best_ms, best, w->measured_ms,
+			 v->from);
+		return;
+	}
 	if (best > v->from) {
 		size_t len = strlen(v->suffix);
 		v->to = best;
-		snprintf(v->suffix + len, sizeof(v->suffix) - len,
-			 "; the what-if gives %.2f ms per step with %d (%.2f ms measured), then "
-			 "limited by %s",
-			 best_ms, best, w->measured_ms, limit_words(lim));
+		if (capped)
+			snprintf(v->suffix + len, sizeof(v->suffix) - len,
+				 "; the what-if gives %.2f ms per step with %d (%.2f ms measured), "
+				 "the most that fit: %d more would not (%s)",
+				 best_ms, best, w->measured_ms, w->fit_max + 1 - best, w->fit_why);
+		else
+			snprintf(v->suffix + len, sizeof(v->suffix) - len,
+				 "; the what-if gives %.2f ms per step with %d (%.2f ms measured), "
+				 "then "
+				 "limited by %s",
+				 best_ms, best, w->measured_ms, limit_words(lim));
 		dlbn_advice_format(a);
+		return;
+	}
+	if (capped) {
+		v->to = v->from;
+		snprintf(
+			a->recs[v->rec], DLBN_LINE,
+			"%s %d is the most the job's memory allows for its best step: the "
+			"what-if gives %.2f ms per step with %d (%.2f ms measured); more would not "
+			"fit (%s)",
+			v->name, v->from, best_ms, best, w->measured_ms, w->fit_why);
 		return;
 	}
 	/* The curve is flat from the run's count on: more would not help.

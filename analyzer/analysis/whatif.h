@@ -9,6 +9,11 @@
  *
  *   step(n) = max(floor, batch / n, cpu_per_step / cores) + startup
  *
+ * where process workers share the job's cores with the training process,
+ * the middle two terms are one: the mean value analysis of the workers
+ * queueing for the cores (below), which meets both bounds far from where
+ * they cross and falls short of them near it;
+ *
  *   floor   = max(loop + hand-off, gpu): the loop's own time per step
  *             without the stall (loop_ms) plus what taking a batch from a
  *             worker costs it however many workers there are (n >= 1
@@ -59,9 +64,28 @@
  * pin_memory rows are the DataLoader's only; a named loader has no knob
  * and gets no rows.
  *
- * What it cannot know, said in its notes: host memory per worker and the
- * shared-memory (/dev/shm) room more workers and deeper prefetch need, the
- * storage's spare bandwidth, the start-up cost of more workers.
+ * Queueing for the cores (process workers with their CPU measured): a
+ * worker's batch is think_ms off a CPU (I/O, sleeps) and cpu ms on one
+ * (its own CPU per batch, with the kernel's copy-on-write copies at that
+ * worker count, analysis/memory.h); n workers share `cores` CPUs with the
+ * training process.  Mean
+ * value analysis of that closed network (exact, the cores one station
+ * serving j batches at min(j, cores) / cpu, the training process's CPU per
+ * step taking its share of the cores at the step time it gets) gives the
+ * batches a ms; think_ms is calibrated so that the run's own count gives
+ * the run's own time per batch.  Without it, at the knee where n / (think + cpu) meets
+ * cores / cpu, the max() above promises what a 2-core machine with 12
+ * sleeping-and-computing workers does not deliver (9.8 ms predicted, 11.6
+ * measured; the queueing model 11.6).
+ *
+ * Memory (analysis/memory.h): every row and grid point carries the memory
+ * and /dev/shm it needs; one over 90% of what the job may hold or of
+ * /dev/shm does not fit (limited_by memory or shm), and the curve's best,
+ * the grid's and the recommendation are the best of the points that fit.
+ *
+ * What it cannot know, said in its notes: the storage's spare bandwidth,
+ * the start-up cost of more workers; without smaps_rollup samples, the
+ * memory per worker.
  */
 #ifndef DLBN_WHATIF_H
 #define DLBN_WHATIF_H
@@ -90,6 +114,8 @@
 #define DLBN_LIMIT_LOADING "main_thread"   /* num_workers=0: loading in the loop */
 #define DLBN_LIMIT_STARTUP "epoch_startup" /* workers re-started every epoch */
 #define DLBN_LIMIT_LOCK	   "gil"	   /* the interpreter's lock, loader and loop */
+#define DLBN_LIMIT_MEMORY  "memory"	   /* predicted not to fit the job's memory */
+#define DLBN_LIMIT_SHM	   "shm"	   /* predicted not to fit /dev/shm */
 
 struct dlbn_whatif_row {
 	char setting[24]; /* num_workers, persistent_workers, prefetch_factor, pin_memory,
@@ -100,6 +126,9 @@ struct dlbn_whatif_row {
 	char limited_by[16];
 	int current;	    /* the run's own setting */
 	double measured_ms; /* current row: the measured step time; else 0 */
+	double mem_mib;	    /* predicted memory of the training process and workers; -1 unknown */
+	double shm_mib;	    /* /dev/shm its batches in flight need */
+	int fits;	    /* 1 yes, 0 no (limited_by memory or shm), -1 unknown */
 };
 
 /* One point of the batch size x units grid. */
@@ -111,6 +140,8 @@ struct dlbn_whatif_cell {
 	char limited_by[16];
 	int current;	    /* the run's own setting */
 	double measured_ms; /* a measured point (--sweep-results) or the run; 0 none */
+	double mem_mib;	    /* as the row's */
+	int fits;
 };
 
 struct dlbn_whatif {
@@ -152,7 +183,20 @@ struct dlbn_whatif {
 	int in_process;	       /* the loader's workers are threads of the training
 				* process: main_cpu_ms holds theirs */
 	int max_workers;       /* the curve's last value */
-	int best_workers;      /* fewest units within 2% of the curve's best */
+	int best_workers;      /* fewest units within 2% of the curve's best that fit */
+	int best_unfit;	       /* the same ignoring memory (> best_workers: memory stops
+				* the curve), else -1 */
+	/* Queueing for the cores (above). */
+	int queueing;	     /* the curve models it */
+	double batch_raw_ms; /* a worker's measured time per batch, queueing included */
+	double think_ms;     /* of it, off a CPU (calibrated) */
+	double queue_cores;  /* the CPUs the workers share (affinity, quota) */
+	double copy_ms_run;  /* copy-on-write kernel CPU per step at the run's count */
+	/* Memory (analysis/memory.h): the run's, shared with its analysis. */
+	const struct dlbn_memory *memory;
+	int memory_known;	 /* rows carry a predicted memory */
+	int fit_max;		 /* the most units that fit (-1 no limit known) */
+	char fit_why[DLBN_LINE]; /* what stops fit_max + 1 */
 	/* Batch size (whatif_batch.c).  The loop's host work and the GPU's
 	 * time per step are a fixed part plus one that grows with the batch:
 	 * the fixed parts come from measured points of another batch size
@@ -211,6 +255,22 @@ void dlbn_whatif_batch(const struct dlbn_analysis *a, const struct dlbn_sweep *p
  * process (whatif_threads.c). */
 void dlbn_whatif_thread_inputs(const struct dlbn_model *m, const struct dlbn_analysis *a,
 			       struct dlbn_whatif *w);
+/* Memory (whatif_memory.c): the inputs from the analysis's memory; at n
+ * units, batch scale k, prefetch_factor pf (0: the run's) and persistence
+ * (-1: the run's), the memory and /dev/shm needed and whether they fit
+ * (1, 0, -1 unknown; *lim the limit exceeded); every row and cell filled
+ * in, limited_by memory or shm where it does not fit. */
+void dlbn_whatif_memory_inputs(const struct dlbn_analysis *a, struct dlbn_whatif *w);
+int dlbn_whatif_fits(const struct dlbn_whatif *w, int n, double k, int pf, int persistent,
+		     double *mem_mib, double *shm_mib, const char **lim);
+void dlbn_whatif_memory_rows(struct dlbn_whatif *w);
+/* The queueing model (whatif_step.c): one worker's batch (ms) with n
+ * workers on `cores` CPUs, think_ms calibrated against the run by
+ * whatif.c; the CPUs the workers have beside the training process's use
+ * at a step time. */
+#define DLBN_WHATIF_MVA_MAX 128
+double dlbn_whatif_cycle_ms(double think_ms, double cpu_ms, double cores, int n);
+double dlbn_whatif_worker_cores(double cores, double main_cpu_ms, double step_ms);
 /* A note under the table (dropped past DLBN_WHATIF_NOTES). */
 void dlbn_whatif_note(struct dlbn_whatif *w, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -229,6 +229,17 @@ static void fill_cell(const struct dlbn_sweep *points, struct dlbn_whatif *w, in
 		c->shm_mib = w->batch_kib * k * (double)u * (double)w->prefetch / 1024;
 	c->current = b == w->batch_size && u == w->num_workers;
 	c->measured_ms = measured_at(points, w, b, u);
+	c->mem_mib = -1;
+	c->fits = -1;
+}
+
+/* The cell is predicted not to fit the job's memory or /dev/shm. */
+static int unfit(const struct dlbn_whatif *w, const struct dlbn_whatif_cell *c)
+{
+	double mem, shm;
+	const char *lim;
+	return dlbn_whatif_fits(w, c->units, (double)c->batch_size / (double)w->batch_size, 0, -1,
+				&mem, &shm, &lim) == 0;
 }
 
 /* Is cell c a better pick than cell d, both within DLBN_WHATIF_BEST_WITHIN of the most
@@ -247,17 +258,17 @@ static int preferred(const struct dlbn_whatif *w, const struct dlbn_whatif_cell 
 }
 
 /* The setting to recommend: the most samples/s, within 2% of it the
- * least change (as the worker curve's best). */
+ * least change (as the worker curve's best), of the cells that fit. */
 static int grid_best(const struct dlbn_whatif *w)
 {
 	double most = 0;
 	int best = -1;
 	for (size_t i = 0; i < w->ngrid; i++)
-		if (w->grid[i].samples_per_s > most)
+		if (w->grid[i].samples_per_s > most && !unfit(w, &w->grid[i]))
 			most = w->grid[i].samples_per_s;
 	for (size_t i = 0; i < w->ngrid; i++) {
 		const struct dlbn_whatif_cell *c = &w->grid[i];
-		if (c->samples_per_s * DLBN_WHATIF_BEST_WITHIN < most)
+		if (c->samples_per_s * DLBN_WHATIF_BEST_WITHIN < most || unfit(w, c))
 			continue;
 		if (best < 0 || preferred(w, c, &w->grid[best]))
 			best = (int)i;

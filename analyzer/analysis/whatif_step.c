@@ -1,14 +1,17 @@
 /*
  * whatif_step.c - the what-if's step time (the formula in whatif.h): at a
  * batch scale and a count of units, the steady step and what limits it,
- * with and without the epoch start-up; and the table's rows and notes,
+ * with and without the epoch start-up (the workers' queueing for the
+ * cores where it applies); and the table's rows and notes,
  * which every part of the what-if writes.  whatif.c, whatif_batch.c and
  * whatif_threads.c call in here; this file calls none of them.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/memory.h"
 #include "analysis/whatif.h"
 #include "util/lines.h"
 
@@ -58,6 +61,80 @@ static double floor_at(const struct dlbn_whatif *w, double k, int n, const char 
 	return host;
 }
 
+double dlbn_whatif_cycle_ms(double think_ms, double cpu_ms, double cores, int n)
+{
+	/* Exact mean value analysis with one load-dependent station (the
+	 * cores: j batches on them are served at min(j, cores) / cpu_ms) and a
+	 * delay (think_ms); p[j] is the chance of j on the cores with one
+	 * worker fewer (the arrival theorem). */
+	double p[DLBN_WHATIF_MVA_MAX + 1] = {1}, q[DLBN_WHATIF_MVA_MAX + 1];
+	double cycle = think_ms + cpu_ms;
+	if (n > DLBN_WHATIF_MVA_MAX)
+		n = DLBN_WHATIF_MVA_MAX;
+	if (!(cores > 0) || !(cpu_ms > 0))
+		return cycle;
+	for (int k = 1; k <= n; k++) {
+		double resid = 0, rest = 1;
+		for (int j = 1; j <= k; j++)
+			resid += j * cpu_ms / (j < cores ? j : cores) * p[j - 1];
+		cycle = think_ms + resid;
+		double x = k / cycle;
+		for (int j = 1; j <= k; j++) {
+			q[j] = x * cpu_ms / (j < cores ? j : cores) * p[j - 1];
+			rest -= q[j];
+		}
+		q[0] = rest > 0 ? rest : 0;
+		memcpy(p, q, sizeof(double) * (size_t)(k + 1));
+	}
+	return cycle;
+}
+
+/* The cores the workers have: the job's less the training process's use
+ * at step time step_ms (what its CPU per step takes of them). */
+double dlbn_whatif_worker_cores(double cores, double main_cpu_ms, double step_ms)
+{
+	double used = step_ms > 0 ? main_cpu_ms / step_ms : 0;
+	if (used > cores - 0.05 * cores)
+		used = cores - 0.05 * cores;
+	return cores - used;
+}
+
+/*
+ * Process workers queueing for the cores (whatif.h): the step the supply
+ * of n of them allows, not below floor, at growth `grow` of their time per
+ * batch, and its limit: the cores once n workers' demand would fill them,
+ * else the workers' own time (or storage).  The training process's CPU
+ * takes its share of the cores at the step time it gets, so the two are
+ * found together (a fixed point; a few rounds settle it).
+ */
+static double queued_supply(const struct dlbn_whatif *w, int n, double grow, double main_cpu,
+			    double floor, const char **lim)
+{
+	double copies = w->memory ? dlbn_memory_copy_ms(w->memory, n) : 0;
+	double own = w->worker_cpu_ms - w->copy_ms_run;
+	double cpu = ((own > 0 ? own : 0) + copies) * grow;
+	double think = w->think_ms * grow;
+	double step = floor, supply = 0;
+	double bound = (cpu + main_cpu) / w->queue_cores;
+	if ((think + cpu) / n > step)
+		step = (think + cpu) / n;
+	if (bound > step)
+		step = bound;
+	for (int round = 0; round < 30; round++) {
+		double cores = dlbn_whatif_worker_cores(w->queue_cores, main_cpu, step);
+		supply = dlbn_whatif_cycle_ms(think, cpu, cores, n) / n;
+		double next = supply > floor ? supply : floor;
+		if (fabs(next - step) < 1e-6 * step)
+			break;
+		step = next;
+	}
+	if ((double)n * (cpu + main_cpu) >= w->queue_cores * (think + cpu))
+		*lim = DLBN_LIMIT_CORES;
+	else
+		*lim = w->file_share >= FILE_BOUND_SHARE ? DLBN_LIMIT_STORAGE : DLBN_LIMIT_WORKERS;
+	return supply;
+}
+
 /* Steady state at batch scale k and n units, without the epoch start-up. */
 static double steady_at(const struct dlbn_whatif *w, double k, int n, const char **limited_by)
 {
@@ -90,6 +167,13 @@ static double steady_at(const struct dlbn_whatif *w, double k, int n, const char
 			step = host + batch;
 			lim = DLBN_LIMIT_LOADING;
 		}
+	} else if (w->queueing) {
+		const char *qlim;
+		double supply = queued_supply(w, n, grow, main_cpu, step, &qlim);
+		if (supply > step) {
+			step = supply;
+			lim = qlim;
+		}
 	} else {
 		double supply = batch / n;
 		if (n < w->num_workers && w->fewer_batch_ms > 0)
@@ -111,8 +195,9 @@ static double steady_at(const struct dlbn_whatif *w, double k, int n, const char
 			lim = DLBN_LIMIT_LOCK;
 		}
 	}
-	if (w->cores > 0 && w->cpu_known) {
-		/* Every batch costs its CPU in some process, whoever loads it. */
+	if (w->cores > 0 && w->cpu_known && !(n > 0 && w->queueing)) {
+		/* Every batch costs its CPU in some process, whoever loads it
+		 * (with queueing modelled, in the supply already). */
 		double cpu = (w->worker_cpu_ms * grow + main_cpu) / w->cores;
 		if (cpu > step * 1.0001) {
 			step = cpu;
@@ -158,6 +243,8 @@ struct dlbn_whatif_row *dlbn_whatif_add_row(struct dlbn_whatif *w, const char *s
 	snprintf(r->limited_by, sizeof(r->limited_by), "%s", limited_by);
 	r->value = value;
 	r->step_ms = step_ms;
+	r->mem_mib = -1;
+	r->fits = -1;
 	r->speedup = step_ms > 0 ? w->measured_ms / step_ms : 0;
 	return r;
 }

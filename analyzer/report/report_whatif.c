@@ -146,21 +146,31 @@ void dlbn_whatif_text(FILE *out, const struct dlbn_whatif *w)
 		return;
 	}
 	basis_line(out, w, "  ");
-	fprintf(out, "  %-20s %6s %10s %9s %10s  %s\n", "setting", "value", "step ms", "speedup",
+	fprintf(out, "  %-20s %6s %10s %9s %10s  %-12s", "setting", "value", "step ms", "speedup",
 		w->batch_size > 0 ? "samples/s" : "steps/s", "limited by");
+	if (w->memory_known)
+		fprintf(out, " %10s", "memory MiB");
+	fputc('\n', out);
 	for (size_t i = 0; i < w->nrows; i++) {
 		const struct dlbn_whatif_row *r = &w->rows[i];
 		double per_s = r->step_ms > 0 ? 1e3 / r->step_ms : 0;
 		if (w->batch_size > 0)
 			per_s *= row_batch(w, r);
-		fprintf(out, "  %-20s %6s %10.2f %8.2fx %10.1f  %s", r->setting,
+		fprintf(out, "  %-20s %6s %10.2f %8.2fx %10.1f  %-12s", r->setting,
 			value_text(r, buf, sizeof(buf)), r->step_ms, r->speedup, per_s,
 			r->limited_by);
+		if (w->memory_known && r->mem_mib >= 0)
+			fprintf(out, " %10.0f", r->mem_mib);
+		else if (w->memory_known)
+			fprintf(out, " %10s", "-");
+		if (r->fits == 0)
+			fputs("  does not fit", out);
 		if (r->current)
 			fprintf(out, "   <- this run (measured %.2f ms)", r->measured_ms);
 		fputc('\n', out);
 	}
-	fprintf(out, "  fewest %s for the best step: %d\n", w->knob, w->best_workers);
+	fprintf(out, "  fewest %s for the best step: %d%s\n", w->knob, w->best_workers,
+		w->best_unfit > w->best_workers ? " (the most the job's memory allows)" : "");
 	grid_matrix(out, w, 0);
 	for (size_t i = 0; i < w->nnotes; i++)
 		fprintf(out, "  - %s\n", w->notes[i]);
@@ -197,6 +207,17 @@ void dlbn_whatif_markdown(FILE *out, const struct dlbn_whatif *w)
 		fprintf(out, "- %s\n", w->notes[i]);
 }
 
+/* "predicted_memory_mib", "predicted_shm_mib", "fits" (null: unknown). */
+static void fit_json(FILE *out, double mem, double shm, int fits, int *first)
+{
+	dlbn_json_key_number_or_null(out, "predicted_memory_mib", mem, mem >= 0, first);
+	dlbn_json_key_number_or_null(out, "predicted_shm_mib", shm, shm > 0, first);
+	if (fits < 0)
+		dlbn_json_key_null(out, "fits", first);
+	else
+		dlbn_json_key_bool(out, "fits", fits, first);
+}
+
 static void row_json(FILE *out, const struct dlbn_whatif *w, const struct dlbn_whatif_row *r,
 		     int *items)
 {
@@ -213,6 +234,7 @@ static void row_json(FILE *out, const struct dlbn_whatif *w, const struct dlbn_w
 				     w->batch_size > 0, &first);
 	dlbn_json_key_bool(out, "current", r->current, &first);
 	dlbn_json_key_number_or_null(out, "measured_step_ms", r->measured_ms, r->current, &first);
+	fit_json(out, r->mem_mib, r->shm_mib, r->fits, &first);
 	fputc('}', out);
 }
 
@@ -251,6 +273,18 @@ static void basis_json(FILE *out, const struct dlbn_whatif *w, int *outer)
 	dlbn_json_key_bool(out, "gpu_paced", w->gpu_paced, &first);
 	dlbn_json_key_int_or_null(out, "batch_size", w->batch_size, w->batch_size > 0, &first);
 	dlbn_json_key_bool(out, "split_measured", w->split_measured, &first);
+	dlbn_json_key_bool(out, "queueing", w->queueing, &first);
+	dlbn_json_key_number_or_null(out, "think_ms", w->think_ms, w->queueing, &first);
+	dlbn_json_key_number_or_null(out, "copy_on_write_ms", w->copy_ms_run, w->memory != NULL,
+				     &first);
+	dlbn_json_key_number_or_null(out, "memory_budget_mib",
+				     w->memory ? w->memory->budget_mib : -1,
+				     w->memory && w->memory->budget_mib > 0, &first);
+	dlbn_json_key_number_or_null(out, "shm_size_mib", w->memory ? w->memory->shm_size_mib : -1,
+				     w->memory && w->memory->shm_size_mib > 0, &first);
+	dlbn_json_key_int_or_null(out, "most_that_fit", w->fit_max, w->fit_max >= 0, &first);
+	dlbn_json_key_int_or_null(out, "best_ignoring_memory", w->best_unfit,
+				  w->best_unfit > w->best_workers, &first);
 	dlbn_json_key_lines(out, "notes", DLBN_JSON_TABLE(w->notes), w->nnotes, &first);
 	fputc('}', out);
 }
@@ -269,6 +303,7 @@ static void cell_json(FILE *out, const struct dlbn_whatif *w, size_t i, int *ite
 	dlbn_json_key_bool(out, "best", (int)i == w->grid_best, &first);
 	dlbn_json_key_number_or_null(out, "measured_step_ms", c->measured_ms, c->measured_ms > 0,
 				     &first);
+	fit_json(out, c->mem_mib, -1, c->fits, &first);
 	fputc('}', out);
 }
 
