@@ -437,6 +437,69 @@ static void test_sweep_reader(void)
 	}
 }
 
+/* The queueing model (whatif_step.c): exact mean value analysis of n
+ * workers, each 90 ms off a CPU and 10 ms on one per batch, on 2 cores
+ * (figures from the recursion worked by hand). */
+static void test_queueing_model(void)
+{
+	CHECK(near(dlbn_whatif_cycle_ms(90, 10, 2, 1), 100, 1e-9), "one worker: no queueing (%.3f)",
+	      dlbn_whatif_cycle_ms(90, 10, 2, 1));
+	CHECK(near(dlbn_whatif_cycle_ms(90, 10, 2, 2), 100, 1e-9),
+	      "two workers on two cores: no queueing (%.3f)", dlbn_whatif_cycle_ms(90, 10, 2, 2));
+	CHECK(near(dlbn_whatif_cycle_ms(90, 10, 2, 10), 101.946, 1e-4),
+	      "ten: 101.946 ms a batch (%.3f)", dlbn_whatif_cycle_ms(90, 10, 2, 10));
+	/* Where n / (90 + 10) meets 2 / 10 (n = 20) the max() bound says 5 ms
+	 * a batch; the workers queue in bursts: 5.69. */
+	double knee = dlbn_whatif_cycle_ms(90, 10, 2, 20) / 20;
+	CHECK(near(knee, 5.6944, 1e-4), "at the knee, 20 workers: 5.694 ms a batch, not 5 (%.4f)",
+	      knee);
+	CHECK(near(dlbn_whatif_cycle_ms(90, 10, 2, 40) / 40, 5, 1e-3),
+	      "far past it the cores' bound: 5 ms (%.4f)",
+	      dlbn_whatif_cycle_ms(90, 10, 2, 40) / 40);
+	CHECK(near(dlbn_whatif_cycle_ms(90, 10, 1.5, 1), 100, 1e-9) &&
+		      dlbn_whatif_cycle_ms(90, 10, 1.5, 30) / 30 >= 10 / 1.5,
+	      "a fractional core count (a quota) bounds it too");
+	CHECK(near(dlbn_whatif_worker_cores(2, 1, 10), 1.9, 1e-9),
+	      "the training process's 1 ms of CPU per 10 ms step leaves 1.9 cores");
+}
+
+/* Sleeping workers near the cores' bound: the curve queues there, and the
+ * run's own count reproduces the run. */
+static void test_queueing_curve(void)
+{
+	struct tgsim_params p;
+	struct dlbn_whatif w;
+	tgsim_default(&p);
+	p.steps = 300;
+	p.workers = 2;
+	p.batch_ms = 100;
+	p.sleep_ms = 85;
+	p.loop_ms = 1;
+	p.handoff_ms = 0.2;
+	p.sched = 1;
+	p.cpus = 2;
+	run(&p, &w, NULL);
+	CHECK(w.queueing && w.think_ms > 80 && w.think_ms < 90,
+	      "queueing modelled, ~85 ms of each batch off a CPU (%.1f)", w.think_ms);
+	const struct dlbn_whatif_row *cur = row(&w, "num_workers", 2);
+	CHECK(cur && near(cur->step_ms, cur->measured_ms, 0.03),
+	      "the run's own count: as measured (%.2f, %.2f)", cur ? cur->step_ms : -1,
+	      cur ? cur->measured_ms : -1);
+	/* Around the knee (n near 2 x 100 / 15) the queueing model is slower
+	 * than both bounds, and never faster than either. */
+	int slower = 0, faster = 0;
+	for (int n = 3; n <= 16; n++) {
+		const struct dlbn_whatif_row *r = row(&w, "num_workers", n);
+		if (!r)
+			continue;
+		double bound = fmax(w.batch_raw_ms / n, (w.worker_cpu_ms + w.main_cpu_ms) / 2);
+		slower += r->step_ms > bound * 1.02;
+		faster += r->step_ms < bound * 0.995;
+	}
+	CHECK(slower >= 2 && !faster,
+	      "near the knee slower than max() (%d rows), never faster (%d)", slower, faster);
+}
+
 int main(void)
 {
 	int fd = mkstemp(path);
@@ -452,6 +515,8 @@ int main(void)
 	test_json_rows();
 	test_batch_scale();
 	test_sweep_reader();
+	test_queueing_model();
+	test_queueing_curve();
 	remove(path);
 	CHECK_EXIT();
 }

@@ -13,6 +13,7 @@
  * writes, fork/exit, and (with marks) the Python bootstrap's FETCH marks and
  * CONFIG.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ struct worker {
 	int64_t idle_from;		   /* when it started waiting for an index */
 	int64_t run_ns, runq_ns;	   /* cumulative schedstat figures */
 	int64_t batches, work_ns, file_ns; /* what it produced (profile) */
+	int64_t mem_samples;
 	int alive;
 };
 
@@ -56,7 +58,96 @@ struct sim {
 	 * model's threads, then the logger's. */
 	int64_t census_run[TGSIM_MAX_WORKERS + 1], census_runq[TGSIM_MAX_WORKERS + 1];
 	long long censuses;
+	int64_t mem_main_samples;
 };
+
+#define KIB_PER_MIB 1024.0
+
+/* A worker's pages copied after k batches (KiB), the touch model. */
+static double copied_kib(const struct tgsim_params *p, int64_t k)
+{
+	double S = p->mem_touch_mib * KIB_PER_MIB;
+	if (!(S > 0) || !(p->mem_touch_kib > 0))
+		return 0;
+	return S * (1 - exp(-p->mem_touch_kib * (double)k / S));
+}
+
+/* A MEM record: the cheap fields, and the smaps_rollup ones when roll. */
+static void mem_rec(struct tg_stream *st, int64_t t, const int64_t f[14], int roll)
+{
+	if (roll)
+		tg_rec(st, DLBN_REC_MEM, t, "iiiiiiiiiiiiii", f[0], f[1], f[2], f[3], f[4], f[5],
+		       f[6], f[7], f[8], f[9], f[10], f[11], f[12], f[13]);
+	else
+		tg_rec(st, DLBN_REC_MEM, t, "iiiiiiii", f[0], f[1], f[2], f[3], f[4], f[5], f[6],
+		       f[7]);
+}
+
+static void worker_mem(struct sim *s, struct worker *w, int64_t t, int roll)
+{
+	const struct tgsim_params *p = &s->p;
+	double copied = copied_kib(p, w->batches), pages = copied / 4;
+	double shared = p->mem_shared_mib * KIB_PER_MIB, base = p->mem_base_mib * KIB_PER_MIB;
+	double cpu_us = (double)w->batches * (p->batch_ms - p->file_ms - p->sleep_ms) * 1000;
+	double sys_us = pages * p->mem_copy_us + (double)w->batches * 500;
+	int64_t f[14] = {(int64_t)(shared + base + 2048),
+			 (int64_t)(shared + base),
+			 0,
+			 0,
+			 (int64_t)(pages + (double)w->batches * 10 + 300),
+			 0,
+			 (int64_t)cpu_us,
+			 (int64_t)sys_us,
+			 (int64_t)(base + copied + (shared - copied) / (p->workers + 1)),
+			 0,
+			 512,
+			 (int64_t)(base + copied - 512),
+			 (int64_t)(shared - copied),
+			 9000000};
+	mem_rec(w->main, t, f, roll);
+}
+
+static void memsys_rec(struct sim *s, int64_t t, int oom_kills)
+{
+	const struct tgsim_params *p = &s->p;
+	double shm = p->mem_shm_mib > 0 ? p->mem_shm_mib : 8192;
+	double use = (p->mem_main_mib + p->mem_shared_mib +
+		      p->workers * (p->mem_base_mib + p->mem_touch_mib / 2)) *
+		     KIB_PER_MIB;
+	int64_t limit = p->mem_limit_mib > 0 ? (int64_t)(p->mem_limit_mib * KIB_PER_MIB) : -1;
+	tg_rec(s->main, DLBN_REC_MEMSYS, t, "iiiiiiiiiiiiii", (int64_t)1, limit,
+	       (int64_t)(use + 100 * KIB_PER_MIB), (int64_t)(use + 200 * KIB_PER_MIB),
+	       (int64_t)oom_kills, (int64_t)use, (int64_t)0, (int64_t)(100 * KIB_PER_MIB),
+	       (int64_t)(16384 * KIB_PER_MIB), (int64_t)(12288 * KIB_PER_MIB),
+	       (int64_t)(shm * KIB_PER_MIB), (int64_t)((shm - 1) * KIB_PER_MIB), (int64_t)-1,
+	       (int64_t)0);
+}
+
+/* The training process's sample at a fetch begin (mem_every). */
+static void main_mem(struct sim *s, int64_t t)
+{
+	const struct tgsim_params *p = &s->p;
+	if (p->mem_every <= 0 || s->mem_main_samples++ % p->mem_every)
+		return;
+	int roll = (s->mem_main_samples - 1) / p->mem_every % 4 == 0;
+	double own = p->mem_main_mib * KIB_PER_MIB, shared = p->mem_shared_mib * KIB_PER_MIB;
+	int64_t f[14] = {(int64_t)(own + shared),
+			 (int64_t)(own + shared),
+			 0,
+			 0,
+			 1000,
+			 0,
+			 100000,
+			 20000,
+			 (int64_t)(own + shared / (p->workers + 1)),
+			 0,
+			 0,
+			 (int64_t)own,
+			 (int64_t)shared,
+			 12000000};
+	mem_rec(s->main, t - 2000, f, roll);
+	memsys_rec(s, t - 1000, 0);
+}
 
 static int lead_costs(const struct tgsim_params *p)
 {
@@ -187,7 +278,7 @@ static void start_workers(struct sim *s, int64_t t, int epoch)
 		tg_process(w->main, t + 300000, (int)pid, 1000, 0, DLBN_START_FORK, "python3");
 		tg_thread(w->main, t + 300000, (int)pid, 1);
 		tg_thread(w->feeder, t + 400000, (int)pid + 1000, 0);
-		w->batches = w->work_ns = w->file_ns = 0;
+		w->batches = w->work_ns = w->file_ns = w->mem_samples = 0;
 		w->free_at = t + 30 * MS; /* worker start-up */
 		w->idle_from = w->free_at;
 		w->alive = 1;
@@ -291,6 +382,8 @@ static void stop_workers(struct sim *s, int64_t t)
 		int64_t te = t > w->free_at ? t : w->free_at;
 		if (s->p.profile)
 			profile_summaries(w, te + MS / 2);
+		if (s->p.mem_every > 0)
+			worker_mem(s, w, te + MS / 2 + 1000, 1);
 		tg_exit(w->main, te + MS, 0, DLBN_EXIT__EXIT);
 		tg_stream_final(w->feeder);
 		tg_stream_final(w->main);
@@ -305,6 +398,8 @@ static int64_t produce(struct sim *s, int k, int64_t step, int64_t t_idx, int ep
 	int64_t ino = index_ino(epoch, k);
 	int64_t poll_start = w->idle_from;
 	int64_t got = t_idx > poll_start ? t_idx : poll_start;
+	if (s->p.mem_every > 0 && w->mem_samples++ % s->p.mem_every == 0)
+		worker_mem(s, w, poll_start - 1000, (w->mem_samples - 1) / s->p.mem_every % 4 == 0);
 	tg_poll(w->main, poll_start, got - poll_start, 1, 5000, &ino, 1);
 	tg_read(w->main, got + 2000, 3000, 5, DLBN_FD_PIPE, ino, 4);
 	tg_read(w->main, got + 6000, 4000, 5, DLBN_FD_PIPE, ino, 60);
@@ -321,7 +416,8 @@ static int64_t produce(struct sim *s, int k, int64_t step, int64_t t_idx, int ep
 		t += file / 4 + cpu / 4;
 	}
 	if (s->p.sched)
-		sched_sample(w->main, t, w->pid, &w->run_ns, &w->runq_ns, work, s->p.worker_runq);
+		sched_sample(w->main, t, w->pid, &w->run_ns, &w->runq_ns,
+			     work - (int64_t)(s->p.sleep_ms * MS), s->p.worker_runq);
 	int64_t lag = (int64_t)(s->p.feeder_lag_ms * MS);
 	tg_write(w->feeder, t + 20000 + lag, 50000, 7, DLBN_FD_PIPE, result_ino(epoch), 300);
 	w->free_at = t + 70000 + lag;
@@ -439,6 +535,7 @@ static void run(struct sim *s)
 			}
 			s->ready[i] = produce(s, k, global, s->idx_sent[i], pipe_epoch);
 			int64_t fb = loop_t, fe;
+			main_mem(s, fb);
 			if (p->marks)
 				fetch_mark(s, fb, DLBN_MARK_FETCH_BEGIN, e + 1, i);
 			if (p->marks && p->model_threads > 0 &&
@@ -523,13 +620,22 @@ static void run(struct sim *s)
 		if (!p->persistent && !killed)
 			stop_workers(s, t);
 	}
+	if (p->mem_child_signal > 0)
+		tg_rec(s->main, DLBN_REC_CHILD, t + 2 * MS, "iii", (int64_t)s->w[0].pid,
+		       (int64_t)DLBN_CHILD_KILLED, (int64_t)p->mem_child_signal);
+	if (p->mem_note)
+		tg_rec(s->main, DLBN_REC_NOTE, t + 3 * MS, "iis", (int64_t)p->epochs,
+		       (int64_t)DLBN_NOTE_FETCH_ERROR, p->mem_note);
+	if (p->mem_every > 0)
+		memsys_rec(s, t + 4 * MS, p->mem_oom_kills);
 	stop_workers(s, t + 5 * MS);
 	if (p->loader_threads)
 		loader_thread_summaries(s->main, t + 5 * MS, p->loader_threads == 2);
 	if (s->probe_id)
 		tg_rec(s->main, DLBN_REC_PROBE_DONE, t + 6 * MS, "iii", s->probe_id, s->probe_done,
 		       (int64_t)0);
-	tg_exit(s->main, t + 10 * MS, killed ? 1 : 0, DLBN_EXIT_DTOR);
+	if (!p->mem_no_main_exit)
+		tg_exit(s->main, t + 10 * MS, killed ? 1 : 0, DLBN_EXIT_DTOR);
 	free(s->idx_sent);
 	free(s->ready);
 }

@@ -24,6 +24,7 @@ struct tgsim_params {
 	double batch_ms;      /* worker time per batch */
 	double loop_ms;	      /* training loop time per step */
 	double file_ms;	      /* part of batch_ms spent in file preads */
+	double sleep_ms;      /* part of batch_ms asleep (off the CPU, no record) */
 	double handoff_ms;    /* main-thread receive time per batch */
 	double rebuild_ms;    /* after the receive, before the fetch ends: the loop rebuilds
 				 the batch (unpickling; no recorded call) */
@@ -96,6 +97,24 @@ struct tgsim_params {
 				    * fetch wait (an OpenMP thread spinning on) */
 	int census_arrival;	   /* the census also at each batch's arrival, as the
 				    * recorder takes it: the loop periods bounded */
+	/* Memory (MEM, MEMSYS, CHILD, NOTE; analysis/memory.h).  mem_every > 0:
+	 * each worker samples before every mem_every-th index wait (with
+	 * smaps_rollup the first time, every 4th time and before its exit),
+	 * the training process at every mem_every-th fetch begin (rollup the
+	 * first and every 4th time), each with a MEMSYS sample.  A worker
+	 * holds mem_base_mib of its own and shares mem_shared_mib with the
+	 * training process (mem_main_mib of its own); with mem_touch_mib > 0
+	 * it copies S(1 - exp(-r k / S)) after k batches (S mem_touch_mib,
+	 * r mem_touch_kib), each copied page mem_copy_us of system time. */
+	int mem_every;
+	double mem_main_mib, mem_shared_mib, mem_base_mib;
+	double mem_touch_mib, mem_touch_kib, mem_copy_us;
+	double mem_limit_mib; /* > 0: the memory cgroup's limit in MEMSYS */
+	double mem_shm_mib;   /* > 0: /dev/shm's size (else 8 GiB) */
+	int mem_oom_kills;    /* the cgroup's OOM kills rise by this at the end */
+	int mem_child_signal; /* > 0: the training process sees worker 0 killed by it */
+	const char *mem_note; /* a fetch error (NOTE) at the end */
+	int mem_no_main_exit; /* the training process ends without EXIT */
 	unsigned seed;
 };
 

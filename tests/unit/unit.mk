@@ -23,6 +23,6 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_HELPERS) $(ANA_LIB_OBJS) $(UNI
 $(BUILD)/tests/dlbn-gentrace: tests/unit/gentrace.c $(UNIT_HELPERS) $(UNIT_HDRS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@")
-	$(Q)$(CC) $(UNIT_CFLAGS) -o $@ $< $(UNIT_HELPERS) $(MSGPACK_LIBS)
+	$(Q)$(CC) $(UNIT_CFLAGS) -o $@ $< $(UNIT_HELPERS) $(MSGPACK_LIBS) -lm
 
 tests-aux:: $(BUILD)/tests/dlbn-gentrace
