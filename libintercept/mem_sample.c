@@ -346,7 +346,11 @@ static void memsys_sample(uint64_t now_ns, int force)
 
 /* ---- the process's own figures ------------------------------------------ */
 
-static void emit_mem(uint64_t now_ns, int rollup)
+/* The MEM record of a sample taken at now_ns (and the job's MEMSYS
+ * beside it, when memsys: 1 due, 2 forced): sample_ns, the sample's own
+ * cost, is all of it, so that the recorder's share of each process's time
+ * is in the trace. */
+static void emit_mem(uint64_t now_ns, int rollup, int memsys)
 {
 	int64_t f[DLBN_MEM_FIELDS_ROLLUP];
 	char buf[2048];
@@ -373,12 +377,13 @@ static void emit_mem(uint64_t now_ns, int rollup)
 		uint64_t t0 = clock_now_ns();
 		if (read_small_file_at(AT_FDCWD, "/proc/self/smaps_rollup", buf, sizeof(buf)) > 0) {
 			uint64_t cost = clock_now_ns() - t0;
-			f[8] = line_value(buf, "Pss:", -1);
-			f[9] = line_value(buf, "Pss_Shmem:", -1);
-			f[10] = line_value(buf, "Private_Clean:", -1);
-			f[11] = line_value(buf, "Private_Dirty:", -1);
-			f[12] = line_value(buf, "Shared_Dirty:", -1);
-			f[13] = (int64_t)cost;
+			f[9] = line_value(buf, "Pss:", -1);
+			f[10] = line_value(buf, "Pss_Anon:", -1);
+			f[11] = line_value(buf, "Pss_Shmem:", -1);
+			f[12] = line_value(buf, "Private_Clean:", -1);
+			f[13] = line_value(buf, "Private_Dirty:", -1);
+			f[14] = line_value(buf, "Shared_Dirty:", -1);
+			f[15] = (int64_t)cost;
 			n = DLBN_MEM_FIELDS_ROLLUP;
 			uint64_t gap = cost * ROLLUP_COST_FACTOR;
 			rollup_next_ns = now_ns + (gap > ROLLUP_MIN_NS ? gap : ROLLUP_MIN_NS);
@@ -386,6 +391,9 @@ static void emit_mem(uint64_t now_ns, int rollup)
 			rollup_next_ns = UINT64_MAX; /* before Linux 4.14: RSS only */
 		}
 	}
+	if (memsys)
+		memsys_sample(now_ns, memsys == 2);
+	f[8] = (int64_t)(clock_now_ns() - now_ns);
 	rec_emit(DLBN_REC_MEM, now_ns, f, n);
 }
 
@@ -394,9 +402,8 @@ uint64_t mem_sample_take(uint64_t now_ns)
 	if (!interval_ns || __atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
 		return now_ns;
 	__atomic_store_n(&mem_next_ns, now_ns + interval_ns, __ATOMIC_RELAXED);
-	emit_mem(now_ns, !sampled || now_ns >= rollup_next_ns);
+	emit_mem(now_ns, !sampled || now_ns >= rollup_next_ns, 1);
 	sampled = 1;
-	memsys_sample(now_ns, 0);
 	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 	return clock_now_ns();
 }
@@ -405,9 +412,7 @@ void mem_sample_exit(void)
 {
 	if (!interval_ns || !sampled || __atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
 		return;
-	uint64_t now = clock_now_ns();
-	emit_mem(now, rollup_next_ns != UINT64_MAX);
-	memsys_sample(now, 1);
+	emit_mem(clock_now_ns(), rollup_next_ns != UINT64_MAX, 2);
 	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 }
 

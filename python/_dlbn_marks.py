@@ -20,6 +20,7 @@ MARK_STEP = 5
 MARK_HANDOFF = 6
 
 NOTE_FETCH_ERROR = 1  # DLBN_NOTE_FETCH_ERROR: "Type: message" of a failed fetch
+NOTE_MAX = 1000       # bytes of a NOTE's text the recorder keeps
 
 api = None          # the marker API in use; None: the bootstrap is off
 _next_iter_id = 1   # incremented under the GIL
@@ -90,7 +91,13 @@ def fetch_error(iter_id, exc):
         return
     try:
         text = "%s: %s" % (type(exc).__name__, str(exc).strip())
-        api.note(iter_id, NOTE_FETCH_ERROR, text[:1000].encode("utf-8", "replace"))
+        if len(text) > NOTE_MAX:
+            # torch re-raises a worker's exception with its traceback in the
+            # message: the first line says where, the last what
+            lines = [line for line in text.splitlines() if line.strip()]
+            head, tail = lines[0][:NOTE_MAX // 3], lines[-1][:NOTE_MAX // 2]
+            text = head + " [...] " + tail if len(lines) > 1 else text[:NOTE_MAX]
+        api.note(iter_id, NOTE_FETCH_ERROR, text.encode("utf-8", "replace")[:NOTE_MAX])
     except Exception:
         pass
 

@@ -42,13 +42,6 @@ static double rel_s(const struct dlbn_model *m, int64_t t)
 	return (double)(t - m->t0) / 1e9;
 }
 
-static double uss_mib(const struct dlbn_mem_point *p)
-{
-	return p->private_clean < 0 || p->private_dirty < 0
-		       ? -1
-		       : mib(p->private_clean + p->private_dirty);
-}
-
 const char *dlbn_mem_failure_name(int failure)
 {
 	switch (failure) {
@@ -80,44 +73,121 @@ static void row_end(const struct dlbn_model *m, const struct dlbn_proc *p, struc
 		}
 }
 
-/* The two samples with smaps_rollup a row compares: a worker's first and
- * latest (a worker leaves through os._exit, its last sample is whole); the
- * training process's nearest the window's ends (its exit comes after the
- * interpreter freed its objects). */
+/* What a row reads of a sample, from either a kept sample or a track
+ * point. */
+struct sample {
+	int64_t t;
+	uint64_t batches;
+	int64_t rss, pss, pss_anon, private_clean, private_dirty, shared_dirty;
+};
+
+static struct sample of_point(const struct dlbn_mem_point *p)
+{
+	return (struct sample){p->t,	    p->batches,	      p->rss,		p->pss,
+			       p->pss_anon, p->private_clean, p->private_dirty, p->shared_dirty};
+}
+
+static struct sample of_track(const struct dlbn_mem_track_point *p)
+{
+	return (struct sample){p->t,	    p->batches,	      p->rss,		p->pss,
+			       p->pss_anon, p->private_clean, p->private_dirty, p->shared_dirty};
+}
+
+/* The first and last track points of pm with smaps_rollup up to the
+ * cutoff (when the training process died, its workers' later samples see
+ * its pages as theirs); 0 without two that made batches between them. */
+static int anchors(const struct dlbn_proc_mem *pm, int64_t cutoff, size_t *i0, size_t *i1)
+{
+	int have = 0;
+	for (size_t i = 0; i < pm->ntrack && pm->track[i].t <= cutoff; i++) {
+		if (pm->track[i].private_dirty < 0)
+			continue;
+		if (!have)
+			*i0 = i;
+		*i1 = i;
+		have = 1;
+	}
+	return have && *i1 > *i0 && pm->track[*i1].batches > pm->track[*i0].batches;
+}
+
+/* A worker's first and last samples with smaps_rollup up to the cutoff,
+ * and its last one; 0 when it has none with smaps_rollup. */
+static int worker_samples(const struct dlbn_proc_mem *pm, int64_t cutoff, struct sample *r0,
+			  struct sample *r1, struct sample *last)
+{
+	int have = 0;
+	*last = of_point(&pm->first);
+	for (size_t i = 0; i < pm->ntrack && pm->track[i].t <= cutoff; i++) {
+		*last = of_track(&pm->track[i]);
+		if (pm->track[i].private_dirty < 0)
+			continue;
+		if (!have)
+			*r0 = of_track(&pm->track[i]);
+		*r1 = of_track(&pm->track[i]);
+		have = 1;
+	}
+	return have;
+}
+
+static double uss_of(const struct sample *s)
+{
+	return s->private_clean < 0 || s->private_dirty < 0
+		       ? -1
+		       : mib(s->private_clean + s->private_dirty);
+}
+
+static void row_fill(const struct dlbn_model *m, const struct sample *q[2], struct dlbn_mem_row *r)
+{
+	for (int i = 0; i < 2; i++) {
+		r->pss[i] = mib(q[i]->pss);
+		r->uss[i] = uss_of(q[i]);
+		r->private_dirty[i] = mib(q[i]->private_dirty);
+		r->rollup_s[i] = rel_s(m, q[i]->t);
+	}
+	if (q[1]->batches > q[0]->batches && q[0]->private_dirty >= 0 && q[1]->private_dirty >= 0) {
+		r->batches = q[1]->batches - q[0]->batches;
+		r->growth_kib_per_batch =
+			(double)(q[1]->private_dirty - q[0]->private_dirty) / (double)r->batches;
+	}
+}
+
+/* A row compares two samples with smaps_rollup: a worker's first and
+ * latest up to the cutoff (a worker leaves through os._exit, its last
+ * sample is whole); the training process's nearest the window's ends (its
+ * exit comes after the interpreter freed its objects). */
 static void row_of(const struct dlbn_model *m, const struct dlbn_proc *p, int worker,
-		   struct dlbn_mem_row *r)
+		   int64_t cutoff, struct dlbn_mem_row *r)
 {
 	const struct dlbn_proc_mem *pm = &p->mem;
 	memset(r, 0, sizeof(*r));
 	r->pid = p->pid;
 	r->role = p->role;
-	const struct dlbn_mem_point *s0 = pm->has_base ? &pm->base : &pm->first;
-	const struct dlbn_mem_point *s1 = pm->has_end && !worker ? &pm->end : &pm->cur;
-	r->rss[0] = mib(s0->rss);
-	r->rss[1] = mib(s1->rss);
 	r->peak_rss = mib(pm->peak_rss);
-	r->growth_kib_per_batch = -1;
+	r->growth_kib_per_batch = r->shared_dirty = -1;
 	for (int i = 0; i < 2; i++)
 		r->pss[i] = r->uss[i] = r->private_dirty[i] = r->rollup_s[i] = -1;
-	r->shared_dirty = -1;
 	row_end(m, p, r);
+	if (worker) {
+		struct sample r0, r1, last;
+		int rolled = worker_samples(pm, cutoff, &r0, &r1, &last);
+		r->rss[0] = mib(pm->first.rss);
+		r->rss[1] = mib(last.rss);
+		if (!rolled)
+			return;
+		const struct sample *q[2] = {&r0, &r1};
+		row_fill(m, q, r);
+		r->shared_dirty = mib(r0.shared_dirty);
+		return;
+	}
+	r->rss[0] = mib((pm->has_base ? &pm->base : &pm->first)->rss);
+	r->rss[1] = mib((pm->has_end ? &pm->end : &pm->cur)->rss);
 	if (!pm->rollups)
 		return;
-	const struct dlbn_mem_point *q0 = worker || !pm->has_rbase ? &pm->rfirst : &pm->rbase;
-	const struct dlbn_mem_point *q1 = worker || !pm->has_rend ? &pm->rcur : &pm->rend;
-	const struct dlbn_mem_point *q[2] = {q0, q1};
-	for (int i = 0; i < 2; i++) {
-		r->pss[i] = mib(q[i]->pss);
-		r->uss[i] = uss_mib(q[i]);
-		r->private_dirty[i] = mib(q[i]->private_dirty);
-		r->rollup_s[i] = rel_s(m, q[i]->t);
-	}
+	struct sample q0 = of_point(pm->has_rbase ? &pm->rbase : &pm->rfirst);
+	struct sample q1 = of_point(pm->has_rend ? &pm->rend : &pm->rcur);
+	const struct sample *q[2] = {&q0, &q1};
+	row_fill(m, q, r);
 	r->shared_dirty = mib(pm->rfirst.shared_dirty);
-	if (q1->batches > q0->batches && q0->private_dirty >= 0 && q1->private_dirty >= 0) {
-		r->batches = q1->batches - q0->batches;
-		r->growth_kib_per_batch =
-			(double)(q1->private_dirty - q0->private_dirty) / (double)r->batches;
-	}
 }
 
 static int is_training_worker(const struct dlbn_model *m, size_t i)
@@ -126,10 +196,28 @@ static int is_training_worker(const struct dlbn_model *m, size_t i)
 	       m->procs[i].mem.samples;
 }
 
+/* The recorder's own cost, summed over the sampled processes. */
+static void sampling_cost(const struct dlbn_model *m, struct dlbn_memory *mem)
+{
+	double cost = 0, life = 0;
+	for (size_t i = 0; i < m->nprocs; i++) {
+		const struct dlbn_proc *p = &m->procs[i];
+		if (!p->mem.samples || p->role == DLBN_ROLE_OTHER)
+			continue;
+		double own = (double)p->mem.sample_ns, span = (double)(p->t_last - p->t_first);
+		cost += own;
+		life += span > 0 ? span : 0;
+		if ((ssize_t)i == m->training && span > 0)
+			mem->sampling_main_share = own / span;
+	}
+	mem->sampling_ms = cost / 1e6;
+	mem->sampling_share = life > 0 ? cost / life : 0;
+}
+
 static void rows(const struct dlbn_model *m, struct dlbn_memory *mem)
 {
 	if (m->training >= 0 && m->procs[m->training].mem.samples) {
-		row_of(m, &m->procs[m->training], 0, &mem->main);
+		row_of(m, &m->procs[m->training], 0, mem->cutoff_ns, &mem->main);
 		mem->has_main = 1;
 		mem->present = 1;
 		mem->rollup = m->procs[m->training].mem.rollups > 0;
@@ -142,49 +230,84 @@ static void rows(const struct dlbn_model *m, struct dlbn_memory *mem)
 		if (m->procs[i].mem.rollups)
 			mem->rollup = 1;
 		if (mem->nrows < DLBN_MEM_ROWS)
-			row_of(m, &m->procs[i], 1, &mem->workers[mem->nrows++]);
+			row_of(m, &m->procs[i], 1, mem->cutoff_ns, &mem->workers[mem->nrows++]);
 	}
 }
 
-/* Sums over the training process and its workers at the window's end:
- * PSS, the shared part, the training process's USS, the workers' means. */
+/*
+ * What a process holds that the job's memory limit counts and cannot give
+ * back: its anonymous pages (the kernel can drop clean file pages, a
+ * library's code, under pressure; a cgroup may not even be charged for
+ * them, when another cgroup read them first), as its share (pss_anon) and
+ * its own (private dirty: anonymous, and file pages it wrote).  Without
+ * pss_anon (before Linux 5.7) all of PSS and USS, the pessimistic end.
+ */
+static void held(const struct sample *s, double *share, double *own)
+{
+	if (s->pss_anon >= 0 && s->private_dirty >= 0) {
+		*share = mib(s->pss_anon);
+		*own = mib(s->private_dirty);
+		if (*own > *share)
+			*own = *share;
+	} else {
+		*share = mib(s->pss);
+		*own = uss_of(s);
+	}
+}
+
+/* Sums over the training process and its workers at the window's end
+ * (its workers' last samples up to the cutoff): PSS, the held memory and
+ * its shared part, the training process's own, the workers' means. */
 static void totals(const struct dlbn_model *m, int64_t window_end, struct dlbn_memory *mem)
 {
-	double pss = 0, uss = 0, wpss = 0, wuss = 0, base = 0, copyable = 0;
+	double pss = 0, share = 0, own = 0, wpss = 0, wuss = 0, wown = 0, base = 0, copyable = 0;
 	size_t nw = 0, nbase = 0;
-	if (mem->has_main && mem->main.pss[1] >= 0 && mem->main.uss[1] >= 0) {
-		pss += mem->main.pss[1];
-		uss += mem->main.uss[1];
-		mem->main_uss_mib = mem->main.uss[1];
+	const struct dlbn_proc_mem *tm = m->training >= 0 ? &m->procs[m->training].mem : NULL;
+	if (tm && tm->rollups) {
+		struct sample q = of_point(tm->has_rend ? &tm->rend : &tm->rcur);
+		double sh, ow;
+		held(&q, &sh, &ow);
+		if (sh >= 0 && ow >= 0) {
+			pss += mib(q.pss);
+			share += sh;
+			own += ow;
+			mem->main_uss_mib = ow;
+		}
 	}
 	for (size_t i = 0; i < m->nprocs; i++) {
-		if (!is_training_worker(m, i) || !m->procs[i].mem.rollups)
+		struct sample r0, r1, last;
+		if (!is_training_worker(m, i) ||
+		    !worker_samples(&m->procs[i].mem, mem->cutoff_ns, &r0, &r1, &last))
 			continue;
-		const struct dlbn_proc_mem *pm = &m->procs[i].mem;
+		double sh, ow;
+		held(&r1, &sh, &ow);
+		if (sh < 0 || ow < 0)
+			continue;
 		/* Workers that ended before the window's end count only while
 		 * alive: the sum is of the processes at that time. */
-		const struct dlbn_mem_point *q = &pm->rcur;
-		double p = mib(q->pss), u = uss_mib(q);
-		if (p < 0 || u < 0)
-			continue;
-		if (!m->procs[i].has_exit || q->t >= window_end) {
-			pss += p;
-			uss += u;
+		if (!m->procs[i].has_exit || r1.t >= window_end) {
+			pss += mib(r1.pss);
+			share += sh;
+			own += ow;
 		}
-		wpss += p;
-		wuss += u;
+		wpss += mib(r1.pss);
+		wuss += uss_of(&r1);
+		wown += ow;
 		nw++;
-		double b = uss_mib(&pm->rfirst);
-		if (b >= 0 && pm->rfirst.shared_dirty >= 0) {
-			base += b;
-			copyable += mib(pm->rfirst.shared_dirty);
+		double b0, o0;
+		held(&r0, &b0, &o0);
+		if (o0 >= 0 && r0.shared_dirty >= 0) {
+			base += o0;
+			copyable += mib(r0.shared_dirty);
 			nbase++;
 		}
 	}
 	mem->total_pss_mib = pss;
-	mem->shared_mib = pss - uss > 0 ? pss - uss : 0;
+	mem->held_mib = share;
+	mem->shared_mib = share - own > 0 ? share - own : 0;
 	mem->worker_pss_mib = nw ? wpss / (double)nw : -1;
 	mem->worker_uss_mib = nw ? wuss / (double)nw : -1;
+	mem->worker_own_mib = nw ? wown / (double)nw : -1;
 	mem->worker_base_mib = nbase ? base / (double)nbase : -1;
 	mem->copyable_mib = nbase ? copyable / (double)nbase : -1;
 }
@@ -199,28 +322,13 @@ struct cow_sums {
 	double cmax;			/* the most pages a worker was seen to have copied */
 };
 
-/* The first and last track points of p with smaps_rollup; 0 without two. */
-static int anchors(const struct dlbn_proc_mem *pm, size_t *i0, size_t *i1)
-{
-	int have = 0;
-	for (size_t i = 0; i < pm->ntrack; i++) {
-		if (pm->track[i].private_dirty < 0)
-			continue;
-		if (!have)
-			*i0 = i;
-		*i1 = i;
-		have = 1;
-	}
-	return have && *i1 > *i0 && pm->track[*i1].batches > pm->track[*i0].batches;
-}
-
 /* Non-copy faults per batch: the anchors' faults less their copies. */
-static double other_faults(const struct dlbn_model *m)
+static double other_faults(const struct dlbn_model *m, int64_t cutoff)
 {
 	double faults = 0, copies = 0, batches = 0;
 	for (size_t i = 0; i < m->nprocs; i++) {
 		size_t i0, i1;
-		if (!is_training_worker(m, i) || !anchors(&m->procs[i].mem, &i0, &i1))
+		if (!is_training_worker(m, i) || !anchors(&m->procs[i].mem, cutoff, &i0, &i1))
 			continue;
 		const struct dlbn_mem_track_point *a = &m->procs[i].mem.track[i0],
 						  *b = &m->procs[i].mem.track[i1];
@@ -232,10 +340,11 @@ static double other_faults(const struct dlbn_model *m)
 	return f > 0 ? f : 0;
 }
 
-static void cow_intervals(const struct dlbn_proc_mem *pm, double per_batch, struct cow_sums *s)
+static void cow_intervals(const struct dlbn_proc_mem *pm, int64_t cutoff, double per_batch,
+			  struct cow_sums *s)
 {
 	size_t i0, i1;
-	if (!anchors(pm, &i0, &i1))
+	if (!anchors(pm, cutoff, &i0, &i1))
 		return;
 	const struct dlbn_mem_track_point *t = pm->track;
 	double anchored = (double)(t[i1].private_dirty - t[i0].private_dirty) / PAGE_KIB;
@@ -291,11 +400,11 @@ static void cow_intervals(const struct dlbn_proc_mem *pm, double per_batch, stru
 static void cow_fit(const struct dlbn_model *m, struct dlbn_memory *mem)
 {
 	struct cow_sums s = {0};
-	double per_batch = other_faults(m);
+	double per_batch = other_faults(m, mem->cutoff_ns);
 	mem->nocow_faults = per_batch;
 	for (size_t i = 0; i < m->nprocs; i++)
 		if (is_training_worker(m, i))
-			cow_intervals(&m->procs[i].mem, per_batch, &s);
+			cow_intervals(&m->procs[i].mem, mem->cutoff_ns, per_batch, &s);
 	if (!(s.batches > 0) || !(s.copies > 0))
 		return;
 	double cap = mem->copyable_mib > 0 ? mem->copyable_mib * 1024 / PAGE_KIB : 0;
@@ -436,7 +545,7 @@ static void job(const struct dlbn_model *m, struct dlbn_memory *mem)
 	mem->shm_size_mib = mib(l->shm_size);
 	mem->shm_free_mib = mib(j->min_shm_free);
 	mem->rlimit_as_mib = mib(l->rlimit_as);
-	double held = mem->total_pss_mib > 0 ? mem->total_pss_mib : 0;
+	double held = mem->held_mib > 0 ? mem->held_mib : 0;
 	if (mem->cg_limit_mib > 0) {
 		mem->budget_mib = mem->cg_limit_mib;
 		snprintf(mem->budget_from, sizeof(mem->budget_from),
@@ -468,13 +577,13 @@ double dlbn_memory_need_mib(const struct dlbn_memory *mem, int n, double k, doub
 		*shm_mib = shm;
 	if (!mem->rollup || !mem->has_main || mem->main_uss_mib < 0)
 		return -1;
-	double worker = mem->worker_base_mib >= 0 ? mem->worker_base_mib : mem->worker_uss_mib;
+	double worker = mem->worker_base_mib >= 0 ? mem->worker_base_mib : mem->worker_own_mib;
 	if (n > 0 && worker < 0)
 		return -1;
 	if (n > 0 && mem->cow)
 		worker += copied_pages(mem, horizon(mem, n)) * PAGE_KIB / 1024;
-	else if (n > 0 && mem->worker_uss_mib > worker)
-		worker = mem->worker_uss_mib; /* no growth model: as the run's workers ended */
+	else if (n > 0 && mem->worker_own_mib > worker)
+		worker = mem->worker_own_mib; /* no growth model: as the run's workers ended */
 	return mem->shared_mib + mem->main_uss_mib + (n > 0 ? n * worker : 0) + shm;
 }
 
@@ -515,8 +624,14 @@ static const char *signal_name(int sig)
 	}
 }
 
+/* What pid was: a worker (by its role, or its loader's CONFIG named it:
+ * one killed before its first batch has no worker's records), the training
+ * process, or another child. */
 static const char *who(const struct dlbn_model *m, int pid)
 {
+	for (size_t i = 0; i < m->loaders.nclaims; i++)
+		if (m->loaders.claims[i].pid == pid)
+			return "worker";
 	for (size_t i = 0; i < m->nprocs; i++)
 		if (m->procs[i].pid == pid)
 			return m->procs[i].role == DLBN_ROLE_WORKER	? "worker"
@@ -663,10 +778,10 @@ static void cow_lines(struct dlbn_analysis *a, const struct dlbn_memory *mem)
 					 : "over a long run");
 	else
 		snprintf(when, sizeof(when), "by the epoch's end (%.0f batches each)", h);
-	REASON("copy-on-read: each worker's private memory grew %.0f MiB (%.1f KiB a batch it "
-	       "made) while its RSS held: reading the dataset's Python objects writes their "
-	       "reference counts, so each worker copies the pages it reads from the training "
-	       "process; %s a worker holds about %.0f MiB of its own (%.0f MiB for %d)",
+	REASON("copy-on-read: each worker's private memory grew %.0f MiB, %.1f KiB a batch, while "
+	       "its RSS held (reading a Python object writes its reference count: a worker "
+	       "copies each page of the dataset it reads); %s a worker holds ~%.0f MiB of its "
+	       "own, %.0f MiB for %d",
 	       mem->cow_mib, mem->cow_kib_per_batch, when, steady, steady * mem->run_workers,
 	       mem->run_workers);
 	REC("keep the dataset's per-sample data out of Python objects (numpy arrays, a pyarrow "
@@ -700,7 +815,14 @@ void dlbn_memory_compute(const struct dlbn_model *m, struct dlbn_analysis *a)
 		mem->epoch_batches = (int)mem->epoch_steps;
 	if (mem->epoch_batches > 0 && !mem->epoch_steps)
 		mem->epoch_steps = (size_t)mem->epoch_batches;
+	/* A training process gone without exiting (killed): its workers live
+	 * on until they notice, and their later samples see its pages as
+	 * theirs.  The figures stop where it did. */
+	mem->cutoff_ns = INT64_MAX;
+	if (m->training >= 0 && !m->procs[m->training].has_exit)
+		mem->cutoff_ns = m->procs[m->training].t_last;
 	rows(m, mem);
+	sampling_cost(m, mem);
 	if (mem->present && mem->rollup)
 		totals(m, a->window_end, mem);
 	job(m, mem);

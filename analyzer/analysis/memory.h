@@ -30,12 +30,16 @@
  * epoch's end, batches_per_epoch / n batches, for workers started every
  * epoch; the whole copy for persistent ones):
  *
- *   need(n) = shared + main_uss + n x (worker_base + copied(horizon))
+ *   need(n) = shared + main_own + n x (worker_base + copied(horizon))
  *             + shm(n),   shm(n) = (n x prefetch_factor + 2) x batch_shm
  *
- * shared: the pages several of the processes map, counted once (the sum of
- * PSS less USS); the batches in flight sit in /dev/shm and count in the
- * cgroup too.  A setting fits when need(n) is under 90% of what the job
+ * in the memory a limit counts and the kernel cannot give back: anonymous
+ * pages (a library's clean file pages can be dropped under pressure, and
+ * are charged to whichever cgroup read them first); own: private dirty
+ * pages; shared: the anonymous pages several of the processes map,
+ * counted once (pss_anon less own, summed); without pss_anon samples PSS
+ * and USS, the pessimistic end.  The batches in flight sit in /dev/shm and
+ * count in the cgroup too.  A setting fits when need(n) is under 90% of what the job
  * may hold (its memory cgroup's limit, else what it held plus the host's
  * least available memory) and shm(n) under 90% of /dev/shm.
  */
@@ -86,11 +90,20 @@ struct dlbn_memory {
 	int has_main;
 	size_t nworkers, nrows; /* training workers with samples; rows kept */
 	struct dlbn_mem_row workers[DLBN_MEM_ROWS];
+	/* What taking the samples cost the recorder (sample_ns summed): in all,
+	 * as a share of the sampled processes' lifetimes, and the training
+	 * process's share of its own. */
+	double sampling_ms, sampling_share, sampling_main_share;
 	double total_pss_mib; /* the training process and its workers, at the window's end */
-	double shared_mib;    /* of which, pages several of them map (counted once) */
-	double main_uss_mib;
+	double held_mib;      /* of it, what their memory limit counts and cannot reclaim:
+			       * anonymous pages (PSS without pss_anon samples) */
+	double shared_mib;    /* of that, pages several of them map (counted once) */
+	double main_uss_mib;  /* the training process's own (private dirty) */
+	int64_t cutoff_ns;    /* samples after it are left out: the training process
+			       * died (its last record), else INT64_MAX */
 	double worker_pss_mib, worker_uss_mib; /* means over the workers at the end */
-	double worker_base_mib;		       /* a worker's private pages at its start */
+	double worker_own_mib;		       /* and their own held memory (private dirty) */
+	double worker_base_mib;		       /* a worker's own at its start */
 	/* Copy-on-write growth (above). */
 	int cow;		     /* named: the workers' private pages grow, RSS holds */
 	double cow_kib_per_batch;    /* pages copied per batch a worker made (mean) */

@@ -26,15 +26,18 @@ struct dlbn_mem_point {
 	int64_t rss, anon, shmem, swap;
 	int64_t minflt, majflt, utime_us, stime_us;
 	/* smaps_rollup (pss -1: this sample has none) */
-	int64_t pss, pss_shmem, private_clean, private_dirty, shared_dirty;
+	int64_t pss, pss_anon, pss_shmem, private_clean, private_dirty, shared_dirty;
 };
 
-/* A point of a process's track: what the copy-on-write fit needs. */
+/* A point of a process's track: what the copy-on-write fit needs, and
+ * the figures of a sample with smaps_rollup (a worker's last one before
+ * the training process died, when it did). */
 struct dlbn_mem_track_point {
 	int64_t t;
 	uint64_t batches;
-	int64_t minflt, stime_us, utime_us;
+	int64_t minflt, stime_us, utime_us, rss;
 	int64_t private_dirty; /* -1: no smaps_rollup in this sample */
+	int64_t pss, pss_anon, private_clean, shared_dirty;
 };
 
 #define DLBN_MEM_TRACK 48
@@ -42,6 +45,7 @@ struct dlbn_mem_track_point {
 struct dlbn_proc_mem {
 	size_t samples, rollups;
 	int64_t rollup_ns; /* the recorder's own time reading smaps_rollup */
+	int64_t sample_ns; /* and taking its samples, all told */
 	struct dlbn_mem_point first, cur, base, end;	 /* any sample */
 	struct dlbn_mem_point rfirst, rcur, rbase, rend; /* samples with smaps_rollup */
 	int has_base, has_end, has_rbase, has_rend;
@@ -86,7 +90,7 @@ struct dlbn_note {
 	uint32_t proc;
 	int64_t iter_id;
 	int kind;
-	char text[400];
+	char text[1001];
 };
 
 #define DLBN_CHILD_ENDS 32

@@ -20,16 +20,17 @@ static void mem_point_of(const struct dlbn_record *r, const struct dlbn_proc *p,
 	pt->batches = p->result_msgs;
 	int64_t *cheap[] = {&pt->rss,	 &pt->anon,   &pt->shmem,    &pt->swap,
 			    &pt->minflt, &pt->majflt, &pt->utime_us, &pt->stime_us};
-	for (int i = 0; i < DLBN_MEM_FIELDS_CHEAP; i++)
+	for (int i = 0; i < DLBN_MEM_FIELDS_CHEAP - 1; i++)
 		*cheap[i] =
 			r->kind[i] == DLBN_V_INT && r->f[i] >= 0 ? min64(r->f[i], kib_limit) : -1;
-	int64_t *roll[] = {&pt->pss, &pt->pss_shmem, &pt->private_clean, &pt->private_dirty,
-			   &pt->shared_dirty};
-	int rollup = r->nfields >= DLBN_MEM_FIELDS_ROLLUP - 1 && r->kind[8] == DLBN_V_INT &&
-		     r->f[8] >= 0;
-	for (int i = 0; i < 5; i++)
-		*roll[i] = rollup && r->kind[8 + i] == DLBN_V_INT && r->f[8 + i] >= 0
-				   ? min64(r->f[8 + i], kib_limit)
+	int64_t *roll[] = {&pt->pss,	       &pt->pss_anon,	   &pt->pss_shmem,
+			   &pt->private_clean, &pt->private_dirty, &pt->shared_dirty};
+	int at = DLBN_MEM_FIELDS_CHEAP;
+	int rollup = r->nfields >= DLBN_MEM_FIELDS_ROLLUP - 1 && r->kind[at] == DLBN_V_INT &&
+		     r->f[at] >= 0;
+	for (int i = 0; i < 6; i++)
+		*roll[i] = rollup && r->kind[at + i] == DLBN_V_INT && r->f[at + i] >= 0
+				   ? min64(r->f[at + i], kib_limit)
 				   : -1;
 }
 
@@ -42,14 +43,21 @@ static void track_add(struct dlbn_proc_mem *pm, const struct dlbn_mem_point *pt)
 	if (pm->seen++ % pm->stride != 0 && pt->pss < 0)
 		return;
 	if (pm->ntrack == DLBN_MEM_TRACK) {
+		/* Every other point goes, but the first and those with
+		 * smaps_rollup (while they leave room). */
 		size_t k = 1;
-		for (size_t i = 2; i < pm->ntrack; i += 2)
-			pm->track[k++] = pm->track[i];
+		for (size_t i = 1; i < pm->ntrack; i++)
+			if (i % 2 == 0 || (pm->track[i].private_dirty >= 0 && k < i))
+				pm->track[k++] = pm->track[i];
+		if (k == pm->ntrack)
+			k = DLBN_MEM_TRACK / 2; /* all of them anchors: keep the older half */
 		pm->ntrack = k;
 		pm->stride *= 2;
 	}
 	pm->track[pm->ntrack++] = (struct dlbn_mem_track_point){
-		pt->t, pt->batches, pt->minflt, pt->stime_us, pt->utime_us, pt->private_dirty};
+		pt->t,	      pt->batches,	 pt->minflt,	    pt->stime_us,
+		pt->utime_us, pt->rss,		 pt->private_dirty, pt->pss,
+		pt->pss_anon, pt->private_clean, pt->shared_dirty};
 }
 
 void model_mem_record(struct dlbn_proc *p, const struct dlbn_record *r)
@@ -68,9 +76,11 @@ void model_mem_record(struct dlbn_proc *p, const struct dlbn_record *r)
 		pm->rcur = pt;
 		if (pt.pss > pm->peak_pss)
 			pm->peak_pss = pt.pss;
-		if (r->kind[13] == DLBN_V_INT)
-			pm->rollup_ns += bounded(r->f[13], DLBN_DUR_LIMIT);
+		if (r->kind[DLBN_MEM_FIELDS_ROLLUP - 1] == DLBN_V_INT)
+			pm->rollup_ns += bounded(r->f[DLBN_MEM_FIELDS_ROLLUP - 1], DLBN_DUR_LIMIT);
 	}
+	if (r->kind[DLBN_MEM_FIELDS_CHEAP - 1] == DLBN_V_INT)
+		pm->sample_ns += bounded(r->f[DLBN_MEM_FIELDS_CHEAP - 1], DLBN_DUR_LIMIT);
 	track_add(pm, &pt);
 }
 

@@ -92,6 +92,10 @@ void dlbn_memory_text(FILE *out, const struct dlbn_analysis *a)
 			"  %-16s no smaps_rollup samples: RSS only (a shared page counts in "
 			"every process that maps it)\n",
 			"");
+	fprintf(out,
+		"  %-16s sampling it took the recorder %.1f ms, %.3f%% of the processes' time "
+		"(%.3f%% of the training process's)\n",
+		"", mem->sampling_ms, mem->sampling_share * 100, mem->sampling_main_share * 100);
 	job_text(out, mem);
 }
 
@@ -260,11 +264,16 @@ void dlbn_memory_json(FILE *out, const struct dlbn_analysis *a, int *outer)
 		dlbn_json_key_uint(out, "workers", mem->nworkers, &first);
 		dlbn_json_key_number_or_null(out, "total_pss_mib", mem->total_pss_mib, mem->rollup,
 					     &first);
+		dlbn_json_key_number_or_null(out, "held_mib", mem->held_mib, mem->rollup, &first);
 		dlbn_json_key_number_or_null(out, "shared_mib", mem->shared_mib, mem->rollup,
 					     &first);
 		num(out, "worker_pss_mib", mem->worker_pss_mib, &first);
 		num(out, "worker_uss_mib", mem->worker_uss_mib, &first);
 		num(out, "batch_shm_kib", mem->batch_shm_kib > 0 ? mem->batch_shm_kib : -1, &first);
+		dlbn_json_key_number(out, "sampling_ms", mem->sampling_ms, &first);
+		dlbn_json_key_number(out, "sampling_share", mem->sampling_share, &first);
+		dlbn_json_key_number(out, "sampling_training_share", mem->sampling_main_share,
+				     &first);
 		cow_json(out, mem, &first);
 		job_json(out, mem, &first);
 		fputc('}', out);

@@ -44,7 +44,7 @@ static const struct rec_desc rec_descs[] = {
 	{DLBN_REC_MEM,
 	 "MEM",
 	 {"rss_kib", "anon_kib", "shmem_kib", "swap_kib", "minflt", "majflt", "utime_us",
-	  "stime_us", "pss_kib", "pss_shmem_kib", "private_clean_kib", "private_dirty_kib",
+	  "stime_us", "sample_ns", "pss_kib", "pss_anon_kib", "pss_shmem_kib", "private_clean_kib", "private_dirty_kib",
 	  "shared_dirty_kib", "rollup_ns"}},
 	{DLBN_REC_MEMSYS,
 	 "MEMSYS",

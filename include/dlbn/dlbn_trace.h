@@ -285,16 +285,19 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *           a waiter may come before the waiter blocks)
  *  SCHED    tid, run_ns, runq_wait_ns               /proc schedstat sample
  *  MEM      rss_kib, anon_kib, shmem_kib, swap_kib, minflt, majflt,
- *           utime_us, stime_us
- *           [, pss_kib, pss_shmem_kib, private_clean_kib, private_dirty_kib,
- *            shared_dirty_kib, rollup_ns]
+ *           utime_us, stime_us, sample_ns
+ *           [, pss_kib, pss_anon_kib, pss_shmem_kib, private_clean_kib,
+ *            private_dirty_kib, shared_dirty_kib, rollup_ns]
  *           (4.1) the process's memory: /proc/self/status (VmRSS, RssAnon,
- *           RssShmem, VmSwap) and getrusage (faults, CPU time), at most
+ *           RssShmem, VmSwap) and getrusage (faults, CPU time), and what
+ *           the whole sample cost (sample_ns: the MEMSYS beside it and
+ *           smaps_rollup included), at most
  *           every DLBN_MEM_INTERVAL_MS (500) per process, taken before a
  *           blocking wait on a pipe, socket or semaphore or at a main-thread
  *           fetch begin, and once more before EXIT.  The trailing group is
- *           /proc/self/smaps_rollup (proportional set size, its shared-memory
- *           part, private and shared-dirty pages: a forked worker's
+ *           /proc/self/smaps_rollup (proportional set size, its anonymous
+ *           and shared-memory parts (pss_anon_kib -1 before Linux 5.7),
+ *           private and shared-dirty pages: a forked worker's
  *           copy-on-write growth is its private_dirty_kib growing while
  *           rss_kib stays), which walks the page tables: taken with the
  *           process's first sample, before EXIT, and otherwise at most every
@@ -533,8 +536,8 @@ enum dlbn_child_how {
 };
 
 /* MEM: fields before the smaps_rollup group, and with it. */
-#define DLBN_MEM_FIELDS_CHEAP  8
-#define DLBN_MEM_FIELDS_ROLLUP 14
+#define DLBN_MEM_FIELDS_CHEAP  9
+#define DLBN_MEM_FIELDS_ROLLUP 16
 
 enum dlbn_note_kind {
 	DLBN_NOTE_FETCH_ERROR = 1, /* the loader's next() raised: "Type: message" */

@@ -72,15 +72,18 @@ static double copied_kib(const struct tgsim_params *p, int64_t k)
 	return S * (1 - exp(-p->mem_touch_kib * (double)k / S));
 }
 
-/* A MEM record: the cheap fields, and the smaps_rollup ones when roll. */
-static void mem_rec(struct tg_stream *st, int64_t t, const int64_t f[14], int roll)
+/* A MEM record: the cheap fields, the sample's own cost (20 us, and
+ * smaps_rollup's when roll) and the smaps_rollup fields when roll, where
+ * PSS holds file pages of `file` KiB (the rest anonymous). */
+static void mem_rec(struct tg_stream *st, int64_t t, const int64_t f[14], int roll, int64_t file)
 {
+	int64_t cost = 20000 + (roll ? f[13] : 0);
 	if (roll)
-		tg_rec(st, DLBN_REC_MEM, t, "iiiiiiiiiiiiii", f[0], f[1], f[2], f[3], f[4], f[5],
-		       f[6], f[7], f[8], f[9], f[10], f[11], f[12], f[13]);
+		tg_rec(st, DLBN_REC_MEM, t, "iiiiiiiiiiiiiiii", f[0], f[1], f[2], f[3], f[4], f[5],
+		       f[6], f[7], cost, f[8], f[8] - file, f[9], f[10], f[11], f[12], f[13]);
 	else
-		tg_rec(st, DLBN_REC_MEM, t, "iiiiiiii", f[0], f[1], f[2], f[3], f[4], f[5], f[6],
-		       f[7]);
+		tg_rec(st, DLBN_REC_MEM, t, "iiiiiiiii", f[0], f[1], f[2], f[3], f[4], f[5], f[6],
+		       f[7], cost);
 }
 
 static void worker_mem(struct sim *s, struct worker *w, int64_t t, int roll)
@@ -104,7 +107,7 @@ static void worker_mem(struct sim *s, struct worker *w, int64_t t, int roll)
 			 (int64_t)(base + copied - 512),
 			 (int64_t)(shared - copied),
 			 9000000};
-	mem_rec(w->main, t, f, roll);
+	mem_rec(w->main, t, f, roll, 2048);
 }
 
 static void memsys_rec(struct sim *s, int64_t t, int oom_kills)
@@ -131,7 +134,7 @@ static void main_mem(struct sim *s, int64_t t)
 		return;
 	int roll = (s->mem_main_samples - 1) / p->mem_every % 4 == 0;
 	double own = p->mem_main_mib * KIB_PER_MIB, shared = p->mem_shared_mib * KIB_PER_MIB;
-	int64_t f[14] = {(int64_t)(own + shared),
+	int64_t f[14] = {(int64_t)(own + shared + 100 * KIB_PER_MIB),
 			 (int64_t)(own + shared),
 			 0,
 			 0,
@@ -139,13 +142,13 @@ static void main_mem(struct sim *s, int64_t t)
 			 0,
 			 100000,
 			 20000,
-			 (int64_t)(own + shared / (p->workers + 1)),
+			 (int64_t)(own + shared / (p->workers + 1) + 100 * KIB_PER_MIB),
 			 0,
 			 0,
 			 (int64_t)own,
 			 (int64_t)shared,
 			 12000000};
-	mem_rec(s->main, t - 2000, f, roll);
+	mem_rec(s->main, t - 2000, f, roll, (int64_t)(100 * KIB_PER_MIB));
 	memsys_rec(s, t - 1000, 0);
 }
 
