@@ -18,6 +18,10 @@ a small /dev/shm (e2e_limits.py), analysed by dlbn-analyze.
      count is predicted to fit, and a rerun with it inside the same limit
      is not killed and takes the predicted step time (within 15%).  The
      count that just ran inside a limit is predicted to fit it.
+  f  dlbn-run --sweep past the limit: with --sweep-all the point that does
+     not fit is OOM-killed, named ("out of memory at num_workers=10") and
+     the sweep keeps the other; without, it is skipped as predicted not to
+     fit.
 
 Each run is a few seconds on 2 cores; runs are module-scoped and shared.
 DLBN_E2E_KEEP=1 keeps the traces (paths printed with -s).
@@ -25,11 +29,12 @@ DLBN_E2E_KEEP=1 keeps the traces (paths printed with -s).
 
 import json
 import math
+import subprocess
 
 import pytest
 
-from e2e_common import analyze, check_timing
-from e2e_limits import MemoryCgroup, require_small_shm, run_limited
+from e2e_common import PYTHON, ROOT, analyze, check_timing, clean_env
+from e2e_limits import MEMORY_WORKLOAD, MemoryCgroup, require_small_shm, run_limited
 
 # ~31 MiB of str objects (400000 x 80 B): a worker that reads 200 items a
 # sample, 8 samples a batch, 40 batches copies nearly all of it.
@@ -439,3 +444,52 @@ def test_what_if_says_the_run_fits_where_it_ran(rundir, objects_run):
             cg.limit_mib, peak / MIB, row.get("predicted_memory_mib"), row.get("fits"),
             json.dumps({k: v for k, v in (analysis_of(run)["memory"] or {}).items()
                         if k in ("total_pss_mib", "shared_mib", "job")})))
+
+
+# ---- f: a sweep past the limit ------------------------------------------------
+
+DLBN_RUN = ROOT / "scripts" / "dlbn-run"
+
+
+def sweep_in_limit(rundir, objects_run, tag, extra):
+    """dlbn-run --sweep num_workers=2,OOM_WORKERS inside the limit of the OOM
+    run (2 workers fit, OOM_WORKERS do not); its JSON rows and output."""
+    memory = analysis_of(objects_run)["memory"]
+    cow = memory["copy_on_write"]
+    limit_mib = (anon_main_mib(memory)
+                 + OOM_WORKERS * (cow["worker_base_mib"] + 0.5 * cow["touched_mib"]))
+    out = rundir / ("sweep-%s.json" % tag)
+    cmd = [str(DLBN_RUN), "--sweep", "num_workers=2,%d" % OOM_WORKERS, "--sweep-out", str(out),
+           "-o", str(rundir / ("sweep-%s-%%v.bin" % tag))] + extra + [
+        "--", PYTHON, str(MEMORY_WORKLOAD)] + OBJECTS + ["--steps", "120"]
+    with MemoryCgroup(limit_mib * MIB, "sweep") as cg:
+        proc = subprocess.run(cg.wrap(cmd), capture_output=True, text=True, cwd=str(rundir),
+                              env=clean_env(), timeout=600)
+    rows = json.loads(out.read_text()) if out.exists() else None
+    assert rows is not None, (proc.returncode, proc.stderr[-3000:])
+    return proc, {r["value"]: r for r in rows}
+
+
+def test_sweep_past_the_limit_names_the_point_that_ran_out(rundir, objects_run):
+    """--sweep-all runs the count that does not fit: it is OOM-killed, the
+    sweep goes on, names it, and keeps the point that fit."""
+    proc, rows = sweep_in_limit(rundir, objects_run, "all", ["--sweep-all"])
+    assert proc.returncode == 1, (proc.returncode, proc.stderr[-3000:])
+    assert rows[2]["status"] == "ok" and rows[2]["measured_step_ms"] > 0, rows[2]
+    over = rows[OOM_WORKERS]
+    assert over["status"].startswith("out of memory") and \
+        "num_workers=%d" % OOM_WORKERS in over["status"], over
+    assert (over.get("failure") or {}).get("kind") == "out_of_memory", over
+    assert "out of memory" in proc.stdout and "sweep goes on" in proc.stderr, (
+        proc.stdout, proc.stderr[-2000:])
+
+
+def test_sweep_skips_what_does_not_fit(rundir, objects_run):
+    """Without --sweep-all the count predicted not to fit is skipped, said."""
+    proc, rows = sweep_in_limit(rundir, objects_run, "skip", [])
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
+    assert rows[2]["status"] == "ok", rows[2]
+    over = rows[OOM_WORKERS]
+    assert over["status"].startswith("skipped: predicted not to fit") and over["skipped"], over
+    assert over["fits"] is False and over["predicted_memory_mib"] > 0, over
+    assert "skipped, predicted not to fit" in proc.stderr, proc.stderr[-2000:]
