@@ -131,7 +131,8 @@ struct dlbn_memory {
 	double rlimit_as_mib;		       /* -1 unlimited */
 	double budget_mib; /* what the training process and its workers may hold; -1 unknown */
 	char budget_from[120];
-	double headroom_mib; /* budget less the peak seen (-1 unknown) */
+	char budget_short[24]; /* the same in a word: "limit", "the host has for it" */
+	double headroom_mib;   /* budget less the peak seen (-1 unknown) */
 	/* Why the run died, when it did. */
 	int failure; /* enum dlbn_mem_failure */
 	double failure_s;

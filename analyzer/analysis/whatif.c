@@ -205,11 +205,14 @@ static void find_cores(const struct dlbn_model *m, const struct dlbn_analysis *a
 	int contended = a->cpu_contended && a->cpus_used > 0;
 	int saturated = contended && a->cpus_used >= (cfg > 0 ? SATURATED_SHARE * cfg : 0.9);
 	w->saturated = saturated;
-	/* The queueing model's cores: what the job may use, not what its
-	 * threads got (bursts of work leave cores idle; the model says how
-	 * many). */
+	/* The queueing model's cores: the job's, or where its threads fill
+	 * them and queue, what they got (the rest goes to the kernel's own
+	 * work and other programs: 1.8 of 2 on the 2-core VM), the same as
+	 * the core limit's below; a quota lower still. */
 	double quota = m->config.present ? m->config.cpu_quota : 0;
 	w->queue_cores = cfg > 0 ? cfg : saturated ? a->cpus_used : 0;
+	if (saturated && a->cpus_used < w->queue_cores)
+		w->queue_cores = a->cpus_used;
 	if (quota > 0 && (w->queue_cores <= 0 || quota < w->queue_cores))
 		w->queue_cores = quota;
 	if (cfg > 0) {
@@ -733,8 +736,8 @@ void dlbn_whatif_settle_advice(const struct dlbn_whatif *w, struct dlbn_analysis
 		if (capped)
 			snprintf(v->suffix + len, sizeof(v->suffix) - len,
 				 "; the what-if gives %.2f ms per step with %d (%.2f ms measured), "
-				 "the most that fit: %d more would not (%s)",
-				 best_ms, best, w->measured_ms, w->fit_max + 1 - best, w->fit_why);
+				 "the most that fit: %s",
+				 best_ms, best, w->measured_ms, w->fit_why);
 		else
 			snprintf(v->suffix + len, sizeof(v->suffix) - len,
 				 "; the what-if gives %.2f ms per step with %d (%.2f ms measured), "

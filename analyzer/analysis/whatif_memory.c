@@ -76,15 +76,15 @@ void dlbn_whatif_memory_inputs(const struct dlbn_analysis *a, struct dlbn_whatif
 	double need, shm;
 	(void)dlbn_whatif_fits(w, n, 1, 0, -1, &need, &shm, &lim);
 	if (lim && !strcmp(lim, DLBN_LIMIT_SHM))
-		snprintf(w->fit_why, sizeof(w->fit_why),
-			 "/dev/shm: %d would need %.0f MiB for the batches in flight, over %.0f%% "
-			 "of its %.0f MiB",
-			 n, shm, DLBN_MEM_FIT_SHARE * 100, mem->shm_size_mib);
+		snprintf(
+			w->fit_why, sizeof(w->fit_why),
+			"%d would need %.0f MiB of /dev/shm for the batches in flight, over %.0f%% "
+			"of its %.0f MiB",
+			n, shm, DLBN_MEM_FIT_SHARE * 100, mem->shm_size_mib);
 	else
 		snprintf(w->fit_why, sizeof(w->fit_why),
-			 "memory: %d would need %.0f MiB, over %.0f%% of the %.0f MiB the job may "
-			 "hold (%s)",
-			 n, need, DLBN_MEM_FIT_SHARE * 100, mem->budget_mib, mem->budget_from);
+			 "%d would need %.0f MiB, over %.0f%% of the %.0f MiB %s", n, need,
+			 DLBN_MEM_FIT_SHARE * 100, mem->budget_mib, mem->budget_short);
 }
 
 /* A row's or cell's memory and fit; a point that does not fit is limited
@@ -131,8 +131,8 @@ void dlbn_whatif_memory_rows(struct dlbn_whatif *w)
 		     shm, fit, lim);
 	}
 	if (w->fit_max >= 0)
-		dlbn_whatif_note(w, "the most %s that fit: %d (%s)", w->knob, w->fit_max,
-				 w->fit_why);
+		dlbn_whatif_note(w, "the most %s that fit: %d (%s; the job may hold %s)", w->knob,
+				 w->fit_max, w->fit_why, w->memory->budget_from);
 	if (w->best_unfit > w->best_workers)
 		dlbn_whatif_note(w,
 				 "memory stops the curve: its best would be %d %s, %d fit (the "

@@ -129,6 +129,8 @@ def parse_args(argv):
     ap.add_argument("--step-ms", type=float, default=5.0,
                     help="the loop's own work per step (sleep)")
     ap.add_argument("--json-out", default=None)
+    ap.add_argument("--mode", choices=("real",), default="real",
+                    help="accepted for tests/perf/eval/whatif_check.py: always real")
     args = ap.parse_args(argv)
     if (args.workers < 0 or args.steps < 1 or args.epochs < 1 or args.items < 1
             or args.batch_size < 1 or args.touch < 0):

@@ -209,7 +209,7 @@ static void test_limit(void)
 	      bad, rows_checked);
 	CHECK(r.a.advice.present && r.a.advice.to <= w->fit_max,
 	      "the recommendation names a count that fits (%d)", r.a.advice.to);
-	CHECK(r.a.advice.present && strstr(r.a.recs[r.a.advice.rec], "would not"),
+	CHECK(r.a.advice.present && strstr(r.a.recs[r.a.advice.rec], "the most that fit: "),
 	      "and says what stops it: %s", r.a.advice.present ? r.a.recs[r.a.advice.rec] : "");
 	int cells = 0, unfit_best = 0;
 	for (size_t i = 0; i < w->ngrid; i++) {
