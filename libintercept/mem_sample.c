@@ -15,9 +15,14 @@
  * Cost.  /proc/self/status and getrusage cost ~20 us, at most every
  * DLBN_MEM_INTERVAL_MS (500) per process.  /proc/self/smaps_rollup walks
  * the page tables (~1.4 ms per 100 MiB resident, shared pages included),
- * so it is taken with a process's first sample, at its exit, and otherwise
- * at most every ROLLUP_MIN_NS and never sooner than ROLLUP_COST_FACTOR
- * times its own last cost: under 0.1% of the process's time.  The job's
+ * so it is taken first once the process has lived ROLLUP_FIRST_NS (a
+ * worker restarted every epoch of a short epoch would pay it before its
+ * first batch, each epoch, for nothing the analysis can use), then at most
+ * every ROLLUP_MIN_NS and never sooner than ROLLUP_COST_FACTOR times its
+ * own last cost, and a last one at the exit where the process has lived
+ * ROLLUP_EXIT_FACTOR times that cost: under 0.1% of the process's time,
+ * up to 1% for a life of a few seconds (the growth between the first and
+ * the last is the copy-on-write evidence).  The job's
  * figures (a handful of cgroup files, /proc/meminfo, statfs) once a second
  * per trace file, claimed through the shared file header.  Samples are
  * taken before a thread blocks (a pipe, socket or semaphore wait; the
@@ -39,8 +44,10 @@
 #include "session.h"
 
 #define MEM_INTERVAL_MS_DEFAULT 500
-#define ROLLUP_MIN_NS		2000000000ull /* smaps_rollup at most every 2 s ... */
+#define ROLLUP_FIRST_NS		1000000000ull /* the first smaps_rollup 1 s into a life */
+#define ROLLUP_MIN_NS		2000000000ull /* then at most every 2 s ... */
 #define ROLLUP_COST_FACTOR	1000	      /* ... and 1000x its own cost apart */
+#define ROLLUP_EXIT_FACTOR	200	      /* at the exit, after 200x its cost of life */
 #define MEMSYS_INTERVAL_NS	1000000000ull /* the job's figures, per trace file */
 #define KIB_UNKNOWN		(-1)
 /* cgroup v1 writes "no limit" as a page-rounded LONG_MAX. */
@@ -48,9 +55,11 @@
 
 uint64_t mem_next_ns;		/* atomic; see mem_sample.h */
 static uint64_t interval_ns;	/* 0: memory not recorded */
-static uint64_t rollup_next_ns; /* next smaps_rollup due (under busy) */
-static int busy;		/* atomic: a thread of this process is sampling */
-static int sampled;		/* this process took a sample */
+static uint64_t rollup_next_ns; /* next smaps_rollup due (under busy); 0 none taken */
+static uint64_t rollup_last_ns, rollup_cost_ns; /* the last one, and what it took */
+static uint64_t born_ns;			/* when this process image started */
+static int busy;				/* atomic: a thread of this process is sampling */
+static int sampled;				/* this process took a sample */
 
 /* The job's memory cgroup, found once (cg_find). */
 static struct {
@@ -387,6 +396,8 @@ static void emit_mem(uint64_t now_ns, int rollup, int memsys)
 			n = DLBN_MEM_FIELDS_ROLLUP;
 			uint64_t gap = cost * ROLLUP_COST_FACTOR;
 			rollup_next_ns = now_ns + (gap > ROLLUP_MIN_NS ? gap : ROLLUP_MIN_NS);
+			rollup_last_ns = now_ns;
+			rollup_cost_ns = cost;
 		} else {
 			rollup_next_ns = UINT64_MAX; /* before Linux 4.14: RSS only */
 		}
@@ -402,7 +413,9 @@ uint64_t mem_sample_take(uint64_t now_ns)
 	if (!interval_ns || __atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
 		return now_ns;
 	__atomic_store_n(&mem_next_ns, now_ns + interval_ns, __ATOMIC_RELAXED);
-	emit_mem(now_ns, !sampled || now_ns >= rollup_next_ns, 1);
+	int rollup =
+		rollup_next_ns ? now_ns >= rollup_next_ns : now_ns - born_ns >= ROLLUP_FIRST_NS;
+	emit_mem(now_ns, rollup, 1);
 	sampled = 1;
 	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 	return clock_now_ns();
@@ -412,7 +425,13 @@ void mem_sample_exit(void)
 {
 	if (!interval_ns || !sampled || __atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
 		return;
-	emit_mem(clock_now_ns(), rollup_next_ns != UINT64_MAX, 2);
+	uint64_t now = clock_now_ns();
+	/* The last one, where the growth since the first shows (a worker of
+	 * a short epoch lives seconds): as long as the two cost under 1% of
+	 * the life. */
+	int rollup = rollup_next_ns && rollup_next_ns != UINT64_MAX &&
+		     now - born_ns >= rollup_cost_ns * ROLLUP_EXIT_FACTOR;
+	emit_mem(now, rollup, 2);
 	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 }
 
@@ -426,13 +445,15 @@ void mem_sample_init(void)
 	}
 	interval_ns = (uint64_t)ms * 1000000u;
 	mem_next_ns = 0;
+	born_ns = clock_now_ns();
 }
 
 void mem_sample_fork_child(void)
 {
 	busy = 0;
 	sampled = 0;
-	rollup_next_ns = 0;
+	rollup_next_ns = rollup_last_ns = rollup_cost_ns = 0;
+	born_ns = clock_now_ns();
 	if (interval_ns)
 		mem_next_ns = 0;
 }

@@ -6,6 +6,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis/memory.h"
@@ -155,10 +156,10 @@ static void row_fill(const struct dlbn_model *m, const struct sample *q[2], stru
  * latest up to the cutoff (a worker leaves through os._exit, its last
  * sample is whole); the training process's nearest the window's ends (its
  * exit comes after the interpreter freed its objects). */
-static void row_of(const struct dlbn_model *m, const struct dlbn_proc *p, int worker,
-		   int64_t cutoff, struct dlbn_mem_row *r)
+static void row_of(const struct dlbn_model *m, const struct dlbn_proc *p,
+		   const struct dlbn_proc_mem *pm, int worker, int64_t cutoff,
+		   struct dlbn_mem_row *r)
 {
-	const struct dlbn_proc_mem *pm = &p->mem;
 	memset(r, 0, sizeof(*r));
 	r->pid = p->pid;
 	r->role = p->role;
@@ -214,10 +215,11 @@ static void sampling_cost(const struct dlbn_model *m, struct dlbn_memory *mem)
 	mem->sampling_share = life > 0 ? cost / life : 0;
 }
 
-static void rows(const struct dlbn_model *m, struct dlbn_memory *mem)
+static void rows(const struct dlbn_model *m, const struct dlbn_proc_mem *pms,
+		 struct dlbn_memory *mem)
 {
 	if (m->training >= 0 && m->procs[m->training].mem.samples) {
-		row_of(m, &m->procs[m->training], 0, mem->cutoff_ns, &mem->main);
+		row_of(m, &m->procs[m->training], &pms[m->training], 0, mem->cutoff_ns, &mem->main);
 		mem->has_main = 1;
 		mem->present = 1;
 		mem->rollup = m->procs[m->training].mem.rollups > 0;
@@ -230,7 +232,8 @@ static void rows(const struct dlbn_model *m, struct dlbn_memory *mem)
 		if (m->procs[i].mem.rollups)
 			mem->rollup = 1;
 		if (mem->nrows < DLBN_MEM_ROWS)
-			row_of(m, &m->procs[i], 1, mem->cutoff_ns, &mem->workers[mem->nrows++]);
+			row_of(m, &m->procs[i], &pms[i], 1, mem->cutoff_ns,
+			       &mem->workers[mem->nrows++]);
 	}
 }
 
@@ -258,7 +261,8 @@ static void held(const struct sample *s, double *share, double *own)
 /* Sums over the training process and its workers at the window's end
  * (its workers' last samples up to the cutoff): PSS, the held memory and
  * its shared part, the training process's own, the workers' means. */
-static void totals(const struct dlbn_model *m, int64_t window_end, struct dlbn_memory *mem)
+static void totals(const struct dlbn_model *m, const struct dlbn_proc_mem *pms, int64_t window_end,
+		   struct dlbn_memory *mem)
 {
 	double pss = 0, share = 0, own = 0, wpss = 0, wuss = 0, wown = 0, base = 0, copyable = 0;
 	size_t nw = 0, nbase = 0;
@@ -277,7 +281,7 @@ static void totals(const struct dlbn_model *m, int64_t window_end, struct dlbn_m
 	for (size_t i = 0; i < m->nprocs; i++) {
 		struct sample r0, r1, last;
 		if (!is_training_worker(m, i) ||
-		    !worker_samples(&m->procs[i].mem, mem->cutoff_ns, &r0, &r1, &last))
+		    !worker_samples(&pms[i], mem->cutoff_ns, &r0, &r1, &last))
 			continue;
 		double sh, ow;
 		held(&r1, &sh, &ow);
@@ -285,7 +289,7 @@ static void totals(const struct dlbn_model *m, int64_t window_end, struct dlbn_m
 			continue;
 		/* Workers that ended before the window's end count only while
 		 * alive: the sum is of the processes at that time. */
-		if (!m->procs[i].has_exit || r1.t >= window_end) {
+		if (!m->procs[i].has_exit || m->procs[i].t_last >= window_end) {
 			pss += mib(r1.pss);
 			share += sh;
 			own += ow;
@@ -323,21 +327,52 @@ struct cow_sums {
 };
 
 /* Non-copy faults per batch: the anchors' faults less their copies. */
-static double other_faults(const struct dlbn_model *m, int64_t cutoff)
+static double other_faults(const struct dlbn_model *m, const struct dlbn_proc_mem *pms,
+			   int64_t cutoff)
 {
 	double faults = 0, copies = 0, batches = 0;
 	for (size_t i = 0; i < m->nprocs; i++) {
 		size_t i0, i1;
-		if (!is_training_worker(m, i) || !anchors(&m->procs[i].mem, cutoff, &i0, &i1))
+		if (!is_training_worker(m, i) || !anchors(&pms[i], cutoff, &i0, &i1))
 			continue;
-		const struct dlbn_mem_track_point *a = &m->procs[i].mem.track[i0],
-						  *b = &m->procs[i].mem.track[i1];
+		const struct dlbn_mem_track_point *a = &pms[i].track[i0], *b = &pms[i].track[i1];
 		faults += (double)(b->minflt - a->minflt);
 		copies += (double)(b->private_dirty - a->private_dirty) / PAGE_KIB;
 		batches += (double)(b->batches - a->batches);
 	}
 	double f = batches > 0 ? (faults - copies) / batches : 0;
 	return f > 0 ? f : 0;
+}
+
+/*
+ * A worker's first smaps_rollup comes a second into its life (the recorder
+ * spares a short-lived worker the read), when a worker that reads a small
+ * dataset fast has copied much of what it will: its start is put back from
+ * its faults.  Its first sample, taken before its first batch, gets the
+ * private pages of its first smaps_rollup less the copies its faults since
+ * then show (beyond per_batch of a batch's own), and the shared dirty pages
+ * it had then still to copy.
+ */
+static void back_fill(struct dlbn_proc_mem *pm, double per_batch)
+{
+	struct dlbn_mem_track_point *t0 = &pm->track[0];
+	if (!pm->ntrack || t0->private_dirty >= 0)
+		return;
+	for (size_t j = 1; j < pm->ntrack; j++) {
+		const struct dlbn_mem_track_point *r = &pm->track[j];
+		if (r->private_dirty < 0)
+			continue;
+		double faults = (double)(r->minflt - t0->minflt) -
+				per_batch * (double)(r->batches - t0->batches);
+		double copied = faults > 0 ? faults * PAGE_KIB : 0;
+		if (copied > (double)r->private_dirty)
+			copied = (double)r->private_dirty;
+		t0->private_dirty = r->private_dirty - (int64_t)copied;
+		t0->private_clean = r->private_clean;
+		t0->shared_dirty = r->shared_dirty >= 0 ? r->shared_dirty + (int64_t)copied : -1;
+		t0->pss = t0->pss_anon = -1;
+		return;
+	}
 }
 
 static void cow_intervals(const struct dlbn_proc_mem *pm, int64_t cutoff, double per_batch,
@@ -399,14 +434,15 @@ static void cow_intervals(const struct dlbn_proc_mem *pm, int64_t cutoff, double
 }
 
 /* S and r of the touch model, and c, from the workers' intervals. */
-static void cow_fit(const struct dlbn_model *m, struct dlbn_memory *mem)
+static void cow_fit(const struct dlbn_model *m, const struct dlbn_proc_mem *pms,
+		    struct dlbn_memory *mem)
 {
 	struct cow_sums s = {0};
-	double per_batch = other_faults(m, mem->cutoff_ns);
+	double per_batch = other_faults(m, pms, mem->cutoff_ns);
 	mem->nocow_faults = per_batch;
 	for (size_t i = 0; i < m->nprocs; i++)
 		if (is_training_worker(m, i))
-			cow_intervals(&m->procs[i].mem, mem->cutoff_ns, per_batch, &s);
+			cow_intervals(&pms[i], mem->cutoff_ns, per_batch, &s);
 	if (!(s.batches > 0) || !(s.copies > 0))
 		return;
 	double cap = mem->copyable_mib > 0 ? mem->copyable_mib * 1024 / PAGE_KIB : 0;
@@ -489,7 +525,8 @@ double dlbn_memory_copy_ms(const struct dlbn_memory *mem, int n)
 
 /* Name copy-on-read growth: the workers' private pages grew by a good
  * part of what they could copy while their RSS held. */
-static void cow_detect(const struct dlbn_model *m, struct dlbn_memory *mem)
+static void cow_detect(const struct dlbn_model *m, const struct dlbn_proc_mem *pms,
+		       struct dlbn_memory *mem)
 {
 	double grown = 0, rss_grown = 0, batches = 0;
 	size_t n = 0;
@@ -510,7 +547,7 @@ static void cow_detect(const struct dlbn_model *m, struct dlbn_memory *mem)
 		   (mem->copyable_mib <= 0 || mem->cow_mib >= COW_MIN_SHARE * mem->copyable_mib) &&
 		   rss_grown / (double)n < RSS_HOLDS_SHARE * mem->cow_mib;
 	if (mem->cow)
-		cow_fit(m, mem);
+		cow_fit(m, pms, mem);
 	if (!(mem->touch_mib > 0))
 		mem->cow = 0;
 }
@@ -825,13 +862,28 @@ void dlbn_memory_compute(const struct dlbn_model *m, struct dlbn_analysis *a)
 	mem->cutoff_ns = INT64_MAX;
 	if (m->training >= 0 && !m->procs[m->training].has_exit)
 		mem->cutoff_ns = m->procs[m->training].t_last;
-	rows(m, mem);
-	sampling_cost(m, mem);
-	if (mem->present && mem->rollup)
-		totals(m, a->window_end, mem);
+	/* The samples as the analysis reads them: a worker's start put back
+	 * (back_fill); m's own where there is no room for a copy. */
+	struct dlbn_proc_mem *copy = malloc(m->nprocs ? m->nprocs * sizeof(*copy) : 1);
+	const struct dlbn_proc_mem *pms = copy;
+	if (copy) {
+		for (size_t i = 0; i < m->nprocs; i++)
+			copy[i] = m->procs[i].mem;
+		double per_batch = other_faults(m, copy, mem->cutoff_ns);
+		for (size_t i = 0; i < m->nprocs; i++)
+			if (is_training_worker(m, i))
+				back_fill(&copy[i], per_batch);
+	}
+	if (pms) {
+		rows(m, pms, mem);
+		sampling_cost(m, mem);
+		if (mem->present && mem->rollup)
+			totals(m, pms, a->window_end, mem);
+	}
 	job(m, mem);
-	if (mem->present && m->steps)
-		cow_detect(m, mem);
+	if (pms && mem->present && m->steps)
+		cow_detect(m, pms, mem);
 	failure(m, a, mem);
 	cow_lines(a, mem);
+	free(copy);
 }

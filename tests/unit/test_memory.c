@@ -156,6 +156,30 @@ static void test_copy_on_read(void)
 	      "at 2: the copies of the window times their cost per step (%.2f)", c2);
 }
 
+/* The first smaps_rollup after a worker copied most of what it reads (the
+ * recorder takes it a second into a life): its start is put back from its
+ * faults, and the growth and the touch model come out as before. */
+static void test_late_first_rollup(void)
+{
+	struct tgsim_params p;
+	struct result r;
+	copy_on_read(&p);
+	p.mem_late_rollup = 20; /* sample 20 of every 2nd batch: 40 batches in */
+	run(&p, &r);
+	const struct dlbn_memory *mem = &r.a.memory;
+	double copied = 200 * (1 - exp(-1.0 * 200 / 200));
+	CHECK(mem->nrows == 2 &&
+		      near(mem->workers[0].private_dirty[1] - mem->workers[0].private_dirty[0],
+			   copied, 0.1),
+	      "late first rollup: the growth since the start put back, ~%.0f MiB (%.1f)", copied,
+	      mem->nrows ? mem->workers[0].private_dirty[1] - mem->workers[0].private_dirty[0]
+			 : -1);
+	CHECK(mem->cow && near(mem->worker_base_mib, 3.5, 0.2),
+	      "copy-on-read named, a worker's own at its start ~3.5 MiB (%.2f)",
+	      mem->worker_base_mib);
+	CHECK(near(mem->touch_mib, 200, 0.3), "S still ~200 MiB (%.1f)", mem->touch_mib);
+}
+
 static void test_no_growth(void)
 {
 	struct tgsim_params p;
@@ -353,6 +377,7 @@ int main(void)
 	if (fd < 0)
 		return 2;
 	test_copy_on_read();
+	test_late_first_rollup();
 	test_no_growth();
 	test_limit();
 	test_run_does_not_fit();

@@ -402,7 +402,9 @@ static int64_t produce(struct sim *s, int k, int64_t step, int64_t t_idx, int ep
 	int64_t poll_start = w->idle_from;
 	int64_t got = t_idx > poll_start ? t_idx : poll_start;
 	if (s->p.mem_every > 0 && w->mem_samples++ % s->p.mem_every == 0)
-		worker_mem(s, w, poll_start - 1000, (w->mem_samples - 1) / s->p.mem_every % 4 == 0);
+		worker_mem(s, w, poll_start - 1000,
+			   (w->mem_samples - 1) / s->p.mem_every % 4 == 0 &&
+				   (w->mem_samples - 1) / s->p.mem_every >= s->p.mem_late_rollup);
 	tg_poll(w->main, poll_start, got - poll_start, 1, 5000, &ino, 1);
 	tg_read(w->main, got + 2000, 3000, 5, DLBN_FD_PIPE, ino, 4);
 	tg_read(w->main, got + 6000, 4000, 5, DLBN_FD_PIPE, ino, 60);

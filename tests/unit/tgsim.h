@@ -115,6 +115,8 @@ struct tgsim_params {
 	int mem_child_signal; /* > 0: the training process sees worker 0 killed by it */
 	const char *mem_note; /* a fetch error (NOTE) at the end */
 	int mem_no_main_exit; /* the training process ends without EXIT */
+	int mem_late_rollup;  /* > 0: a worker's first smaps_rollup at this sample,
+			       * not its first (the recorder waits a second) */
 	unsigned seed;
 };
 
