@@ -506,6 +506,16 @@ static double copies_between(const struct dlbn_memory *mem, int n, double s0, do
 	return n * (copied_pages(mem, s1 / n) - copied_pages(mem, s0 / n));
 }
 
+double dlbn_memory_worker_at_mib(const struct dlbn_memory *mem, int n, double *batches)
+{
+	double h = horizon(mem, n);
+	if (batches)
+		*batches = h;
+	if (mem->worker_base_mib < 0)
+		return -1;
+	return mem->worker_base_mib + (mem->cow ? copied_pages(mem, h) * PAGE_KIB / 1024 : 0);
+}
+
 double dlbn_memory_copy_ms(const struct dlbn_memory *mem, int n)
 {
 	if (!mem->cow || n <= 0 || !mem->window_steps)

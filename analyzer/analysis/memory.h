@@ -155,6 +155,10 @@ void dlbn_memory_compute(const struct dlbn_model *m, struct dlbn_analysis *a);
 double dlbn_memory_need_mib(const struct dlbn_memory *mem, int n, double k, double *shm_mib);
 const char *dlbn_memory_exceeds(const struct dlbn_memory *mem, double need_mib, double shm_mib);
 
+/* A worker's own memory by its horizon with n workers (MiB; -1 unknown),
+ * and that horizon in its batches (INFINITY: a long run). */
+double dlbn_memory_worker_at_mib(const struct dlbn_memory *mem, int n, double *batches);
+
 /*
  * The kernel CPU per step that workers' copies cost over a window like the
  * run's, with n workers (ms); 0 without copy-on-write growth.

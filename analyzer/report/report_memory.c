@@ -211,8 +211,11 @@ static void cow_json(FILE *out, const struct dlbn_memory *mem, int *outer)
 	num(out, "copy_us_per_page", mem->cow ? mem->copy_us : -1, &first);
 	dlbn_json_key_bool(out, "copy_us_fitted", mem->copy_us_fitted, &first);
 	num(out, "worker_base_mib", mem->worker_base_mib, &first);
-	double at = dlbn_memory_need_mib(mem, mem->run_workers, 1, NULL);
+	double at = dlbn_memory_need_mib(mem, mem->run_workers, 1, NULL), horizon;
 	num(out, "need_at_run_mib", at, &first);
+	num(out, "worker_at_horizon_mib",
+	    dlbn_memory_worker_at_mib(mem, mem->run_workers, &horizon), &first);
+	num(out, "horizon_batches", horizon, &first); /* null: a long run */
 	dlbn_json_key_int_or_null(out, "epoch_batches", mem->epoch_batches, mem->epoch_batches > 0,
 				  &first);
 	fputc('}', out);

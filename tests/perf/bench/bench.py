@@ -75,6 +75,7 @@ BUDGET_STEP_ANY = 0.01        # every workload's
 BUDGET_ANALYZER_RPS = 50e6
 BUDGET_RECORD_BYTES = 16.0
 BUDGET_SAMPLER_SHARE = 0.01   # worker sampling: < 1% of worker CPU
+BUDGET_MEM_SHARE = 0.01       # memory sampling: < 1% of the training process's time
 # "Independent of length": a 20x longer trace may cost at most this much more.
 BUDGET_RSS_GROWTH = 1.25
 BUDGET_JOB_S = 2.0            # a job report from the summaries of 1024 ranks
@@ -437,8 +438,15 @@ def trace_stats(opts, trace):
         stats["error"] = err
         return stats
     records = report.get("trace", {}).get("records")
+    memory = report.get("memory") or {}
     stats.update(records=records, verdict=report.get("verdict"),
-                 predicted_speedup=report.get("predicted_speedup"))
+                 predicted_speedup=report.get("predicted_speedup"),
+                 # what the recorder's memory samples took, from the trace itself
+                 # (MEM's sample_ns): of the training process's time, of all
+                 # the sampled processes'
+                 mem_sampling_ms=memory.get("sampling_ms"),
+                 mem_sampling_share=memory.get("sampling_training_share"),
+                 mem_sampling_all_share=memory.get("sampling_share"))
     if records:
         stats["file_bytes_per_record"] = size / records
         if payload is not None:
@@ -863,6 +871,11 @@ def budgets(res):
     if e:
         for name, r in e["workloads"].items():
             t = r.get("trace") or {}
+            if t.get("mem_sampling_share") is not None:
+                add("8", "memory sampling in %s: < %g%% of the training process's time"
+                    % (name, 100 * BUDGET_MEM_SHARE), t["mem_sampling_share"], "share",
+                    t["mem_sampling_share"] < BUDGET_MEM_SHARE,
+                    all_processes=t.get("mem_sampling_all_share"))
             if t.get("bytes_per_record") is not None:
                 add("8", "trace recorded from %s: < %g bytes per record"
                     % (name, BUDGET_RECORD_BYTES),
@@ -947,14 +960,16 @@ def markdown(res):
                 (r.get("trace") or {}).get("verdict") or "-"))
         md.append("")
         md.append("| workload | what it stands for | recorded records | bytes/record | "
-                  "file bytes/record |")
-        md.append("|---|---|---:|---:|---:|")
+                  "file bytes/record | memory sampling (training / all) |")
+        md.append("|---|---|---:|---:|---:|---:|")
         for name, r in e["workloads"].items():
             t = r.get("trace") or {}
             f = lambda v, s="%.1f": (s % v) if v is not None else "n/a"  # noqa: E731
-            md.append("| %s | %s | %s | %s | %s |" % (
+            share = lambda v: ("%.3f%%" % (100 * v)) if v is not None else "n/a"  # noqa: E731
+            md.append("| %s | %s | %s | %s | %s | %s / %s |" % (
                 name, r["note"], t.get("records", "n/a"), f(t.get("bytes_per_record")),
-                f(t.get("file_bytes_per_record"))))
+                f(t.get("file_bytes_per_record")), share(t.get("mem_sampling_share")),
+                share(t.get("mem_sampling_all_share"))))
         md.append("")
     a = res.get("analyzer")
     if a:
