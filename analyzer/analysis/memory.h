@@ -31,7 +31,8 @@
  * epoch; the whole copy for persistent ones):
  *
  *   need(n) = shared + main_own + n x (worker_base + copied(horizon))
- *             + shm(n),   shm(n) = (n x prefetch_factor + 2) x batch_shm
+ *             + shm(n) + (n + 1) x per_process + others,
+ *   shm(n) = (n x prefetch_factor + 2) x batch_shm
  *
  * in the memory a limit counts and the kernel cannot give back: anonymous
  * pages (a library's clean file pages can be dropped under pressure, and
@@ -39,9 +40,11 @@
  * pages; shared: the anonymous pages several of the processes map,
  * counted once (pss_anon less own, summed); without pss_anon samples PSS
  * and USS, the pessimistic end.  The batches in flight sit in /dev/shm and
- * count in the cgroup too.  A setting fits when need(n) is under 90% of what the job
- * may hold (its memory cgroup's limit, else what it held plus the host's
- * least available memory) and shm(n) under 90% of /dev/shm.
+ * count in the cgroup too.  per_process and others: what the memory
+ * cgroup charged at the window's end beyond the samples (the kernel's per
+ * process, processes the trace does not see).  A setting fits when need(n) is under 90% of what the
+ * job may hold (its memory cgroup's limit, else what it held plus the host's least available
+ * memory) and shm(n) under 90% of /dev/shm.
  */
 #ifndef DLBN_ANALYSIS_MEMORY_H
 #define DLBN_ANALYSIS_MEMORY_H
@@ -66,6 +69,7 @@ struct dlbn_mem_row {
 	double private_dirty[2];
 	double shared_dirty; /* at its first smaps_rollup sample */
 	double peak_rss;
+	double anon_grown;	     /* a worker's anonymous RSS, start to end (-1 unknown) */
 	uint64_t batches;	     /* a worker's, between its two rollup samples */
 	double growth_kib_per_batch; /* private pages a batch added (-1 unknown) */
 	int ended;		     /* DLBN_MEM_END_*: how it ended, if it did */
@@ -98,9 +102,12 @@ struct dlbn_memory {
 	double held_mib;      /* of it, what their memory limit counts and cannot reclaim:
 			       * anonymous pages (PSS without pss_anon samples) */
 	double shared_mib;    /* of that, pages several of them map (counted once) */
-	double main_uss_mib;  /* the training process's own (private dirty) */
-	int64_t cutoff_ns;    /* samples after it are left out: the training process
-			       * died (its last record), else INT64_MAX */
+	/* The memory cgroup charged more at the window's end than the samples
+	 * hold: per process, and for the rest (memory.c calibrate). */
+	double per_process_mib, others_mib;
+	double main_uss_mib; /* the training process's own (private dirty) */
+	int64_t cutoff_ns;   /* samples after it are left out: the training process
+			      * died (its last record), else INT64_MAX */
 	double worker_pss_mib, worker_uss_mib; /* means over the workers at the end */
 	double worker_own_mib;		       /* and their own held memory (private dirty) */
 	double worker_base_mib;		       /* a worker's own at its start */

@@ -35,7 +35,7 @@ struct dlbn_mem_point {
 struct dlbn_mem_track_point {
 	int64_t t;
 	uint64_t batches;
-	int64_t minflt, stime_us, utime_us, rss;
+	int64_t minflt, stime_us, utime_us, rss, anon;
 	int64_t private_dirty; /* -1: no smaps_rollup in this sample */
 	int64_t pss, pss_anon, private_clean, shared_dirty;
 };

@@ -54,10 +54,18 @@ static void track_add(struct dlbn_proc_mem *pm, const struct dlbn_mem_point *pt)
 		pm->ntrack = k;
 		pm->stride *= 2;
 	}
-	pm->track[pm->ntrack++] = (struct dlbn_mem_track_point){
-		pt->t,	      pt->batches,	 pt->minflt,	    pt->stime_us,
-		pt->utime_us, pt->rss,		 pt->private_dirty, pt->pss,
-		pt->pss_anon, pt->private_clean, pt->shared_dirty};
+	pm->track[pm->ntrack++] = (struct dlbn_mem_track_point){.t = pt->t,
+								.batches = pt->batches,
+								.minflt = pt->minflt,
+								.stime_us = pt->stime_us,
+								.utime_us = pt->utime_us,
+								.rss = pt->rss,
+								.anon = pt->anon,
+								.private_dirty = pt->private_dirty,
+								.pss = pt->pss,
+								.pss_anon = pt->pss_anon,
+								.private_clean = pt->private_clean,
+								.shared_dirty = pt->shared_dirty};
 }
 
 void model_mem_record(struct dlbn_proc *p, const struct dlbn_record *r)

@@ -270,6 +270,8 @@ void dlbn_memory_json(FILE *out, const struct dlbn_analysis *a, int *outer)
 		dlbn_json_key_number_or_null(out, "held_mib", mem->held_mib, mem->rollup, &first);
 		dlbn_json_key_number_or_null(out, "shared_mib", mem->shared_mib, mem->rollup,
 					     &first);
+		dlbn_json_key_number(out, "per_process_mib", mem->per_process_mib, &first);
+		dlbn_json_key_number(out, "others_mib", mem->others_mib, &first);
 		num(out, "worker_pss_mib", mem->worker_pss_mib, &first);
 		num(out, "worker_uss_mib", mem->worker_uss_mib, &first);
 		num(out, "batch_shm_kib", mem->batch_shm_kib > 0 ? mem->batch_shm_kib : -1, &first);
