@@ -82,7 +82,7 @@ static void child_status(pid_t pid, int status)
 
 #define WAIT_HOOK(status, pid_call)                                                                \
 	do {                                                                                       \
-		int own_;                                                                          \
+		int own_ = 0;                                                                      \
 		int *st_ = (status) ? (status) : &own_;                                            \
 		pid_t pid_ = pid_call;                                                             \
 		if (recorder_on() && pid_ > 0) {                                                   \

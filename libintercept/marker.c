@@ -58,7 +58,7 @@ int dlbn_mark(int kind, long long iter_id, long long arg)
 		      kind == DLBN_MARK_HANDOFF;
 	int main_thread = on_main_thread();
 	if (kind == DLBN_MARK_FETCH_BEGIN && main_thread)
-		now = mem_sample_due(now);
+		now = mem_sample_fetch(now);
 	if (counted && main_thread)
 		loop_cost_sample(f + 3);
 	rec_emit_mark(now, f, counted && main_thread ? 3 + DLBN_LOOP_COST_FIELDS : 3);

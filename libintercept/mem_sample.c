@@ -17,7 +17,8 @@
  * the page tables (~1.4 ms per 100 MiB resident, shared pages included),
  * so it is taken first once the process has lived ROLLUP_FIRST_NS (a
  * worker restarted every epoch of a short epoch would pay it before its
- * first batch, each epoch, for nothing the analysis can use), then at most
+ * first batch, each epoch, for nothing the analysis can use), or at the
+ * loop's first fetch (warm-up, before the steady state), then at most
  * every ROLLUP_MIN_NS and never sooner than ROLLUP_COST_FACTOR times its
  * own last cost, and a last one at the exit where the process has lived
  * ROLLUP_EXIT_FACTOR times that cost: under 0.1% of the process's time,
@@ -408,20 +409,32 @@ static void emit_mem(uint64_t now_ns, int rollup, int memsys)
 	rec_emit(DLBN_REC_MEM, now_ns, f, n);
 }
 
-uint64_t mem_sample_take(uint64_t now_ns)
+static uint64_t take(uint64_t now_ns, int eager)
 {
 	if (!interval_ns || __atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
 		return now_ns;
 	__atomic_store_n(&mem_next_ns, now_ns + interval_ns, __ATOMIC_RELAXED);
-	int rollup =
-		rollup_next_ns ? now_ns >= rollup_next_ns : now_ns - born_ns >= ROLLUP_FIRST_NS;
+	int rollup = rollup_next_ns ? now_ns >= rollup_next_ns
+				    : eager || now_ns - born_ns >= ROLLUP_FIRST_NS;
 	emit_mem(now_ns, rollup, 1);
 	sampled = 1;
 	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 	return clock_now_ns();
 }
 
-void mem_sample_exit(void)
+uint64_t mem_sample_take(uint64_t now_ns)
+{
+	return take(now_ns, 0);
+}
+
+uint64_t mem_sample_fetch(uint64_t now_ns)
+{
+	if (__atomic_load_n(&rollup_next_ns, __ATOMIC_RELAXED) == 0 && interval_ns)
+		return take(now_ns, 1);
+	return mem_sample_due(now_ns);
+}
+
+void mem_sample_exit(int how)
 {
 	if (!interval_ns || !sampled || __atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
 		return;
@@ -429,7 +442,7 @@ void mem_sample_exit(void)
 	/* The last one, where the growth since the first shows (a worker of
 	 * a short epoch lives seconds): as long as the two cost under 1% of
 	 * the life. */
-	int rollup = rollup_next_ns && rollup_next_ns != UINT64_MAX &&
+	int rollup = how == DLBN_EXIT__EXIT && rollup_next_ns && rollup_next_ns != UINT64_MAX &&
 		     now - born_ns >= rollup_cost_ns * ROLLUP_EXIT_FACTOR;
 	emit_mem(now, rollup, 2);
 	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);

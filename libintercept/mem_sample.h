@@ -30,9 +30,17 @@ static inline uint64_t mem_sample_due(uint64_t now_ns)
 	return mem_sample_take(now_ns);
 }
 
-/* The process is about to exit: a last sample (with smaps_rollup) and the
- * job's figures, if this process took samples at all. */
-void mem_sample_exit(void) DLBN_HIDDEN;
+/* The loop's fetch begins (the bootstrap's mark on the main thread): the
+ * same, but the first smaps_rollup at once, in the first fetch (warm-up),
+ * where a second into the process's life would land inside the steady
+ * state the analysis measures. */
+uint64_t mem_sample_fetch(uint64_t now_ns) DLBN_HIDDEN;
+
+/* The process is about to exit (how: DLBN_EXIT_*): a last sample and the
+ * job's figures, if this process took samples at all; with smaps_rollup
+ * only through _exit (a DataLoader worker's os._exit: its memory as it
+ * worked; an interpreter that returns has freed its objects by then). */
+void mem_sample_exit(int how) DLBN_HIDDEN;
 
 /* Constructor: DLBN_MEM, DLBN_MEM_INTERVAL_MS. */
 void mem_sample_init(void) DLBN_HIDDEN;

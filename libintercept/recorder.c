@@ -183,7 +183,7 @@ void recorder_record_exit(int status, int how)
 		return;
 	if (!hook_enter())
 		return;
-	mem_sample_exit();
+	mem_sample_exit(how);
 	int64_t f[4] = {status, how, clock_uses_tsc(), (int64_t)clock_max_drift_ns()};
 	rec_emit(DLBN_REC_EXIT, clock_now_ns(), f, 4);
 	tw_mark_final();

@@ -13,22 +13,23 @@
 #include "analysis/verdict.h"
 #include "util/lines.h"
 
-#define PAGE_KIB	4.0
-#define COW_MIN_MIB	8.0  /* a worker's private growth worth naming ... */
-#define COW_MIN_SHARE	0.05 /* ... and its share of what it could copy */
-#define COW_MIN_KIB	4.0  /* KiB a batch */
-#define RSS_HOLDS_SHARE 0.5  /* RSS grew less than half the private growth */
-#define SATURATION_DROP 0.25 /* the copy rate fell this much over the curve seen */
-#define COPY_US_TYPICAL 3.0  /* kernel us per 4 KiB copy-on-write fault, x86-64 */
-#define COPY_US_MIN	0.3
-#define COPY_US_MAX	50.0
-#define COLLINEAR	0.05 /* 1 - r^2 of batches vs copies below this: c not separable */
-#define OOM_NEAR_LIMIT	0.95 /* SIGKILL with the cgroup this full: the OOM killer */
-#define SIGKILL_NO	9
-#define SIGBUS_NO	7
-#define PER_PROCESS_MAX 32.0 /* MiB a process the cgroup charges beyond its samples */
-#define SEGMENTS	6    /* intervals a worker's curve is cut into ... */
-#define SEGMENT_MIN	8.0  /* ... of at least this many batches */
+#define PAGE_KIB	  4.0
+#define COW_MIN_MIB	  8.0  /* a worker's private growth worth naming ... */
+#define COW_MIN_SHARE	  0.05 /* ... and its share of what it could copy */
+#define COW_MIN_KIB	  4.0  /* KiB a batch */
+#define RSS_HOLDS_SHARE	  0.5  /* RSS grew less than half the private growth */
+#define QUIET_MIN_BATCHES 2    /* batches in a stretch that sets a batch's own faults */
+#define SATURATION_DROP	  0.25 /* the copy rate fell this much over the curve seen */
+#define COPY_US_TYPICAL	  3.0  /* kernel us per 4 KiB copy-on-write fault, x86-64 */
+#define COPY_US_MIN	  0.3
+#define COPY_US_MAX	  50.0
+#define COLLINEAR	  0.05 /* 1 - r^2 of batches vs copies below this: c not separable */
+#define OOM_NEAR_LIMIT	  0.95 /* SIGKILL with the cgroup this full: the OOM killer */
+#define SIGKILL_NO	  9
+#define SIGBUS_NO	  7
+#define PER_PROCESS_MAX	  32.0 /* MiB a process the cgroup charges beyond its samples */
+#define SEGMENTS	  6    /* intervals a worker's curve is cut into ... */
+#define SEGMENT_MIN	  8.0  /* ... of at least this many batches */
 
 #define REASON(...) DLBN_LINES_ADD(a->reasons, a->nreasons, __VA_ARGS__)
 #define REC(...)    DLBN_LINES_ADD(a->recs, a->nrecs, __VA_ARGS__)
@@ -216,7 +217,7 @@ static int is_training_worker(const struct dlbn_model *m, size_t i)
 }
 
 /* The recorder's own cost, summed over the sampled processes. */
-static void sampling_cost(const struct dlbn_model *m, struct dlbn_memory *mem)
+static void sampling_cost(const struct dlbn_model *m, double wall_s, struct dlbn_memory *mem)
 {
 	double cost = 0, life = 0;
 	for (size_t i = 0; i < m->nprocs; i++) {
@@ -228,6 +229,10 @@ static void sampling_cost(const struct dlbn_model *m, struct dlbn_memory *mem)
 		life += span > 0 ? span : 0;
 		if ((ssize_t)i == m->training && span > 0)
 			mem->sampling_main_share = own / span;
+		if ((ssize_t)i == m->training && p->mem.has_end && wall_s > 0)
+			mem->sampling_window_share =
+				(double)(p->mem.sample_ns_end - p->mem.sample_ns_base) / 1e9 /
+				wall_s;
 	}
 	mem->sampling_ms = cost / 1e6;
 	mem->sampling_share = life > 0 ? cost / life : 0;
@@ -344,6 +349,32 @@ struct cow_sums {
 	double cmax;			/* the most pages a worker was seen to have copied */
 };
 
+/*
+ * Without two smaps_rollups in any worker (short lives on a busy machine:
+ * each read took 12 ms, the recorder took one), the quietest stretch of
+ * any worker's life: the fewest faults a batch, past the interval that
+ * holds its start.  Copies fade as a worker has copied what it reads, a
+ * batch's own faults (its tensors, its shared memory) do not: taking them
+ * all as copies named 10 MiB of copy-on-read in a numpy dataset's workers.
+ */
+static double quiet_faults(const struct dlbn_model *m, const struct dlbn_proc_mem *pms,
+			   int64_t cutoff)
+{
+	double least = -1;
+	for (size_t i = 0; i < m->nprocs; i++) {
+		if (!is_training_worker(m, i))
+			continue;
+		const struct dlbn_mem_track_point *t = pms[i].track;
+		for (size_t j = 1; j + 1 < pms[i].ntrack && t[j + 1].t <= cutoff; j++) {
+			int64_t db = t[j + 1].batches - t[j].batches;
+			double f = (double)(t[j + 1].minflt - t[j].minflt) / (double)db;
+			if (db >= QUIET_MIN_BATCHES && (least < 0 || f < least))
+				least = f;
+		}
+	}
+	return least > 0 ? least : 0;
+}
+
 /* Non-copy faults per batch: the anchors' faults less their copies. */
 static double other_faults(const struct dlbn_model *m, const struct dlbn_proc_mem *pms,
 			   int64_t cutoff)
@@ -358,8 +389,36 @@ static double other_faults(const struct dlbn_model *m, const struct dlbn_proc_me
 		copies += (double)(b->private_dirty - a->private_dirty) / PAGE_KIB;
 		batches += (double)(b->batches - a->batches);
 	}
-	double f = batches > 0 ? (faults - copies) / batches : 0;
+	if (!(batches > 0))
+		return quiet_faults(m, pms, cutoff);
+	double f = (faults - copies) / batches;
 	return f > 0 ? f : 0;
+}
+
+/*
+ * A page the training process wrote after the fork stays shared by the
+ * workers alone; when one of them exits, the others' counts of it drop and
+ * the last to go sees it as private dirty, a copy it never made (11 MiB of
+ * a numpy dataset's workers, which copy nothing).  A worker's samples stop
+ * where a worker that shared its life ended before it; forward_fill puts
+ * its end forward from its faults.
+ */
+static void sibling_cutoff(const struct dlbn_model *m, struct dlbn_proc_mem *pms)
+{
+	for (size_t i = 0; i < m->nprocs; i++) {
+		if (!is_training_worker(m, i))
+			continue;
+		const struct dlbn_proc *w = &m->procs[i];
+		int64_t cut = INT64_MAX;
+		for (size_t j = 0; j < m->nprocs; j++) {
+			const struct dlbn_proc *v = &m->procs[j];
+			if (j != i && is_training_worker(m, j) && v->t_first < w->t_last &&
+			    v->t_last > w->t_first && v->t_last < w->t_last && v->t_last < cut)
+				cut = v->t_last;
+		}
+		while (pms[i].ntrack > 1 && pms[i].track[pms[i].ntrack - 1].t > cut)
+			pms[i].ntrack--;
+	}
 }
 
 /*
@@ -577,7 +636,8 @@ double dlbn_memory_copy_ms(const struct dlbn_memory *mem, int n)
 	if (e <= 0) {
 		pages = copies_between(mem, n, w0, w1);
 	} else {
-		for (double start = floor(w0 / e) * e; start < w1; start += e) {
+		for (long k = (long)floor(w0 / e); (double)k * e < w1; k++) {
+			double start = (double)k * e;
 			double a = w0 > start ? w0 : start, b = w1 < start + e ? w1 : start + e;
 			pages += copies_between(mem, n, a - start, b - start);
 		}
@@ -782,8 +842,7 @@ static void memory_before(const struct dlbn_memory *mem, char *out, size_t len)
 	int n = 0;
 	out[0] = 0;
 	if (mem->has_main && mem->main.rss[1] >= 0)
-		n = snprintf(out, len, "the training process %.0f MiB RSS%s", mem->main.rss[1],
-			     mem->main.pss[1] >= 0 ? "" : "");
+		n = snprintf(out, len, "the training process %.0f MiB RSS", mem->main.rss[1]);
 	if (mem->has_main && mem->main.pss[1] >= 0 && n < (int)len)
 		n += snprintf(out + n, len - (size_t)n, " (%.0f MiB PSS)", mem->main.pss[1]);
 	if (mem->nworkers && mem->worker_pss_mib >= 0 && n < (int)len)
@@ -825,8 +884,8 @@ static void job_oom_words(const struct dlbn_model *m, const struct dlbn_memory *
 	int n = 0;
 	out[0] = 0;
 	if (mem->oom_kills > 0)
-		n = snprintf(out, len, "; the memory cgroup's OOM killer killed %ld process(es)%s",
-			     mem->oom_kills, j->oom_kills_t >= 0 ? "" : "");
+		n = snprintf(out, len, "; the memory cgroup's OOM killer killed %ld process(es)",
+			     mem->oom_kills);
 	if (j->oom_kills_t >= 0 && n < (int)len)
 		n += snprintf(out + n, len - (size_t)n, " by t=%.2f s", rel_s(m, j->oom_kills_t));
 	if (mem->cg_limit_mib > 0 && n < (int)len)
@@ -964,11 +1023,12 @@ void dlbn_memory_compute(const struct dlbn_model *m, struct dlbn_analysis *a)
 		mem->cutoff_ns = m->procs[m->training].t_last;
 	/* The samples as the analysis reads them: a worker's start put back
 	 * (back_fill); m's own where there is no room for a copy. */
-	struct dlbn_proc_mem *copy = malloc(m->nprocs ? m->nprocs * sizeof(*copy) : 1);
+	struct dlbn_proc_mem *copy = calloc(m->nprocs ? m->nprocs : 1, sizeof(*copy));
 	const struct dlbn_proc_mem *pms = copy;
 	if (copy) {
 		for (size_t i = 0; i < m->nprocs; i++)
 			copy[i] = m->procs[i].mem;
+		sibling_cutoff(m, copy);
 		double per_batch = other_faults(m, copy, mem->cutoff_ns);
 		for (size_t i = 0; i < m->nprocs; i++)
 			if (is_training_worker(m, i)) {
@@ -978,7 +1038,7 @@ void dlbn_memory_compute(const struct dlbn_model *m, struct dlbn_analysis *a)
 	}
 	if (pms) {
 		rows(m, pms, mem);
-		sampling_cost(m, mem);
+		sampling_cost(m, a->wall_s, mem);
 		if (mem->present && mem->rollup)
 			totals(m, pms, a->window_end, mem);
 	}

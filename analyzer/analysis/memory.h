@@ -98,6 +98,7 @@ struct dlbn_memory {
 	 * as a share of the sampled processes' lifetimes, and the training
 	 * process's share of its own. */
 	double sampling_ms, sampling_share, sampling_main_share;
+	double sampling_window_share; /* the training process's, inside the window */
 	double total_pss_mib; /* the training process and its workers, at the window's end */
 	double held_mib;      /* of it, what their memory limit counts and cannot reclaim:
 			       * anonymous pages (PSS without pss_anon samples) */

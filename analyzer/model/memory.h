@@ -44,8 +44,9 @@ struct dlbn_mem_track_point {
 
 struct dlbn_proc_mem {
 	size_t samples, rollups;
-	int64_t rollup_ns; /* the recorder's own time reading smaps_rollup */
-	int64_t sample_ns; /* and taking its samples, all told */
+	int64_t rollup_ns;		       /* the recorder's own time reading smaps_rollup */
+	int64_t sample_ns;		       /* and taking its samples, all told */
+	int64_t sample_ns_base, sample_ns_end; /* by the window's start and end */
 	struct dlbn_mem_point first, cur, base, end;	 /* any sample */
 	struct dlbn_mem_point rfirst, rcur, rbase, rend; /* samples with smaps_rollup */
 	int has_base, has_end, has_rbase, has_rend;

@@ -162,6 +162,7 @@ void model_mem_mark(struct dlbn_model *m, int in_window)
 		if (!in_window) {
 			pm->base = pm->cur;
 			pm->has_base = 1;
+			pm->sample_ns_base = pm->sample_ns;
 			if (pm->rollups) {
 				pm->rbase = pm->rcur;
 				pm->has_rbase = 1;
@@ -169,6 +170,7 @@ void model_mem_mark(struct dlbn_model *m, int in_window)
 		} else {
 			pm->end = pm->cur;
 			pm->has_end = 1;
+			pm->sample_ns_end = pm->sample_ns;
 			if (pm->rollups) {
 				pm->rend = pm->rcur;
 				pm->has_rend = 1;

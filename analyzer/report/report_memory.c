@@ -94,8 +94,9 @@ void dlbn_memory_text(FILE *out, const struct dlbn_analysis *a)
 			"");
 	fprintf(out,
 		"  %-16s sampling it took the recorder %.1f ms, %.3f%% of the processes' time "
-		"(%.3f%% of the training process's)\n",
-		"", mem->sampling_ms, mem->sampling_share * 100, mem->sampling_main_share * 100);
+		"(%.3f%% of the training process's, %.3f%% of the window)\n",
+		"", mem->sampling_ms, mem->sampling_share * 100, mem->sampling_main_share * 100,
+		mem->sampling_window_share * 100);
 	job_text(out, mem);
 }
 
@@ -278,6 +279,8 @@ void dlbn_memory_json(FILE *out, const struct dlbn_analysis *a, int *outer)
 		dlbn_json_key_number(out, "sampling_ms", mem->sampling_ms, &first);
 		dlbn_json_key_number(out, "sampling_share", mem->sampling_share, &first);
 		dlbn_json_key_number(out, "sampling_training_share", mem->sampling_main_share,
+				     &first);
+		dlbn_json_key_number(out, "sampling_window_share", mem->sampling_window_share,
 				     &first);
 		cow_json(out, mem, &first);
 		job_json(out, mem, &first);

@@ -300,11 +300,12 @@ _Static_assert(sizeof(struct dlbn_extent_header) == DLBN_EXTENT_HEADER_SIZE,
  *           private and shared-dirty pages: a forked worker's
  *           copy-on-write growth is its private_dirty_kib growing while
  *           rss_kib stays), which walks the page tables: taken first once
- *           the process has lived 1 s, then at most every 2 s and every
- *           1000 times its last cost (rollup_ns, the read's own wall time),
- *           and a last one before EXIT where the process has lived 200
- *           times its cost, so that it stays under 0.1% of the process's
- *           time (1% for a life of seconds)
+ *           the process has lived 1 s or at the loop's first fetch, then at
+ *           most every 2 s and every 1000 times its last cost (rollup_ns,
+ *           the read's own wall time), and a last one before an _exit
+ *           (a DataLoader worker's os._exit) where the process has lived
+ *           200 times its cost, so that it stays under 0.1% of the
+ *           process's time (1% for a life of seconds)
  *  MEMSYS   cg_version, cg_limit_kib, cg_usage_kib, cg_peak_kib,
  *           cg_oom_kills, cg_anon_kib, cg_shmem_kib, cg_file_kib,
  *           host_total_kib, host_avail_kib, shm_size_kib, shm_free_kib,

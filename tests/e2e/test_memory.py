@@ -182,7 +182,16 @@ def test_objects_memory_rows(objects_run):
         # reading after the last batch see the same private pages.
         seen = proc_last["Private_Dirty"] / 1024.0
         assert abs(w["private_dirty_mib"][1] - seen) <= max(3.0, 0.1 * seen), (w, proc_last)
-        assert abs(w["pss_mib"][1] - proc_last["Pss"] / 1024.0) <= max(5.0, 0.1 * seen), (
+        # PSS divides each shared page among the processes mapping it, so it
+        # moves as a sibling exits first or the parent frees pages between
+        # the workload's reading and the worker's exit.  On a busy machine
+        # the last smaps_rollup may come a second before the end, which the
+        # analysis puts forward from the faults with each copy whole in PSS
+        # (the pessimistic end): bounded by the worker's own pages below
+        # and its RSS above, near the reading, above it rather than under.
+        pss = proc_last["Pss"] / 1024.0
+        assert w["uss_mib"][1] <= w["pss_mib"][1] <= w["rss_mib"][1], w
+        assert -max(5.0, 0.2 * pss) <= w["pss_mib"][1] - pss <= max(5.0, 0.3 * pss), (
             w, proc_last)
         assert w["ended"] == "exited" and w["end_code"] == 0, w
     m = mains[0]
@@ -260,13 +269,17 @@ def test_numpy_no_copy_on_read(numpy_run, objects_run):
     assert memory["copy_on_write"]["named"] is False, memory["copy_on_write"]
     assert not [r for r in a["reasons"] if r.startswith("copy-on-read:")], a["reasons"]
     assert a["failure"] is None, a["failure"]
-    # The workers' growth is a small part of the str dataset's.
+    # The workers' growth is a part of the str dataset's.
     _, workers = rows_by_role(memory)
     _, object_workers = rows_by_role(analysis_of(objects_run)["memory"])
     grown = max(w["private_dirty_mib"][1] - w["private_dirty_mib"][0] for w in workers)
     object_grown = min(w["private_dirty_mib"][1] - w["private_dirty_mib"][0]
                        for w in object_workers)
-    assert grown < 0.25 * object_grown, (workers, object_workers)
+    # Both grow by the worker's own heap (its batches, the interpreter's
+    # arenas: ~10 MiB here); only the str workers also copy the ~31 MiB
+    # of objects they read.
+    assert grown < 0.4 * object_grown and object_grown - grown > 15.0, (
+        workers, object_workers)
 
 
 # ---- c: OOM-killed inside a memory cgroup ----------------------------------

@@ -6,7 +6,8 @@
  * 1 MiB a batch at first, 12 us a page) against one that copies nothing;
  * the fitted touch model and copy cost; the figures a worker count needs
  * and whether they fit a memory cgroup's limit, the curve's best and the
- * recommendation kept to what fits; the kernel CPU of the copies at more
+ * recommendation kept to what fits; a sibling's exit and a lone
+ * smaps_rollup taken for no copies; the kernel CPU of the copies at more
  * workers; and each way a run dies named: an OOM kill from the cgroup's
  * count, a bus error in /dev/shm, a fetch's exception, a training process
  * gone without exiting.
@@ -200,6 +201,54 @@ static void test_no_growth(void)
 	      need3 - need2);
 }
 
+/* Shared pages that turn private as a sibling exits are no copies: the
+ * worker that outlives the first to go sees 30 MiB more private pages at
+ * its exit, with no fault; its growth is what it copied. */
+static void test_sibling_exit(void)
+{
+	struct tgsim_params p;
+	struct result r;
+	copy_on_read(&p);
+	p.mem_handed_mib = 30;
+	run(&p, &r);
+	const struct dlbn_memory *mem = &r.a.memory;
+	double copied = 200 * (1 - exp(-1.0 * 200 / 200));
+	CHECK(mem->nrows == 2, "2 worker rows (%zu)", mem->nrows);
+	for (size_t i = 0; i < mem->nrows; i++) {
+		const struct dlbn_mem_row *w = &mem->workers[i];
+		CHECK(near(w->private_dirty[1] - w->private_dirty[0], copied, 0.1),
+		      "worker %zu grew ~%.0f MiB, not the 30 handed over at a sibling's exit "
+		      "(%.1f)",
+		      i, copied, w->private_dirty[1] - w->private_dirty[0]);
+	}
+	CHECK(mem->cow && near(mem->touch_mib, 200, 0.3), "the touch model as before (%.1f)",
+	      mem->touch_mib);
+}
+
+/* A worker with one smaps_rollup, a batch making 128 faults of its own
+ * (its tensors, its shared memory) and copying nothing: its start and end
+ * put from its faults take the quietest stretch's faults as a batch's own,
+ * not as copies (~20 MiB over 40 batches). */
+static void test_one_rollup(void)
+{
+	struct tgsim_params p;
+	struct result r;
+	base(&p);
+	p.mem_batch_faults = 128;
+	p.mem_late_rollup = 20;
+	p.mem_rollups_max = 1;
+	run(&p, &r);
+	const struct dlbn_memory *mem = &r.a.memory;
+	CHECK(!mem->cow, "one rollup, many faults a batch: no copy-on-read (%d, %.1f MiB)",
+	      mem->cow, mem->cow_mib);
+	for (size_t i = 0; i < mem->nrows; i++) {
+		const struct dlbn_mem_row *w = &mem->workers[i];
+		CHECK(fabs(w->private_dirty[1] - w->private_dirty[0]) < 2,
+		      "worker %zu: no growth (%.1f -> %.1f MiB)", i, w->private_dirty[0],
+		      w->private_dirty[1]);
+	}
+}
+
 /* A 1400 MiB limit: the curve's best (many sleeping workers) does not fit. */
 static void test_limit(void)
 {
@@ -383,6 +432,8 @@ int main(void)
 	test_copy_on_read();
 	test_late_first_rollup();
 	test_no_growth();
+	test_sibling_exit();
+	test_one_rollup();
 	test_limit();
 	test_run_does_not_fit();
 	test_failures();

@@ -34,6 +34,7 @@ struct worker {
 	int64_t run_ns, runq_ns;	   /* cumulative schedstat figures */
 	int64_t batches, work_ns, file_ns; /* what it produced (profile) */
 	int64_t mem_samples;
+	int rollups;
 	int alive;
 };
 
@@ -86,27 +87,33 @@ static void mem_rec(struct tg_stream *st, int64_t t, const int64_t f[14], int ro
 		       f[7], cost);
 }
 
-static void worker_mem(struct sim *s, struct worker *w, int64_t t, int roll)
+/* handed: KiB of shared pages that turned private without a copy. */
+static void worker_mem(struct sim *s, struct worker *w, int64_t t, int roll, double handed)
 {
 	const struct tgsim_params *p = &s->p;
 	double copied = copied_kib(p, w->batches), pages = copied / 4;
 	double shared = p->mem_shared_mib * KIB_PER_MIB, base = p->mem_base_mib * KIB_PER_MIB;
 	double cpu_us = (double)w->batches * (p->batch_ms - p->file_ms - p->sleep_ms) * 1000;
 	double sys_us = pages * p->mem_copy_us + (double)w->batches * 500;
-	int64_t f[14] = {(int64_t)(shared + base + 2048),
-			 (int64_t)(shared + base),
-			 0,
-			 0,
-			 (int64_t)(pages + (double)w->batches * 10 + 300),
-			 0,
-			 (int64_t)cpu_us,
-			 (int64_t)sys_us,
-			 (int64_t)(base + copied + (shared - copied) / (p->workers + 1)),
-			 0,
-			 512,
-			 (int64_t)(base + copied - 512),
-			 (int64_t)(shared - copied),
-			 9000000};
+	double own_faults = p->mem_batch_faults > 0 ? p->mem_batch_faults : 10;
+	if (roll && p->mem_rollups_max > 0 && w->rollups >= p->mem_rollups_max)
+		roll = 0;
+	w->rollups += roll;
+	int64_t f[14] = {
+		(int64_t)(shared + base + 2048),
+		(int64_t)(shared + base),
+		0,
+		0,
+		(int64_t)(pages + (double)w->batches * own_faults + 300),
+		0,
+		(int64_t)cpu_us,
+		(int64_t)sys_us,
+		(int64_t)(base + copied + handed + (shared - copied - handed) / (p->workers + 1)),
+		0,
+		512,
+		(int64_t)(base + copied + handed - 512),
+		(int64_t)(shared - copied - handed),
+		9000000};
 	mem_rec(w->main, t, f, roll, 2048);
 }
 
@@ -282,6 +289,7 @@ static void start_workers(struct sim *s, int64_t t, int epoch)
 		tg_thread(w->main, t + 300000, (int)pid, 1);
 		tg_thread(w->feeder, t + 400000, (int)pid + 1000, 0);
 		w->batches = w->work_ns = w->file_ns = w->mem_samples = 0;
+		w->rollups = 0;
 		w->free_at = t + 30 * MS; /* worker start-up */
 		w->idle_from = w->free_at;
 		w->alive = 1;
@@ -383,10 +391,15 @@ static void stop_workers(struct sim *s, int64_t t)
 		if (!w->alive)
 			continue;
 		int64_t te = t > w->free_at ? t : w->free_at;
+		double handed = 0;
+		if (s->p.mem_handed_mib > 0 && k > 0) { /* they go one by one */
+			te += k * 2 * MS;
+			handed = s->p.mem_handed_mib * KIB_PER_MIB;
+		}
 		if (s->p.profile)
 			profile_summaries(w, te + MS / 2);
 		if (s->p.mem_every > 0)
-			worker_mem(s, w, te + MS / 2 + 1000, 1);
+			worker_mem(s, w, te + MS / 2 + 1000, 1, handed);
 		tg_exit(w->main, te + MS, 0, DLBN_EXIT__EXIT);
 		tg_stream_final(w->feeder);
 		tg_stream_final(w->main);
@@ -404,7 +417,8 @@ static int64_t produce(struct sim *s, int k, int64_t step, int64_t t_idx, int ep
 	if (s->p.mem_every > 0 && w->mem_samples++ % s->p.mem_every == 0)
 		worker_mem(s, w, poll_start - 1000,
 			   (w->mem_samples - 1) / s->p.mem_every % 4 == 0 &&
-				   (w->mem_samples - 1) / s->p.mem_every >= s->p.mem_late_rollup);
+				   (w->mem_samples - 1) / s->p.mem_every >= s->p.mem_late_rollup,
+			   0);
 	tg_poll(w->main, poll_start, got - poll_start, 1, 5000, &ino, 1);
 	tg_read(w->main, got + 2000, 3000, 5, DLBN_FD_PIPE, ino, 4);
 	tg_read(w->main, got + 6000, 4000, 5, DLBN_FD_PIPE, ino, 60);

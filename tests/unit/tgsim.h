@@ -109,14 +109,22 @@ struct tgsim_params {
 	int mem_every;
 	double mem_main_mib, mem_shared_mib, mem_base_mib;
 	double mem_touch_mib, mem_touch_kib, mem_copy_us;
-	double mem_limit_mib; /* > 0: the memory cgroup's limit in MEMSYS */
-	double mem_shm_mib;   /* > 0: /dev/shm's size (else 8 GiB) */
-	int mem_oom_kills;    /* the cgroup's OOM kills rise by this at the end */
-	int mem_child_signal; /* > 0: the training process sees worker 0 killed by it */
-	const char *mem_note; /* a fetch error (NOTE) at the end */
-	int mem_no_main_exit; /* the training process ends without EXIT */
-	int mem_late_rollup;  /* > 0: a worker's first smaps_rollup at this sample,
-			       * not its first (the recorder waits a second) */
+	double mem_limit_mib;  /* > 0: the memory cgroup's limit in MEMSYS */
+	double mem_shm_mib;    /* > 0: /dev/shm's size (else 8 GiB) */
+	int mem_oom_kills;     /* the cgroup's OOM kills rise by this at the end */
+	int mem_child_signal;  /* > 0: the training process sees worker 0 killed by it */
+	const char *mem_note;  /* a fetch error (NOTE) at the end */
+	int mem_no_main_exit;  /* the training process ends without EXIT */
+	int mem_late_rollup;   /* > 0: a worker's first smaps_rollup at this sample,
+				* not its first (the recorder waits a second) */
+	int mem_rollups_max;   /* > 0: a worker takes at most this many, its exit's
+				* included (a short life on a busy machine) */
+	int mem_batch_faults;  /* minor faults a batch makes of its own (else 10) */
+	double mem_handed_mib; /* > 0: the workers exit 2 ms apart, and those that
+				* outlive the first to go see this many MiB of
+				* shared pages turn private (pages the training
+				* process wrote after the fork, now theirs alone),
+				* with no fault */
 	unsigned seed;
 };
 

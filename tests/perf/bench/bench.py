@@ -75,7 +75,7 @@ BUDGET_STEP_ANY = 0.01        # every workload's
 BUDGET_ANALYZER_RPS = 50e6
 BUDGET_RECORD_BYTES = 16.0
 BUDGET_SAMPLER_SHARE = 0.01   # worker sampling: < 1% of worker CPU
-BUDGET_MEM_SHARE = 0.01       # memory sampling: < 1% of the training process's time
+BUDGET_MEM_SHARE = 0.01       # memory sampling: < 1% of the window (training process)
 # "Independent of length": a 20x longer trace may cost at most this much more.
 BUDGET_RSS_GROWTH = 1.25
 BUDGET_JOB_S = 2.0            # a job report from the summaries of 1024 ranks
@@ -445,7 +445,7 @@ def trace_stats(opts, trace):
                  # (MEM's sample_ns): of the training process's time, of all
                  # the sampled processes'
                  mem_sampling_ms=memory.get("sampling_ms"),
-                 mem_sampling_share=memory.get("sampling_training_share"),
+                 mem_sampling_share=memory.get("sampling_window_share"),
                  mem_sampling_all_share=memory.get("sampling_share"))
     if records:
         stats["file_bytes_per_record"] = size / records
@@ -872,7 +872,7 @@ def budgets(res):
         for name, r in e["workloads"].items():
             t = r.get("trace") or {}
             if t.get("mem_sampling_share") is not None:
-                add("8", "memory sampling in %s: < %g%% of the training process's time"
+                add("8", "memory sampling in %s: < %g%% of the window (training process)"
                     % (name, 100 * BUDGET_MEM_SHARE), t["mem_sampling_share"], "share",
                     t["mem_sampling_share"] < BUDGET_MEM_SHARE,
                     all_processes=t.get("mem_sampling_all_share"))
