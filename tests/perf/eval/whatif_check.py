@@ -21,6 +21,11 @@ GPU work on the simulated driver's virtual timeline):
                   operators' ranges split among the threads).
   nodes_threads   torchdata.nodes with 2 thread workers sleeping 5 ms per
                   sample (input preset); B = 4 threads.
+  cow_knee        copy-on-read without a limit, the issue's shape: 3 million
+                  Python str, 2 workers sleeping 12 ms a sample, batches of 8;
+                  B = the advice's count, where each worker's copies of the
+                  pages it reads cost kernel CPU on the 2 cores (the model
+                  that once predicted 36% too fast there); bound 15%.
   memory_limit    copy-on-read (tests/e2e/memory_workload.py: a dataset of
                   Python str that each worker copies as it reads it), 2
                   workers sleeping 8 ms a sample, recorded inside a memory
@@ -104,6 +109,14 @@ CHECKS = [
          program=MEMORY_WORKLOAD, setting="num_workers", limited=True, target=0.15,
          args=["--kind", "objects", "--items", "400000", "--touch", "200", "--sleep-ms", "8",
                "--cpu-ms", "1", "--batch-size", "8", "--steps", "240", "--step-ms", "3",
+               "--sample-kib", "16"],
+         a=2, pick="advice"),
+    dict(name="cow_knee",
+         covers="copy-on-read, 3M Python str, 2 workers sleeping 12 ms a sample, no limit; "
+                "B = the advice (the copies' kernel CPU at its count)",
+         program=MEMORY_WORKLOAD, setting="num_workers", target=0.15,
+         args=["--kind", "objects", "--items", "3000000", "--touch", "64", "--sleep-ms", "12",
+               "--cpu-ms", "1.8", "--batch-size", "8", "--steps", "400", "--step-ms", "1",
                "--sample-kib", "16"],
          a=2, pick="advice"),
 ]
