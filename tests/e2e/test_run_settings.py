@@ -412,7 +412,8 @@ def test_sweep_measures_each_value_and_goes_on_after_a_failure(rundir, script, t
     assert r.returncode == 1, r.stderr[-3000:]  # one run failed
     rows = json.loads(out.read_text())
     assert [row["value"] for row in rows] == [0, 2, 1]
-    assert [row["status"] for row in rows] == ["ok", "exit 3", "ok"]
+    # a failure names the point that failed
+    assert [row["status"] for row in rows] == ["ok", "exit 3 at num_workers=2", "ok"]
     ok = [rows[0], rows[2]]
     for row in ok:
         assert row["setting"] == "num_workers" and row["window_steps"] == 30
@@ -428,7 +429,8 @@ def test_sweep_measures_each_value_and_goes_on_after_a_failure(rundir, script, t
     cells = [line.split() for line in table[2:5]]
     assert [c[0] for c in cells] == ["0", "2", "1"]
     # value, measured ms, predicted ms, measured and predicted samples/s, status
-    assert cells[1][1:] == ["-", "102.00", "-", "20", "exit", "3"]  # 2 per batch / 102 ms
+    assert cells[1][1:] == ["-", "102.00", "-", "20", "exit", "3", "at",
+                            "num_workers=2"]  # 2 per batch / 102 ms
     assert float(cells[0][3]) == pytest.approx(2 * 1000 / rows[0]["measured_step_ms"], abs=1)
     assert float(cells[0][1]) == pytest.approx(rows[0]["measured_step_ms"], abs=0.006)
     # each run's CONFIG says what it was run with
@@ -456,7 +458,8 @@ def test_grid_sweep(rundir, script, tmp_path):
     assert [row["settings"] for row in rows] == [
         {"num_workers": 1, "batch_size": 2}, {"num_workers": 1, "batch_size": 4},
         {"num_workers": 2, "batch_size": 2}, {"num_workers": 2, "batch_size": 4}]
-    assert [row["status"] for row in rows] == ["ok", "ok", "exit 3", "exit 3"]
+    assert [row["status"] for row in rows] == [
+        "ok", "ok", "exit 3 at num_workers=2 batch_size=2", "exit 3 at num_workers=2 batch_size=4"]
     for row in rows[:2]:
         assert row["batch_size"] == row["settings"]["batch_size"] and row["num_workers"] == 1
         assert row["loop_ms"] > 0 and row["measured_step_ms"] > 0, row
