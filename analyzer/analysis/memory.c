@@ -84,30 +84,26 @@ struct sample {
 	int64_t rss, anon, pss, pss_anon, private_clean, private_dirty, shared_dirty;
 };
 
+/* A MEM point and a track point name these fields alike. */
+#define SAMPLE_OF(p)                                                                               \
+	((struct sample){.t = (p)->t,                                                              \
+			 .batches = (p)->batches,                                                  \
+			 .rss = (p)->rss,                                                          \
+			 .anon = (p)->anon,                                                        \
+			 .pss = (p)->pss,                                                          \
+			 .pss_anon = (p)->pss_anon,                                                \
+			 .private_clean = (p)->private_clean,                                      \
+			 .private_dirty = (p)->private_dirty,                                      \
+			 .shared_dirty = (p)->shared_dirty})
+
 static struct sample of_point(const struct dlbn_mem_point *p)
 {
-	return (struct sample){.t = p->t,
-			       .batches = p->batches,
-			       .rss = p->rss,
-			       .anon = p->anon,
-			       .pss = p->pss,
-			       .pss_anon = p->pss_anon,
-			       .private_clean = p->private_clean,
-			       .private_dirty = p->private_dirty,
-			       .shared_dirty = p->shared_dirty};
+	return SAMPLE_OF(p);
 }
 
 static struct sample of_track(const struct dlbn_mem_track_point *p)
 {
-	return (struct sample){.t = p->t,
-			       .batches = p->batches,
-			       .rss = p->rss,
-			       .anon = p->anon,
-			       .pss = p->pss,
-			       .pss_anon = p->pss_anon,
-			       .private_clean = p->private_clean,
-			       .private_dirty = p->private_dirty,
-			       .shared_dirty = p->shared_dirty};
+	return SAMPLE_OF(p);
 }
 
 /* The first and last track points of pm with smaps_rollup up to the
@@ -367,8 +363,10 @@ static double quiet_faults(const struct dlbn_model *m, const struct dlbn_proc_me
 		const struct dlbn_mem_track_point *t = pms[i].track;
 		for (size_t j = 1; j + 1 < pms[i].ntrack && t[j + 1].t <= cutoff; j++) {
 			int64_t db = t[j + 1].batches - t[j].batches;
+			if (db < QUIET_MIN_BATCHES)
+				continue;
 			double f = (double)(t[j + 1].minflt - t[j].minflt) / (double)db;
-			if (db >= QUIET_MIN_BATCHES && (least < 0 || f < least))
+			if (least < 0 || f < least)
 				least = f;
 		}
 	}
@@ -823,17 +821,26 @@ static const char *signal_name(int sig)
 /* What pid was: a worker (by its role, or its loader's CONFIG named it:
  * one killed before its first batch has no worker's records), the training
  * process, or another child. */
-static const char *who(const struct dlbn_model *m, int pid)
+/* A child's role by its pid: a loader's claim or its process's; -1 for a
+ * child the trace does not know. */
+static int role_of_pid(const struct dlbn_model *m, int pid)
 {
 	for (size_t i = 0; i < m->loaders.nclaims; i++)
 		if (m->loaders.claims[i].pid == pid)
-			return "worker";
+			return DLBN_ROLE_WORKER;
 	for (size_t i = 0; i < m->nprocs; i++)
 		if (m->procs[i].pid == pid)
-			return m->procs[i].role == DLBN_ROLE_WORKER	? "worker"
-			       : m->procs[i].role == DLBN_ROLE_TRAINING ? "the training process"
-									: "process";
-	return "child process";
+			return (int)m->procs[i].role;
+	return -1;
+}
+
+static const char *who(const struct dlbn_model *m, int pid)
+{
+	int role = role_of_pid(m, pid);
+	return role == DLBN_ROLE_WORKER	    ? "worker"
+	       : role == DLBN_ROLE_TRAINING ? "the training process"
+	       : role >= 0		    ? "process"
+					    : "child process";
 }
 
 /* The memory just before it: the training process and its workers. */
@@ -908,12 +915,13 @@ static void failure(const struct dlbn_model *m, struct dlbn_analysis *a, struct 
 	/* A worker or the training process killed; another child (a tool the
 	 * program ran, ended by a timeout) only with the OOM killer's count. */
 	const struct dlbn_child_end *kill = NULL;
-	for (size_t i = 0; i < fl->nends && !kill; i++)
+	for (size_t i = 0; i < fl->nends && !kill; i++) {
+		int role = role_of_pid(m, fl->ends[i].pid);
 		if (fl->ends[i].how != DLBN_CHILD_EXITED &&
-		    (!strcmp(who(m, fl->ends[i].pid), "worker") ||
-		     !strcmp(who(m, fl->ends[i].pid), "the training process") ||
+		    (role == DLBN_ROLE_WORKER || role == DLBN_ROLE_TRAINING ||
 		     (fl->ends[i].code == SIGKILL_NO && oom_evident(m, mem))))
 			kill = &fl->ends[i];
+	}
 	const struct dlbn_note *note = NULL;
 	for (size_t i = 0; i < fl->nnotes && !note; i++)
 		if (fl->notes[i].kind == DLBN_NOTE_FETCH_ERROR)
