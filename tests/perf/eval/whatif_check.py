@@ -21,8 +21,9 @@ GPU work on the simulated driver's virtual timeline):
                   operators' ranges split among the threads).
   nodes_threads   torchdata.nodes with 2 thread workers sleeping 5 ms per
                   sample (input preset); B = 4 threads.
-  cow_knee        copy-on-read without a limit, the shape of the run in docs/EVAL.md ("Memory"): 3 million
-                  Python str, 2 workers sleeping 12 ms a sample, batches of 8;
+  cow_knee        copy-on-read without a limit, the run of docs/EVAL.md
+                  ("Memory"): 3 million Python str, 2 workers sleeping
+                  12 ms a sample, batches of 8;
                   B = the advice's count, where each worker's copies of the
                   pages it reads cost kernel CPU on the 2 cores (the model
                   that once predicted 36% too fast there); bound 15%.
